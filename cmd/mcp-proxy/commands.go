@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/server"
+)
+
+// cmdRun serves the merged upstreams to one client on stdin/stdout.
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("run", stderr, &c)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("run takes no arguments (got %q)", pos)}
+	}
+	log, err := c.logger(stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(c.config, stderr)
+	if err != nil {
+		return err
+	}
+	r := newEngine(cfg, log)
+	r.Start(ctx)
+	defer r.Close()
+	srv := server.New(r, server.Options{
+		Name:         proxyName(cfg),
+		Version:      proxyVersion(cfg),
+		Instructions: cfg.Proxy.Instructions,
+		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
+	}, log)
+	log.Info().Str("config", c.config).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
+		Msg("mcp-proxy serving on stdio")
+	err = srv.ServeStream(ctx, stdin, stdout)
+	log.Info().Msg("client gone; shutting down")
+	return err
+}
+
+func maxStartup(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, u := range cfg.Upstreams {
+		d = max(d, u.StartupTimeout)
+	}
+	return d
+}
+
+// cmdValidate checks a configuration file.
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("validate", stderr, &c)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 1 && c.config == "proxy.hcl" {
+		c.config = pos[0]
+	}
+	cfg, err := loadConfig(c.config, stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: OK (%d upstreams)\n", c.config, len(cfg.Upstreams))
+	return nil
+}
+
+// startEngine starts the upstreams for a one-shot command and waits for their first
+// handshake; failures are logged and reported, the rest keeps working.
+func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Router, error, error) {
+	log, err := c.logger(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := loadConfig(c.config, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := newEngine(cfg, log)
+	r.Start(ctx)
+	wctx, cancel := context.WithTimeout(ctx, maxStartup(cfg)+5*time.Second)
+	defer cancel()
+	return r, r.WaitReady(wctx), nil
+}
+
+type toolRow struct {
+	Name         string `json:"name"`
+	Upstream     string `json:"upstream"`
+	OriginalName string `json:"original_name"`
+	Description  string `json:"description,omitempty"`
+}
+
+// cmdTools prints the merged tool catalogue.
+func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("tools", stderr, &c)
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return exitError{code: 2, msg: fmt.Sprintf("tools takes no arguments (got %q)", pos)}
+	}
+	r, startErr, err := startEngine(ctx, &c, stderr)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	tools := r.Tools()
+	rows := make([]toolRow, len(tools))
+	for i, t := range tools {
+		rows[i] = toolRow{Name: t.Name, Upstream: t.Upstream, OriginalName: t.OriginalName, Description: t.Description}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rows); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tUPSTREAM\tDESCRIPTION")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Name, r.Upstream, firstLine(r.Description, 80))
+		}
+		tw.Flush()
+	}
+	if startErr != nil {
+		return exitError{code: 1, msg: "some upstreams did not start: " + startErr.Error()}
+	}
+	return nil
+}
+
+func firstLine(s string, max int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		s = s[:max-1] + "…"
+	}
+	return s
+}
+
+// cmdCall calls one tool through the router and prints its result.
+func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("call", stderr, &c)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 1 || len(pos) > 2 {
+		return exitError{code: 2, msg: "usage: mcp-proxy call [--config FILE] TOOL [JSON_ARGS]"}
+	}
+	arguments := json.RawMessage("{}")
+	if len(pos) == 2 {
+		arguments = json.RawMessage(pos[1])
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(arguments, &obj); err != nil {
+			return exitError{code: 2, msg: fmt.Sprintf("JSON_ARGS must be a JSON object: %v", err)}
+		}
+	}
+	r, startErr, err := startEngine(ctx, &c, stderr)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if startErr != nil {
+		fmt.Fprintln(stderr, "warning: some upstreams did not start:", startErr)
+	}
+	params, _ := json.Marshal(map[string]any{
+		"name": pos[0], "arguments": arguments,
+		"_meta": map[string]any{"progressToken": "cli"},
+	})
+	res, err := r.Dispatch(ctx, &router.Request{
+		Method: mcp.MethodToolsCall, Params: params,
+		Progress: func(p json.RawMessage) { fmt.Fprintf(stderr, "progress: %s\n", p) },
+	})
+	if err != nil {
+		return exitError{code: 1, msg: fmt.Sprintf("calling %s: %v", pos[0], err)}
+	}
+	var pretty strings.Builder
+	enc := json.NewEncoder(&pretty)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	var v any
+	if err := json.Unmarshal(res, &v); err != nil {
+		return err
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, pretty.String())
+	var outcome struct {
+		IsError bool `json:"isError"`
+	}
+	if json.Unmarshal(res, &outcome) == nil && outcome.IsError {
+		return exitError{code: 1, msg: fmt.Sprintf("tool %s reported an error (isError)", pos[0])}
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// loadConfig reads the config file, printing every diagnostic to stderr on failure.
+func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
+	cfg, diags := config.Load(path)
+	if diags.HasErrors() {
+		fmt.Fprint(stderr, config.FormatDiagnostics(diags))
+		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
+	}
+	if len(diags) > 0 {
+		fmt.Fprint(stderr, config.FormatDiagnostics(diags))
+	}
+	return cfg, nil
+}
+
+// newEngine builds the router and its upstreams from the configuration. Nothing starts.
+func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
+	r := router.New(router.Options{
+		Separator:     cfg.Proxy.Separator,
+		PageSize:      cfg.Proxy.PageSize,
+		MaxNameLength: cfg.Proxy.MaxNameLength,
+	}, log)
+	for _, uc := range cfg.Upstreams {
+		if uc.Disabled {
+			log.Info().Str("upstream", uc.Name).Msg("upstream disabled in config; not started")
+			continue
+		}
+		u := upstream.New(upstream.Spec{
+			Name:           uc.Name,
+			Command:        uc.Command,
+			Env:            uc.Env,
+			Dir:            uc.Cwd,
+			Timeout:        uc.Timeout,
+			StartupTimeout: uc.StartupTimeout,
+			MaxMessage:     uc.MaxMessageSize,
+			ClientName:     proxyName(cfg),
+			ClientVersion:  buildVersion(),
+		}, log, r.Events())
+		r.Add(u, uc.Namespace)
+	}
+	return r
+}
+
+func proxyName(cfg *config.Config) string {
+	if cfg.Proxy.Name != "" {
+		return cfg.Proxy.Name
+	}
+	return "mcp-proxy"
+}
+
+func proxyVersion(cfg *config.Config) string {
+	if cfg.Proxy.Version != "" {
+		return cfg.Proxy.Version
+	}
+	return buildVersion()
+}

@@ -1,0 +1,99 @@
+// Command mcp-proxy is one MCP server in front of many: it runs or connects to upstream
+// MCP servers, merges their tools, prompts and resources into one namespaced catalogue and
+// routes every call to its owner.
+//
+// main is thin: it calls run with the process's arguments and streams and turns an error
+// into a non-zero exit status.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var ex exitError
+		if !errors.As(err, &ex) || ex.msg != "" {
+			fmt.Fprintln(os.Stderr, "mcp-proxy:", err)
+		}
+		code := 1
+		if errors.As(err, &ex) {
+			code = ex.code
+		}
+		os.Exit(code)
+	}
+}
+
+// exitError asks main for a specific exit status; an empty msg prints nothing more.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+// version is set at build time with -ldflags "-X main.version=..."; otherwise the module
+// version from the build info is used.
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+const usage = `mcp-proxy: one MCP server in front of many.
+
+Usage:
+  mcp-proxy run      [--config FILE]               serve the merged servers on stdin/stdout
+  mcp-proxy validate [--config FILE]               check a config file; exit 1 with diagnostics
+  mcp-proxy tools    [--config FILE] [--json]      start the upstreams, print the merged tools
+  mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
+  mcp-proxy version                                print the version
+
+Common flags (after the command):
+  --config FILE        configuration file (default ./proxy.hcl)
+  --log-level LEVEL    trace, debug, info, warn, error (default info)
+  --log-format FORMAT  json or console (default json); logs always go to stderr
+`
+
+// run is the whole program behind main, testable with any streams.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError{code: 2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, rest, stdin, stdout, stderr)
+	case "validate":
+		return cmdValidate(rest, stdout, stderr)
+	case "tools":
+		return cmdTools(ctx, rest, stdout, stderr)
+	case "call":
+		return cmdCall(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "mcp-proxy", buildVersion())
+		return nil
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usage)
+	return exitError{code: 2}
+}

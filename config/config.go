@@ -1,0 +1,63 @@
+package config
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Defaults applied to settings the file leaves out.
+const (
+	DefaultName           = "mcp-proxy"
+	DefaultSeparator      = "__"
+	DefaultPageSize       = 100
+	DefaultMaxNameLength  = 128
+	DefaultTimeout        = 60 * time.Second
+	DefaultStartupTimeout = 30 * time.Second
+	DefaultMaxMessageSize = 64 << 20
+)
+
+// Limits enforced during validation.
+const (
+	minSeparatorLen    = 1
+	maxSeparatorLen    = 4
+	minPageSize        = 1
+	maxPageSize        = 10000
+	minMaxNameLength   = 16
+	maxMaxNameLength   = 128
+	minMaxMessageSize  = 1024
+	separatorCharsDesc = "letters, digits, '_', '.' and '-'"
+)
+
+// Config is a fully decoded, defaulted and validated configuration file.
+// A *Config is only ever returned without error diagnostics; callers may treat
+// it as read-only and share it between goroutines.
+type Config struct {
+	Filename  string     // path of the file it came from
+	Proxy     Proxy      // the proxy block, or all defaults when the file has none
+	Upstreams []Upstream // in file order
+}
+
+// Proxy holds the settings of the optional proxy block.
+type Proxy struct {
+	Name          string // serverInfo.name shown to clients; default "mcp-proxy"
+	Version       string // serverInfo.version; default "" (caller fills with build version)
+	Separator     string // between namespace and name; default "__"; 1-4 chars, each from [A-Za-z0-9_.-]
+	PageSize      int    // items per page of merged lists; default 100; 1..10000
+	MaxNameLength int    // max length of exposed tool/prompt names; default 128; 16..128
+	Instructions  string // optional extra instructions prepended to the merged upstream instructions
+}
+
+// Upstream describes one MCP server the proxy spawns and talks to over stdio.
+type Upstream struct {
+	Name           string            // block label, matches ^[A-Za-z0-9_-]+$ and is unique
+	Command        []string          // non-empty, Command[0] non-empty
+	Env            map[string]string // added to the proxy's own environment; nil when not set
+	Cwd            string            // absolute; relative paths are resolved against the config file's directory, which is also the default
+	Namespace      string            // default: the label; "" (explicitly set) exposes names unprefixed; matches ^[A-Za-z0-9_.-]*$
+	Timeout        time.Duration     // per request; default 60s; > 0
+	StartupTimeout time.Duration     // for spawning + initialize + first catalogue fetch; default 30s; > 0
+	MaxMessageSize int               // bytes, max size of one message from this upstream; default 64<<20; >= 1024
+	Disabled       bool              // a disabled upstream is decoded and validated but not started
+	DeclRange      hcl.Range         // where the block is, for diagnostics reported by other packages later
+}

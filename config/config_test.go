@@ -1,0 +1,764 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// fakeEnv is a LookupEnv over a fixed map.
+func fakeEnv(vars map[string]string) Options {
+	return Options{LookupEnv: func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}}
+}
+
+// mustParse parses src as p.hcl in /base and fails the test on any diagnostic.
+func mustParse(t *testing.T, src string, opts Options) *Config {
+	t.Helper()
+	cfg, diags := ParseWithOptions([]byte(src), "p.hcl", "/base", opts)
+	if len(diags) > 0 || cfg == nil {
+		t.Fatalf("unexpected diagnostics:\n%s", FormatDiagnostics(diags))
+	}
+	return cfg
+}
+
+// mustFail parses src as p.hcl and returns the formatted diagnostics, failing
+// the test unless parsing failed with a nil config.
+func mustFail(t *testing.T, src string, opts Options) string {
+	t.Helper()
+	cfg, diags := ParseWithOptions([]byte(src), "p.hcl", "/base", opts)
+	if !diags.HasErrors() {
+		t.Fatalf("expected errors, got none (diagnostics: %q)", FormatDiagnostics(diags))
+	}
+	if cfg != nil {
+		t.Fatalf("got a non-nil config alongside errors")
+	}
+	return FormatDiagnostics(diags)
+}
+
+func TestParseFullFile(t *testing.T) {
+	src := `# a complete file
+proxy {
+  name            = "my-proxy"
+  version         = "1.2.3"
+  separator       = "."
+  page_size       = 50
+  max_name_length = 64
+  instructions    = "Use the tools."
+}
+
+upstream "github" {
+  command          = ["npx", "-y", "@modelcontextprotocol/server-github"]
+  env              = { GITHUB_TOKEN = env("GITHUB_TOKEN"), MODE = "ro" }
+  cwd              = "servers/gh"
+  namespace        = "gh"
+  timeout          = "90s"
+  startup_timeout  = "1m"
+  max_message_size = 2048
+  disabled         = true
+}
+
+upstream "fs" {
+  command = ["mcp-fs", "/data"]
+  cwd     = "/srv/fs"
+}
+
+upstream "defaults" {
+  command = ["srv"]
+}
+`
+	cfg := mustParse(t, src, fakeEnv(map[string]string{"GITHUB_TOKEN": "tok"}))
+
+	wantLines := []int{11, 22, 27}
+	for i, u := range cfg.Upstreams {
+		if u.DeclRange.Filename != "p.hcl" || u.DeclRange.Start.Line != wantLines[i] || u.DeclRange.Start.Column != 1 {
+			t.Errorf("upstream %d DeclRange = %v, want p.hcl line %d col 1", i, u.DeclRange, wantLines[i])
+		}
+		cfg.Upstreams[i].DeclRange = hcl.Range{}
+	}
+
+	want := &Config{
+		Filename: "p.hcl",
+		Proxy: Proxy{
+			Name:          "my-proxy",
+			Version:       "1.2.3",
+			Separator:     ".",
+			PageSize:      50,
+			MaxNameLength: 64,
+			Instructions:  "Use the tools.",
+		},
+		Upstreams: []Upstream{
+			{
+				Name:           "github",
+				Command:        []string{"npx", "-y", "@modelcontextprotocol/server-github"},
+				Env:            map[string]string{"GITHUB_TOKEN": "tok", "MODE": "ro"},
+				Cwd:            "/base/servers/gh",
+				Namespace:      "gh",
+				Timeout:        90 * time.Second,
+				StartupTimeout: time.Minute,
+				MaxMessageSize: 2048,
+				Disabled:       true,
+			},
+			{
+				Name:           "fs",
+				Command:        []string{"mcp-fs", "/data"},
+				Cwd:            "/srv/fs",
+				Namespace:      "fs",
+				Timeout:        DefaultTimeout,
+				StartupTimeout: DefaultStartupTimeout,
+				MaxMessageSize: DefaultMaxMessageSize,
+			},
+			{
+				Name:           "defaults",
+				Command:        []string{"srv"},
+				Cwd:            "/base",
+				Namespace:      "defaults",
+				Timeout:        60 * time.Second,
+				StartupTimeout: 30 * time.Second,
+				MaxMessageSize: 64 << 20,
+			},
+		},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("decoded config mismatch\n got: %+v\nwant: %+v", cfg, want)
+	}
+}
+
+func TestParseDefaultsWithoutProxyBlock(t *testing.T) {
+	cfg := mustParse(t, `upstream "a" { command = ["a"] }`, Options{})
+	want := Proxy{Name: "mcp-proxy", Separator: "__", PageSize: 100, MaxNameLength: 128}
+	if cfg.Proxy != want {
+		t.Errorf("Proxy = %+v, want %+v", cfg.Proxy, want)
+	}
+	if cfg.Upstreams[0].Env != nil {
+		t.Errorf("Env = %#v, want nil when not set", cfg.Upstreams[0].Env)
+	}
+}
+
+func TestEnvFunction(t *testing.T) {
+	env := fakeEnv(map[string]string{"X": "secret", "EMPTY": ""})
+	tests := []struct {
+		name    string
+		expr    string
+		want    string
+		wantErr []string // substrings of the formatted diagnostics
+	}{
+		{name: "set", expr: `env("X")`, want: "secret"},
+		{name: "set to empty counts as set", expr: `env("EMPTY", "d")`, want: ""},
+		{name: "set ignores default", expr: `env("X", "d")`, want: "secret"},
+		{name: "unset with default", expr: `env("UNSET", "d")`, want: "d"},
+		{name: "template", expr: `"Bearer ${env("X")}"`, want: "Bearer secret"},
+		{name: "template with default", expr: `"Bearer ${env("UNSET", "none")}"`, want: "Bearer none"},
+		{name: "format", expr: `format("%-4s|%3d|%.1f", "ab", 7, 2.25)`, want: "ab  |  7|2.2"},
+		{name: "stdlib helpers", expr: `upper(join("-", [lower("A"), format("%d", 2), trimspace(" b ")]))`, want: "A-2-B"},
+		{
+			name: "unset", expr: `env("UNSET")`,
+			wantErr: []string{`p.hcl:3:15: error: Error in function call;`, `"UNSET" is not set`, `env("UNSET", "default")`},
+		},
+		{
+			name: "unset inside template", expr: `"Bearer ${env("UNSET")}"`,
+			wantErr: []string{`p.hcl:3:25: error: Error in function call;`, `"UNSET" is not set`},
+		},
+		{
+			name: "two defaults", expr: `env("X", "a", "b")`,
+			wantErr: []string{`p.hcl:3:30: error: Invalid function argument;`, `at most one default`},
+		},
+		{
+			name: "no arguments", expr: `env()`,
+			wantErr: []string{`p.hcl:3:19: error: Not enough function arguments;`},
+		},
+		{
+			name: "format width is bounded", expr: `format("%999999999s", "x")`,
+			wantErr: []string{`p.hcl:3:23: error: Invalid function argument;`, `field width 999999999 is larger than the maximum of 1000`},
+		},
+		{
+			name: "variables are not available", expr: `HOME`,
+			wantErr: []string{`p.hcl:3:15: error: Variables not allowed;`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "upstream \"a\" {\n  command = [\"a\"]\n  env = { V = " + tt.expr + " }\n}\n"
+			if tt.wantErr != nil {
+				got := mustFail(t, src, env)
+				for _, w := range tt.wantErr {
+					if !strings.Contains(got, w) {
+						t.Errorf("diagnostics do not contain %q:\n%s", w, got)
+					}
+				}
+				return
+			}
+			cfg := mustParse(t, src, env)
+			if got := cfg.Upstreams[0].Env["V"]; got != tt.want {
+				t.Errorf("V = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestEnvDefaultsToProcessEnvironment(t *testing.T) {
+	t.Setenv("MCP_PROXY_CONFIG_TEST", "from-os")
+	cfg, diags := Parse([]byte(`upstream "a" {
+  command = [env("MCP_PROXY_CONFIG_TEST")]
+}`), "p.hcl", "/base")
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if got := cfg.Upstreams[0].Command[0]; got != "from-os" {
+		t.Errorf("Command[0] = %q, want %q", got, "from-os")
+	}
+}
+
+func TestAllProblemsReportedAtOnce(t *testing.T) {
+	src := `proxy {
+  page_size = 0
+}
+
+upstream "one" {
+  command = ["a"]
+  timeout = "soon"
+}
+
+upstream "two" {
+  comand = ["b"]
+}
+`
+	got := mustFail(t, src, Options{})
+	want := strings.Join([]string{
+		`p.hcl:2:15: error: Invalid page_size; "page_size" must be between 1 and 10000, got 0.`,
+		`p.hcl:7:13: error: Invalid duration; "soon" is not a valid duration for "timeout"; use a duration string such as "60s", "1m30s" or "500ms".`,
+		`p.hcl:10:1: error: Missing required argument; The argument "command" is required in upstream "two": a list of strings such as ["npx", "-y", "@modelcontextprotocol/server-github"].`,
+		`p.hcl:11:3: error: Unsupported argument; An argument named "comand" is not expected here. Did you mean "command"?`,
+	}, "\n")
+	if got != want {
+		t.Errorf("FormatDiagnostics:\n got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestDiagnosticsAreDeterministic(t *testing.T) {
+	src := `upstream "a" {
+  command = []
+  foo = 1
+  bar = 2
+  baz = 3
+  timeout = 1
+  startup_timeout = 2
+  namespace = "a b"
+}
+`
+	first := mustFail(t, src, Options{})
+	for range 20 {
+		if got := mustFail(t, src, Options{}); got != first {
+			t.Fatalf("output changed between runs:\n%s\n---\n%s", first, got)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	const cmd = `command = ["a"]`
+	tests := []struct {
+		name string
+		src  string
+		want []string // each must appear in the formatted diagnostics
+	}{
+		{
+			name: "unknown attribute suggests command",
+			src:  "upstream \"a\" {\n  comand = [\"a\"]\n}\n",
+			want: []string{`p.hcl:2:3: error: Unsupported argument; An argument named "comand" is not expected here. Did you mean "command"?`},
+		},
+		{
+			name: "unknown block suggests upstream",
+			src:  "upstreams \"a\" {\n  " + cmd + "\n}\n",
+			want: []string{`p.hcl:1:1: error: Unsupported block type; Blocks of type "upstreams" are not expected here. Did you mean "upstream"?`},
+		},
+		{
+			name: "unknown proxy attribute suggests",
+			src:  "proxy {\n  seperator = \"-\"\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:3: error: Unsupported argument;`, `Did you mean "separator"?`},
+		},
+		{
+			name: "block written for an argument suggests the argument",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  envs {\n    A = \"b\"\n  }\n}\n",
+			want: []string{`p.hcl:3:3: error: Unsupported block type;`, `Did you mean the argument "env"?`},
+		},
+		{
+			name: "argument written for a block suggests the block",
+			src:  "proxi = {}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:1:1: error: Unsupported argument;`, `Did you mean a block of type "proxy"`},
+		},
+		{
+			name: "duplicate label",
+			src:  "upstream \"a\" {\n  " + cmd + "\n}\n\nupstream \"a\" {\n  " + cmd + "\n}\n",
+			want: []string{`p.hcl:5:10: error: Duplicate upstream name; An upstream named "a" is already defined at p.hcl:1:10`},
+		},
+		{
+			name: "bad label chars",
+			src:  "upstream \"my server\" {\n  " + cmd + "\n}\n",
+			want: []string{`p.hcl:1:10: error: Invalid upstream name; Upstream name "my server"`},
+		},
+		{
+			name: "empty label",
+			src:  "upstream \"\" {\n  " + cmd + "\n}\n",
+			want: []string{`p.hcl:1:10: error: Invalid upstream name;`},
+		},
+		{
+			name: "missing label",
+			src:  "upstream {\n  " + cmd + "\n}\n",
+			want: []string{`p.hcl:1:10: error: Missing name for upstream;`},
+		},
+		{
+			name: "bad duration",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  startup_timeout = \"30\"\n}\n",
+			want: []string{`p.hcl:3:21: error: Invalid duration; "30" is not a valid duration for "startup_timeout"; use a duration string such as "60s"`},
+		},
+		{
+			name: "numeric duration",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  timeout = 5\n}\n",
+			want: []string{`p.hcl:3:13: error: Invalid duration; "timeout" must be a duration string, not a number; use a duration string such as "60s"`},
+		},
+		{
+			name: "zero duration",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  timeout = \"0s\"\n}\n",
+			want: []string{`p.hcl:3:13: error: Invalid duration; "timeout" must be greater than zero`},
+		},
+		{
+			name: "negative duration",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  startup_timeout = \"-5s\"\n}\n",
+			want: []string{`p.hcl:3:21: error: Invalid duration; "startup_timeout" must be greater than zero`},
+		},
+		{
+			name: "empty command",
+			src:  "upstream \"a\" {\n  command = []\n}\n",
+			want: []string{`p.hcl:2:13: error: Invalid command; "command" must not be empty`},
+		},
+		{
+			name: "empty program name",
+			src:  "upstream \"a\" {\n  command = [\"\", \"x\"]\n}\n",
+			want: []string{`p.hcl:2:13: error: Invalid command; The program name`},
+		},
+		{
+			name: "null command",
+			src:  "upstream \"a\" {\n  command = null\n}\n",
+			want: []string{`p.hcl:2:13: error: Invalid command; "command" must be a non-empty list of strings`},
+		},
+		{
+			name: "command is a string",
+			src:  "upstream \"a\" {\n  command = \"npx server\"\n}\n",
+			want: []string{`p.hcl:2:13: error: Invalid value; "command" must be a list of strings`},
+		},
+		{
+			name: "null command element",
+			src:  "upstream \"a\" {\n  command = [\"a\", null]\n}\n",
+			want: []string{`p.hcl:2:13: error: Invalid value; Element 1 of "command" is null`},
+		},
+		{
+			name: "missing command",
+			src:  "upstream \"a\" {\n}\n",
+			want: []string{`p.hcl:1:1: error: Missing required argument; The argument "command" is required in upstream "a"`},
+		},
+		{
+			name: "bad separator chars",
+			src:  "proxy {\n  separator = \"::\"\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:15: error: Invalid separator; "separator" may only contain letters, digits, '_', '.' and '-'; "::" contains ':'.`},
+		},
+		{
+			name: "separator too long",
+			src:  "proxy {\n  separator = \"_____\"\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:15: error: Invalid separator; "separator" must be 1 to 4 characters long`},
+		},
+		{
+			name: "empty separator",
+			src:  "proxy {\n  separator = \"\"\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:15: error: Invalid separator;`},
+		},
+		{
+			name: "bad namespace chars",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  namespace = \"a/b\"\n}\n",
+			want: []string{`p.hcl:3:15: error: Invalid namespace; Namespace "a/b" may only contain`},
+		},
+		{
+			name: "two proxy blocks",
+			src:  "proxy {\n}\nproxy {\n  page_size = -1\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{
+				`p.hcl:3:1: error: Duplicate proxy block; Only one proxy block is allowed; the first one is at p.hcl:1:1.`,
+				`p.hcl:4:15: error: Invalid page_size;`,
+			},
+		},
+		{
+			name: "no upstreams",
+			src:  "proxy {\n  name = \"x\"\n}\n",
+			want: []string{`p.hcl:1:1: error: No upstream blocks; The file has no upstream blocks`},
+		},
+		{
+			name: "empty file",
+			src:  "",
+			want: []string{`error: No upstream blocks;`},
+		},
+		{
+			name: "page_size too small",
+			src:  "proxy {\n  page_size = 0\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:15: error: Invalid page_size; "page_size" must be between 1 and 10000, got 0.`},
+		},
+		{
+			name: "page_size too large",
+			src:  "proxy {\n  page_size = 10001\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:15: error: Invalid page_size; "page_size" must be between 1 and 10000, got 10001.`},
+		},
+		{
+			name: "page_size not whole",
+			src:  "proxy {\n  page_size = 1.5\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:15: error: Invalid value; Unusable value for "page_size"`},
+		},
+		{
+			name: "max_name_length out of range",
+			src:  "proxy {\n  max_name_length = 15\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:21: error: Invalid max_name_length; "max_name_length" must be between 16 and 128, got 15.`},
+		},
+		{
+			name: "max_message_size too small",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  max_message_size = 1023\n}\n",
+			want: []string{`p.hcl:3:22: error: Invalid max_message_size; "max_message_size" must be at least 1024 bytes, got 1023.`},
+		},
+		{
+			name: "empty proxy name",
+			src:  "proxy {\n  name = \"\"\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{`p.hcl:2:10: error: Invalid proxy name;`},
+		},
+		{
+			name: "disabled not a bool",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  disabled = \"maybe\"\n}\n",
+			want: []string{`p.hcl:3:14: error: Invalid value; "disabled" must be true or false`},
+		},
+		{
+			name: "empty cwd",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  cwd = \"\"\n}\n",
+			want: []string{`p.hcl:3:9: error: Invalid cwd;`},
+		},
+		{
+			name: "env name with equals sign",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  env = { \"A=B\" = \"x\" }\n}\n",
+			want: []string{`p.hcl:3:9: error: Invalid environment variable name; Environment variable name "A=B"`},
+		},
+		{
+			name: "env not a map",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  env = [\"A=B\"]\n}\n",
+			want: []string{`p.hcl:3:9: error: Invalid value; "env" must be a map of strings`},
+		},
+		{
+			name: "same explicit namespace",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  namespace = \"x\"\n}\nupstream \"b\" {\n  " + cmd + "\n  namespace = \"x\"\n}\n",
+			want: []string{`p.hcl:7:15: error: Duplicate namespace; Upstream "b" uses namespace "x" (from its namespace argument), which upstream "a" at p.hcl:1:1 already uses`},
+		},
+		{
+			name: "explicit namespace equal to another label",
+			src:  "upstream \"a\" {\n  " + cmd + "\n}\nupstream \"b\" {\n  " + cmd + "\n  namespace = \"a\"\n}\n",
+			want: []string{`p.hcl:6:15: error: Duplicate namespace; Upstream "b" uses namespace "a"`},
+		},
+		{
+			name: "label equal to earlier explicit namespace",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  namespace = \"b\"\n}\nupstream \"b\" {\n  " + cmd + "\n}\n",
+			want: []string{`p.hcl:5:10: error: Duplicate namespace; Upstream "b" uses namespace "b" (from its name`},
+		},
+		{
+			name: "syntax error",
+			src:  "upstream \"a\" {\n  command = [\"a\"\n}\n",
+			want: []string{`p.hcl:3:1: error: Missing item separator;`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustFail(t, tt.src, Options{})
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("diagnostics do not contain\n  %s\ngot:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestParseValid(t *testing.T) {
+	tests := []struct {
+		name  string
+		src   string
+		check func(t *testing.T, cfg *Config)
+	}{
+		{
+			name: "namespace absent defaults to label",
+			src:  `upstream "gh" { command = ["a"] }`,
+			check: func(t *testing.T, cfg *Config) {
+				if got := cfg.Upstreams[0].Namespace; got != "gh" {
+					t.Errorf("Namespace = %q, want %q", got, "gh")
+				}
+			},
+		},
+		{
+			name: "explicit empty namespace is kept",
+			src:  "upstream \"gh\" {\n  command = [\"a\"]\n  namespace = \"\"\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				if got := cfg.Upstreams[0].Namespace; got != "" {
+					t.Errorf("Namespace = %q, want empty", got)
+				}
+			},
+		},
+		{
+			name: "null namespace is absent",
+			src:  "upstream \"gh\" {\n  command = [\"a\"]\n  namespace = null\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				if got := cfg.Upstreams[0].Namespace; got != "gh" {
+					t.Errorf("Namespace = %q, want %q", got, "gh")
+				}
+			},
+		},
+		{
+			name: "several empty namespaces are allowed",
+			src:  "upstream \"a\" {\n  command = [\"a\"]\n  namespace = \"\"\n}\nupstream \"b\" {\n  command = [\"a\"]\n  namespace = \"\"\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				if len(cfg.Upstreams) != 2 {
+					t.Errorf("got %d upstreams, want 2", len(cfg.Upstreams))
+				}
+			},
+		},
+		{
+			name: "disabled upstream may share a namespace",
+			src:  "upstream \"a\" {\n  command = [\"a\"]\n}\nupstream \"a2\" {\n  command = [\"a\"]\n  namespace = \"a\"\n  disabled = true\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				if !cfg.Upstreams[1].Disabled || cfg.Upstreams[1].Namespace != "a" {
+					t.Errorf("second upstream = %+v, want disabled with namespace a", cfg.Upstreams[1])
+				}
+			},
+		},
+		{
+			name: "lenient conversion of a number to a namespace",
+			src:  "upstream \"a\" {\n  command = [\"a\"]\n  namespace = 42\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				if got := cfg.Upstreams[0].Namespace; got != "42" {
+					t.Errorf("Namespace = %q, want %q", got, "42")
+				}
+			},
+		},
+		{
+			name: "boundary values",
+			src:  "proxy {\n  page_size = 10000\n  max_name_length = 16\n  separator = \"-._a\"\n}\nupstream \"a\" {\n  command = [\"a\"]\n  max_message_size = 1024\n  timeout = \"1ns\"\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				p, u := cfg.Proxy, cfg.Upstreams[0]
+				if p.PageSize != 10000 || p.MaxNameLength != 16 || p.Separator != "-._a" || u.MaxMessageSize != 1024 || u.Timeout != time.Nanosecond {
+					t.Errorf("got %+v %+v", p, u)
+				}
+			},
+		},
+		{
+			name: "upstreams keep file order",
+			src:  "upstream \"z\" { command = [\"a\"] }\nupstream \"a\" { command = [\"a\"] }\nupstream \"m\" { command = [\"a\"] }\n",
+			check: func(t *testing.T, cfg *Config) {
+				var names []string
+				for _, u := range cfg.Upstreams {
+					names = append(names, u.Name)
+				}
+				if got := strings.Join(names, ","); got != "z,a,m" {
+					t.Errorf("order = %s, want z,a,m", got)
+				}
+			},
+		},
+		{
+			name: "cwd is cleaned",
+			src:  "upstream \"a\" {\n  command = [\"a\"]\n  cwd = \"x/../y/.\"\n}\n",
+			check: func(t *testing.T, cfg *Config) {
+				if got := cfg.Upstreams[0].Cwd; got != "/base/y" {
+					t.Errorf("Cwd = %q, want /base/y", got)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.check(t, mustParse(t, tt.src, Options{}))
+		})
+	}
+}
+
+func TestParseResolvesRelativeBaseDir(t *testing.T) {
+	cfg, diags := Parse([]byte(`upstream "a" { command = ["a"] }`), "p.hcl", "conf")
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Upstreams[0].Cwd, filepath.Join(wd, "conf"); got != want {
+		t.Errorf("Cwd = %q, want %q", got, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "proxy.hcl")
+	if err := os.WriteFile(path, []byte("upstream \"a\" {\n  command = [\"a\"]\n  cwd = \"sub\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := Load(path)
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if cfg.Filename != path {
+		t.Errorf("Filename = %q, want %q", cfg.Filename, path)
+	}
+	if got, want := cfg.Upstreams[0].Cwd, filepath.Join(dir, "sub"); got != want {
+		t.Errorf("Cwd = %q, want %q", got, want)
+	}
+
+	// A fresh parser per call: rewriting the same file must not return the
+	// old contents.
+	if err := os.WriteFile(path, []byte("upstream \"b\" {\n  command = [\"b\"]\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags = Load(path)
+	if diags.HasErrors() {
+		t.Fatal(FormatDiagnostics(diags))
+	}
+	if got := cfg.Upstreams[0].Name; got != "b" {
+		t.Errorf("after rewrite, upstream = %q, want b", got)
+	}
+	if got := cfg.Upstreams[0].Cwd; got != dir {
+		t.Errorf("default Cwd = %q, want %q", got, dir)
+	}
+
+	// Errors in a loaded file carry its path.
+	if err := os.WriteFile(path, []byte("upstream \"b\" {\n  command = []\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags = Load(path)
+	if cfg != nil || !strings.HasPrefix(FormatDiagnostics(diags), path+":2:13: error: ") {
+		t.Errorf("Load of bad file = %v, %q", cfg, FormatDiagnostics(diags))
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	cfg, diags := Load(filepath.Join(t.TempDir(), "nope.hcl"))
+	if cfg != nil || !diags.HasErrors() {
+		t.Fatalf("Load = %v, %v; want nil and an error", cfg, diags)
+	}
+	got := FormatDiagnostics(diags)
+	if !strings.HasPrefix(got, "error: Failed to read configuration file; ") || !strings.Contains(got, "nope.hcl") {
+		t.Errorf("FormatDiagnostics = %q", got)
+	}
+}
+
+func TestFormatDiagnostics(t *testing.T) {
+	subject := &hcl.Range{Filename: "f.hcl", Start: hcl.Pos{Line: 3, Column: 7, Byte: 20}, End: hcl.Pos{Line: 3, Column: 9, Byte: 22}}
+	tests := []struct {
+		name  string
+		diags hcl.Diagnostics
+		want  string
+	}{
+		{name: "none", diags: nil, want: ""},
+		{
+			name:  "with subject",
+			diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Detail: "Very bad.", Subject: subject}},
+			want:  "f.hcl:3:7: error: Bad; Very bad.",
+		},
+		{
+			name:  "without subject",
+			diags: hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "Odd", Detail: "Hmm."}},
+			want:  "warning: Odd; Hmm.",
+		},
+		{
+			name:  "without detail",
+			diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Subject: subject}},
+			want:  "f.hcl:3:7: error: Bad",
+		},
+		{
+			name:  "multi-line detail stays on one line",
+			diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Detail: "one\ntwo\n  three"}},
+			want:  "error: Bad; one two three",
+		},
+		{
+			name: "one per line",
+			diags: hcl.Diagnostics{
+				{Severity: hcl.DiagError, Summary: "A", Subject: subject},
+				{Severity: hcl.DiagError, Summary: "B"},
+			},
+			want: "f.hcl:3:7: error: A\nerror: B",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FormatDiagnostics(tt.diags); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLargestFormatWidth(t *testing.T) {
+	tests := []struct {
+		format string
+		want   int
+	}{
+		{"", 0},
+		{"plain", 0},
+		{"%s", 0},
+		{"%5s", 5},
+		{"%-08.3f and %12d", 12},
+		{"%[2]40s", 40},
+		{"100%% %3d", 3},
+		{"%99999999999999999999999s", maxFormatWidth + 1},
+		{"%", 0},
+		{"%[", 0},
+		{"%-", 0},
+	}
+	for _, tt := range tests {
+		if got := largestFormatWidth(tt.format); got != tt.want {
+			t.Errorf("largestFormatWidth(%q) = %d, want %d", tt.format, got, tt.want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"env", "", 3},
+		{"envs", "env", 1},
+		{"comand", "command", 1},
+		{"kitten", "sitting", 3},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	seeds := []string{
+		"",
+		`upstream "a" { command = ["a"] }`,
+		"proxy {\n  name = \"p\"\n  separator = \".\"\n  page_size = 10\n}\nupstream \"gh\" {\n  command = [\"npx\", \"x\"]\n  env = { T = env(\"T\", \"d\") }\n  timeout = \"5s\"\n  namespace = \"\"\n}\n",
+		"upstream \"a\" {\n  comand = [\"a\"]\n  timeout = 5\n}\nupstreams \"b\" {}\n",
+		"proxy {}\nproxy {}\nupstream \"a\" { command = [format(\"%s\", upper(\"x\"))] }\n",
+		`upstream "a" { command = ["Bearer ${env("X")}"] }`,
+		"upstream \"a\" {\n  command = [\"a\"]\n  env { A = 1 }\n  max_message_size = 1e100\n}\n",
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	opts := fakeEnv(map[string]string{"X": "x"})
+	f.Fuzz(func(t *testing.T, src []byte) {
+		cfg, diags := ParseWithOptions(src, "fuzz.hcl", "/base", opts)
+		if (cfg == nil) != diags.HasErrors() {
+			t.Fatalf("cfg == nil is %v but HasErrors is %v:\n%s", cfg == nil, diags.HasErrors(), FormatDiagnostics(diags))
+		}
+		_ = FormatDiagnostics(diags)
+	})
+}

@@ -1,0 +1,106 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+)
+
+// Options adjusts how a file is parsed. The zero value is the normal
+// behaviour.
+type Options struct {
+	// LookupEnv is what env() calls to read a variable; it reports whether
+	// the variable is set. Nil means os.LookupEnv.
+	LookupEnv func(name string) (value string, ok bool)
+}
+
+// Load reads and decodes the file at path, resolving relative cwd paths
+// against the file's directory. On any problem it returns a nil *Config and
+// hcl.Diagnostics holding every problem found in the file, sorted by
+// position.
+func Load(path string) (*Config, hcl.Diagnostics) {
+	return LoadWithOptions(path, Options{})
+}
+
+// LoadWithOptions is Load with Options.
+func LoadWithOptions(path string, opts Options) (*Config, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Failed to read configuration file",
+			Detail:   fmt.Sprintf("reading config: %v", err),
+		}}
+	}
+	return ParseWithOptions(src, path, filepath.Dir(path), opts)
+}
+
+// Parse is Load on in-memory bytes; filename is used in diagnostics and as
+// Config.Filename. Relative cwd paths are resolved against baseDir, which is
+// itself made absolute against the process's working directory.
+func Parse(src []byte, filename, baseDir string) (*Config, hcl.Diagnostics) {
+	return ParseWithOptions(src, filename, baseDir, Options{})
+}
+
+// ParseWithOptions is Parse with Options.
+func ParseWithOptions(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Diagnostics) {
+	cfg, diags := parse(src, filename, baseDir, opts)
+	sortDiagnostics(diags)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	return cfg, diags
+}
+
+// parse runs the stages: syntax, schema, then evaluation, defaults and
+// validation of every block. It stops early only after syntax errors, since
+// decoding a body the parser had to recover from reports confusing follow-on
+// problems (such as a "missing" block that is merely malformed).
+func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Diagnostics) {
+	absBase, err := filepath.Abs(baseDir)
+	if err != nil {
+		return nil, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid base directory",
+			Detail:   fmt.Sprintf("resolving base directory %q: %v", baseDir, err),
+		}}
+	}
+
+	// A fresh parser each time: hclparse caches files by name, so a shared
+	// one would return stale contents on reload.
+	file, diags := hclparse.NewParser().ParseHCL(src, filename)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	e := &evaluator{ctx: newEvalContext(lookup), diags: diags}
+
+	var raw rawFile
+	schemaDiags := gohcl.DecodeBody(file.Body, e.ctx, &raw)
+	addCrossKindSuggestions(file.Body, schemaDiags)
+	e.diags = append(e.diags, schemaDiags...)
+
+	cfg := &Config{
+		Filename:  filename,
+		Proxy:     decodeProxies(e, raw.Proxies),
+		Upstreams: decodeUpstreams(e, raw.Upstreams, absBase),
+	}
+	if len(raw.Upstreams) == 0 {
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No upstream blocks",
+			Detail: "The file has no upstream blocks; at least one is required, such as " +
+				`upstream "github" { command = ["npx", "-y", "@modelcontextprotocol/server-github"] }.`,
+			Subject: file.Body.MissingItemRange().Ptr(),
+		})
+	}
+	return cfg, e.diags
+}

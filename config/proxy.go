@@ -1,0 +1,103 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// decodeProxies turns the proxy blocks into a Proxy. Zero blocks give all
+// defaults; every block is decoded and validated so that problems in a
+// duplicate are reported too, but only the first one is used.
+func decodeProxies(e *evaluator, blocks []rawProxy) Proxy {
+	if len(blocks) == 0 {
+		return defaultProxy()
+	}
+	for i := 1; i < len(blocks); i++ {
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Duplicate proxy block",
+			Detail: fmt.Sprintf("Only one proxy block is allowed; the first one is at %s.",
+				position(blocks[0].DefRange)),
+			Subject: blocks[i].DefRange.Ptr(),
+		})
+	}
+	p := decodeProxy(e, &blocks[0])
+	for i := 1; i < len(blocks); i++ {
+		decodeProxy(e, &blocks[i])
+	}
+	return p
+}
+
+// defaultProxy is the Proxy used when the file has no proxy block.
+func defaultProxy() Proxy {
+	return Proxy{
+		Name:          DefaultName,
+		Separator:     DefaultSeparator,
+		PageSize:      DefaultPageSize,
+		MaxNameLength: DefaultMaxNameLength,
+	}
+}
+
+// decodeProxy evaluates, defaults and validates one proxy block.
+func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
+	p := defaultProxy()
+
+	if s, ok := e.string(raw.Name); ok {
+		if s == "" {
+			e.errorf(raw.Name, "Invalid proxy name",
+				"\"name\" must not be empty; omit it to use %q.", DefaultName)
+		} else {
+			p.Name = s
+		}
+	}
+	if s, ok := e.string(raw.Version); ok {
+		p.Version = s
+	}
+	if s, ok := e.string(raw.Instructions); ok {
+		p.Instructions = s
+	}
+	if s, ok := e.string(raw.Separator); ok {
+		if msg := checkSeparator(s); msg != "" {
+			e.errorf(raw.Separator, "Invalid separator", "%s", msg)
+		} else {
+			p.Separator = s
+		}
+	}
+	if n, ok := e.int(raw.PageSize); ok {
+		if n < minPageSize || n > maxPageSize {
+			e.errorf(raw.PageSize, "Invalid page_size",
+				"\"page_size\" must be between %d and %d, got %d.", minPageSize, maxPageSize, n)
+		} else {
+			p.PageSize = n
+		}
+	}
+	if n, ok := e.int(raw.MaxNameLength); ok {
+		if n < minMaxNameLength || n > maxMaxNameLength {
+			e.errorf(raw.MaxNameLength, "Invalid max_name_length",
+				"\"max_name_length\" must be between %d and %d, got %d.", minMaxNameLength, maxMaxNameLength, n)
+		} else {
+			p.MaxNameLength = n
+		}
+	}
+	return p
+}
+
+// checkSeparator returns why s is not a usable separator, or "" if it is.
+func checkSeparator(s string) string {
+	if n := len(s); n < minSeparatorLen || n > maxSeparatorLen {
+		return fmt.Sprintf("\"separator\" must be %d to %d characters long, got %q.", minSeparatorLen, maxSeparatorLen, s)
+	}
+	for _, r := range s {
+		if !isNameChar(r) && r != '.' {
+			return fmt.Sprintf("\"separator\" may only contain %s; %q contains %q.", separatorCharsDesc, s, r)
+		}
+	}
+	return ""
+}
+
+// isNameChar reports whether r is in [A-Za-z0-9_-], the upstream label
+// alphabet. Namespaces and separators also allow '.'.
+func isNameChar(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+}

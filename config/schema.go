@@ -1,0 +1,47 @@
+package config
+
+import "github.com/hashicorp/hcl/v2"
+
+// The raw* types are the gohcl schemas. They have no "remain" field, so gohcl
+// decodes strictly: unknown arguments and block types are reported by HCL
+// itself, with "Did you mean" suggestions for near misses.
+//
+// Attributes are captured as *hcl.Attribute (nil when absent) rather than
+// typed values. That keeps their source ranges, lets an explicit `x = ""` be
+// told apart from a missing x, and lets eval.go convert each value exactly
+// once with its own located diagnostic and hint.
+
+// rawFile is the top level of a configuration file.
+type rawFile struct {
+	Proxies   []rawProxy    `hcl:"proxy,block"`
+	Upstreams []rawUpstream `hcl:"upstream,block"`
+}
+
+// rawProxy is one proxy block. Several are decoded so that a duplicate can be
+// reported alongside the problems inside either block.
+type rawProxy struct {
+	Name          *hcl.Attribute `hcl:"name,optional"`
+	Version       *hcl.Attribute `hcl:"version,optional"`
+	Separator     *hcl.Attribute `hcl:"separator,optional"`
+	PageSize      *hcl.Attribute `hcl:"page_size,optional"`
+	MaxNameLength *hcl.Attribute `hcl:"max_name_length,optional"`
+	Instructions  *hcl.Attribute `hcl:"instructions,optional"`
+
+	DefRange hcl.Range `hcl:",def_range"`
+}
+
+// rawUpstream is one upstream "label" block.
+type rawUpstream struct {
+	Name           string         `hcl:"name,label"`
+	Command        *hcl.Attribute `hcl:"command,optional"` // required; checked in upstream.go with a located error
+	Env            *hcl.Attribute `hcl:"env,optional"`
+	Cwd            *hcl.Attribute `hcl:"cwd,optional"`
+	Namespace      *hcl.Attribute `hcl:"namespace,optional"`
+	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
+	StartupTimeout *hcl.Attribute `hcl:"startup_timeout,optional"`
+	MaxMessageSize *hcl.Attribute `hcl:"max_message_size,optional"`
+	Disabled       *hcl.Attribute `hcl:"disabled,optional"`
+
+	NameRange hcl.Range `hcl:"name,label_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}

@@ -1,0 +1,230 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// decodeUpstreams evaluates, defaults and validates the upstream blocks in
+// file order, then checks what must hold across blocks: unique labels and
+// distinct non-empty namespaces. baseDir must be absolute.
+func decodeUpstreams(e *evaluator, raws []rawUpstream, baseDir string) []Upstream {
+	ups := make([]Upstream, 0, len(raws))
+	for i := range raws {
+		ups = append(ups, decodeUpstream(e, &raws[i], baseDir))
+	}
+	checkUniqueLabels(e, raws)
+	checkNamespaceCollisions(e, raws, ups)
+	return ups
+}
+
+// decodeUpstream evaluates, defaults and validates one upstream block.
+func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
+	u := Upstream{
+		Name:           raw.Name,
+		Cwd:            baseDir,
+		Namespace:      raw.Name,
+		Timeout:        DefaultTimeout,
+		StartupTimeout: DefaultStartupTimeout,
+		MaxMessageSize: DefaultMaxMessageSize,
+		DeclRange:      raw.DefRange,
+	}
+
+	if !validLabel(raw.Name) {
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid upstream name",
+			Detail: fmt.Sprintf("Upstream name %q must be non-empty and contain only letters, digits, '_' and '-'.",
+				raw.Name),
+			Subject: raw.NameRange.Ptr(),
+			Context: raw.DefRange.Ptr(),
+		})
+	}
+
+	u.Command = decodeCommand(e, raw)
+
+	if env, ok := e.stringMap(raw.Env); ok {
+		if checkEnv(e, raw.Env, env) {
+			u.Env = env
+		}
+	}
+
+	if s, ok := e.string(raw.Cwd); ok {
+		if s == "" {
+			e.errorf(raw.Cwd, "Invalid cwd",
+				"\"cwd\" must not be empty; omit it to use the directory of the configuration file.")
+		} else {
+			u.Cwd = resolvePath(baseDir, s)
+		}
+	}
+
+	if s, ok := e.string(raw.Namespace); ok {
+		if msg := checkNamespace(s); msg != "" {
+			e.errorf(raw.Namespace, "Invalid namespace", "%s", msg)
+		} else {
+			u.Namespace = s
+		}
+	}
+
+	if d, ok := e.duration(raw.Timeout); ok {
+		u.Timeout = d
+	}
+	if d, ok := e.duration(raw.StartupTimeout); ok {
+		u.StartupTimeout = d
+	}
+
+	if n, ok := e.int(raw.MaxMessageSize); ok {
+		if n < minMaxMessageSize {
+			e.errorf(raw.MaxMessageSize, "Invalid max_message_size",
+				"\"max_message_size\" must be at least %d bytes, got %d.", minMaxMessageSize, n)
+		} else {
+			u.MaxMessageSize = n
+		}
+	}
+
+	if b, ok := e.bool(raw.Disabled); ok {
+		u.Disabled = b
+	}
+	return u
+}
+
+// decodeCommand evaluates the required command argument.
+func decodeCommand(e *evaluator, raw *rawUpstream) []string {
+	const example = `such as ["npx", "-y", "@modelcontextprotocol/server-github"]`
+	if raw.Command == nil {
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Missing required argument",
+			Detail: fmt.Sprintf("The argument \"command\" is required in upstream %q: a list of strings %s.",
+				raw.Name, example),
+			Subject: raw.DefRange.Ptr(),
+		})
+		return nil
+	}
+	nErrs := len(e.diags)
+	cmd, ok := e.stringList(raw.Command)
+	switch {
+	case !ok && len(e.diags) == nErrs: // null
+		e.errorf(raw.Command, "Invalid command", "\"command\" must be a non-empty list of strings %s.", example)
+	case !ok:
+		// Already reported.
+	case len(cmd) == 0:
+		e.errorf(raw.Command, "Invalid command", "\"command\" must not be empty; give a list of strings %s.", example)
+	case cmd[0] == "":
+		e.errorf(raw.Command, "Invalid command", "The program name, the first element of \"command\", must not be empty.")
+	default:
+		return cmd
+	}
+	return nil
+}
+
+// checkEnv reports environment variable names that could not be passed to a
+// child process. It returns whether all names are usable.
+func checkEnv(e *evaluator, attr *hcl.Attribute, env map[string]string) bool {
+	ok := true
+	for _, k := range sortedKeys(env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			e.errorf(attr, "Invalid environment variable name",
+				"Environment variable name %q must be non-empty and must not contain '=' or NUL.", k)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// checkNamespace returns why s is not a usable namespace, or "" if it is.
+// The empty string is valid: it exposes names unprefixed.
+func checkNamespace(s string) string {
+	for _, r := range s {
+		if !isNameChar(r) && r != '.' {
+			return fmt.Sprintf("Namespace %q may only contain %s; it contains %q. Use \"\" to expose names unprefixed.",
+				s, separatorCharsDesc, r)
+		}
+	}
+	return ""
+}
+
+// validLabel reports whether s matches ^[A-Za-z0-9_-]+$.
+func validLabel(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !isNameChar(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolvePath makes p absolute, relative to baseDir.
+func resolvePath(baseDir, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(baseDir, p)
+}
+
+// checkUniqueLabels reports each upstream whose label was already used,
+// pointing at the later label and naming the first one's position.
+func checkUniqueLabels(e *evaluator, raws []rawUpstream) {
+	first := make(map[string]int, len(raws))
+	for i := range raws {
+		r := &raws[i]
+		j, seen := first[r.Name]
+		if !seen {
+			first[r.Name] = i
+			continue
+		}
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Duplicate upstream name",
+			Detail: fmt.Sprintf("An upstream named %q is already defined at %s; upstream names must be unique.",
+				r.Name, position(raws[j].NameRange)),
+			Subject: r.NameRange.Ptr(),
+			Context: r.DefRange.Ptr(),
+		})
+	}
+}
+
+// checkNamespaceCollisions reports an enabled upstream whose non-empty
+// namespace equals an earlier enabled upstream's: every name the two expose
+// would share a prefix, so any common tool name would collide. Disabled
+// upstreams are skipped because they expose nothing, which lets a file keep
+// alternative definitions of the same server. Labels that are duplicates are
+// skipped too, as checkUniqueLabels already reports them.
+func checkNamespaceCollisions(e *evaluator, raws []rawUpstream, ups []Upstream) {
+	first := make(map[string]int, len(ups))
+	labels := make(map[string]bool, len(ups))
+	for i := range ups {
+		u := &ups[i]
+		dupLabel := labels[u.Name]
+		labels[u.Name] = true
+		if u.Disabled || u.Namespace == "" || dupLabel {
+			continue
+		}
+		j, seen := first[u.Namespace]
+		if !seen {
+			first[u.Namespace] = i
+			continue
+		}
+		subject := raws[i].NameRange
+		how := "its name, which is also its namespace by default"
+		if raws[i].Namespace != nil {
+			subject = raws[i].Namespace.Expr.Range()
+			how = "its namespace argument"
+		}
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Duplicate namespace",
+			Detail: fmt.Sprintf("Upstream %q uses namespace %q (from %s), which upstream %q at %s already uses; "+
+				"give one of them a different namespace.",
+				u.Name, u.Namespace, how, ups[j].Name, position(raws[j].DefRange)),
+			Subject: subject.Ptr(),
+			Context: raws[i].DefRange.Ptr(),
+		})
+	}
+}

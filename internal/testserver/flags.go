@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// config is the server's behaviour as chosen on the command line.
+type config struct {
+	name             string // serverInfo.name and part of the static resource URI
+	version          string // if set, the protocol version always answered
+	instructions     string // initialize instructions; omitted when empty
+	dup              string // name of an extra echo tool prefixed with the server name
+	initializedError bool   // answer notifications/initialized with an error
+	banner           bool   // print a non-JSON line on stdout at start
+	chatter          bool   // log every message received to stderr
+	fast             bool   // minimal, allocation-light mode for benchmarks
+	page             int    // tools per tools/list page; 0 means all at once
+	extraTools       int    // number of extra echo tools t0001..tNNNN
+	exitAfter        int64  // exit with status 4 after this many requests; 0 never
+}
+
+// parseConfig parses args, whose first element is the program name. Usage
+// errors are reported on stderr and returned as an *exitError with status 2;
+// -h returns an *exitError with status 0.
+func parseConfig(args []string, stderr io.Writer) (*config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("misbehave", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.name, "name", "misbehave", "server `name` in serverInfo and in the URI mis://static/NAME")
+	fs.StringVar(&cfg.version, "version", "", "always answer initialize with this protocol `version`, supported or not")
+	fs.StringVar(&cfg.instructions, "instructions", "", "initialize `instructions`; omitted when empty")
+	fs.StringVar(&cfg.dup, "dup", "", "add an echo tool with this exact `name`, its text prefixed with \"from <server name>: \"")
+	fs.BoolVar(&cfg.initializedError, "initialized-error", false, "answer notifications/initialized with an id:null error, as some real servers do")
+	fs.BoolVar(&cfg.banner, "banner", false, "print a line that is not JSON on stdout before serving")
+	fs.BoolVar(&cfg.chatter, "stderr-chatter", false, "log the method and id of every message received to stderr")
+	fs.BoolVar(&cfg.fast, "fast", false, "trivial fast mode: initialize, ping, tools/list and tools/call of echo only, handled inline")
+	fs.IntVar(&cfg.page, "page", 0, "tools per tools/list page (`N`); 0 means one page")
+	fs.IntVar(&cfg.extraTools, "extra-tools", 0, "add `N` echo tools named t0001..tNNNN")
+	fs.Int64Var(&cfg.exitAfter, "exit-after", 0, "exit with status 4 after handling `N` requests; 0 means never")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: misbehave [flags]\n\n"+
+			"An MCP stdio server for tests. Tools: echo, slow, crash, big, fail,\n"+
+			"garbage, env, cwd, two very long names, and the -dup and -extra-tools ones.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, &exitError{code: 0, reason: "help requested"}
+		}
+		return nil, &exitError{code: 2, reason: err.Error()}
+	}
+	var problems []error
+	if fs.NArg() > 0 {
+		problems = append(problems, fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	}
+	if cfg.page < 0 {
+		problems = append(problems, fmt.Errorf("-page must not be negative, got %d", cfg.page))
+	}
+	if cfg.extraTools < 0 {
+		problems = append(problems, fmt.Errorf("-extra-tools must not be negative, got %d", cfg.extraTools))
+	}
+	if cfg.exitAfter < 0 {
+		problems = append(problems, fmt.Errorf("-exit-after must not be negative, got %d", cfg.exitAfter))
+	}
+	if err := errors.Join(problems...); err != nil {
+		fmt.Fprintf(stderr, "misbehave: %v\n", err)
+		return nil, &exitError{code: 2, reason: err.Error()}
+	}
+	return &cfg, nil
+}

@@ -1,0 +1,77 @@
+// Package mcp holds the Model Context Protocol vocabulary the proxy routes on: method and
+// notification names, protocol versions and their negotiation, error codes (the spec's
+// and the proxy's own), and the reserved _meta keys.
+//
+// It is a leaf package: constants and small pure functions only, no I/O.
+package mcp
+
+// Methods a client sends to a server.
+const (
+	MethodInitialize             = "initialize"
+	MethodPing                   = "ping"
+	MethodToolsList              = "tools/list"
+	MethodToolsCall              = "tools/call"
+	MethodPromptsList            = "prompts/list"
+	MethodPromptsGet             = "prompts/get"
+	MethodResourcesList          = "resources/list"
+	MethodResourcesRead          = "resources/read"
+	MethodResourcesTemplatesList = "resources/templates/list"
+	MethodResourcesSubscribe     = "resources/subscribe"
+	MethodResourcesUnsubscribe   = "resources/unsubscribe"
+	MethodCompletionComplete     = "completion/complete"
+	MethodLoggingSetLevel        = "logging/setLevel"
+	MethodServerDiscover         = "server/discover"
+	MethodSubscriptionsListen    = "subscriptions/listen"
+)
+
+// Methods a server sends to a client (legacy era).
+const (
+	MethodSamplingCreateMessage = "sampling/createMessage"
+	MethodElicitationCreate     = "elicitation/create"
+	MethodRootsList             = "roots/list"
+)
+
+// Notifications.
+const (
+	NotificationInitialized          = "notifications/initialized"
+	NotificationCancelled            = "notifications/cancelled"
+	NotificationProgress             = "notifications/progress"
+	NotificationMessage              = "notifications/message"
+	NotificationToolsListChanged     = "notifications/tools/list_changed"
+	NotificationPromptsListChanged   = "notifications/prompts/list_changed"
+	NotificationResourcesListChanged = "notifications/resources/list_changed"
+	NotificationResourcesUpdated     = "notifications/resources/updated"
+	NotificationRootsListChanged     = "notifications/roots/list_changed"
+)
+
+// Error codes defined by MCP (beyond JSON-RPC's standard ones).
+const (
+	// CodeResourceNotFound is the legacy (≤ 2025-11-25) resource-not-found code.
+	CodeResourceNotFound = -32002
+	// CodeURLElicitationRequired is the 2025-11-25 URL-mode elicitation error.
+	CodeURLElicitationRequired = -32042
+	// CodeHeaderMismatch, CodeMissingClientCapability and CodeUnsupportedVersion are the
+	// 2026-07-28 codes.
+	CodeHeaderMismatch          = -32020
+	CodeMissingClientCapability = -32021
+	CodeUnsupportedVersion      = -32022
+)
+
+// Proxy-local error codes. They lie outside -32768..-32000 so that a client can never
+// mistake a failure inside the proxy for an answer from an upstream server; every such
+// error also carries {"origin":"mcp-proxy"} in its data.
+const (
+	CodeUpstreamUnavailable = -31000 // the owning upstream is down or restarting
+	CodeUpstreamTimeout     = -31001 // the upstream did not answer within its timeout
+	CodeUpstreamFailed      = -31002 // the upstream exited or its connection broke mid-call
+	CodeMessageTooLarge     = -31003 // a message exceeded the configured size limit
+	CodeUpstreamProtocol    = -31004 // the upstream answered with something that is not MCP
+)
+
+// MetaPrefix is the reverse-DNS prefix of the proxy's own _meta keys.
+const MetaPrefix = "dev.mcp-proxy/"
+
+// Reserved _meta keys.
+const (
+	MetaProgressToken = "progressToken"
+)

@@ -1,0 +1,223 @@
+package router
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"sort"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// entry is one tool or prompt in the merged catalogue.
+type entry struct {
+	exposed  string          // the name clients see and call
+	original string          // the upstream's own name
+	owner    *backend        // who serves it
+	raw      json.RawMessage // the item as clients see it (name rewritten)
+}
+
+// resource is one listed resource.
+type resource struct {
+	exposed  string // the URI clients see (the original unless two upstreams claim it)
+	original string
+	owner    *backend
+	raw      json.RawMessage
+}
+
+// template is one resource template.
+type template struct {
+	tmpl  *uriTemplate
+	owner *backend
+	raw   json.RawMessage
+}
+
+// snapshot is an immutable merged catalogue with its routing tables. A new one is built
+// whenever an upstream's catalogue or state changes; requests read the current one
+// through an atomic pointer, so routing takes no lock.
+type snapshot struct {
+	tools     []*entry
+	prompts   []*entry
+	resources []*resource
+	templates []*template
+
+	toolByName   map[string]*entry
+	promptByName map[string]*entry
+	resByURI     map[string]*resource // by exposed URI
+	// byTemplateSpecificity orders templates most specific first, then config order.
+	byTemplateSpecificity []*template
+	// rewritten maps (owner, original URI) to the exposed URI for the few URIs that had
+	// to be rewritten because two upstreams claimed them.
+	rewritten map[ownerURI]string
+}
+
+type ownerURI struct {
+	owner *backend
+	uri   string
+}
+
+// build merges the catalogues of bs (in config order) into a snapshot.
+func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot {
+	s := &snapshot{
+		toolByName:   map[string]*entry{},
+		promptByName: map[string]*entry{},
+		resByURI:     map[string]*resource{},
+		rewritten:    map[ownerURI]string{},
+	}
+	for _, b := range bs {
+		cat := b.up.Catalogue()
+		s.tools = appendNamed(s.tools, s.toolByName, b, cat.Tools, sep, maxName, "tool", log)
+		s.prompts = appendNamed(s.prompts, s.promptByName, b, cat.Prompts, sep, maxName, "prompt", log)
+		s.appendResources(b, cat.Resources, log)
+		for _, raw := range sortedBy(cat.Templates, "uriTemplate") {
+			t, ok, _ := jsonx.GetString(raw, "uriTemplate")
+			if !ok {
+				log.Warn().Str("upstream", b.name).Msg("resource template without uriTemplate; skipped")
+				continue
+			}
+			ut, ok := compileTemplate(t)
+			if !ok {
+				log.Warn().Str("upstream", b.name).Str("uri_template", t).Msg("unparseable resource template; listed but not routable")
+			}
+			s.templates = append(s.templates, &template{tmpl: ut, owner: b, raw: raw})
+		}
+	}
+	for _, t := range s.templates {
+		if t.tmpl != nil {
+			s.byTemplateSpecificity = append(s.byTemplateSpecificity, t)
+		}
+	}
+	sort.SliceStable(s.byTemplateSpecificity, func(i, j int) bool {
+		return s.byTemplateSpecificity[i].tmpl.literal > s.byTemplateSpecificity[j].tmpl.literal
+	})
+	return s
+}
+
+type keyed struct {
+	key string
+	raw json.RawMessage
+}
+
+// sortedBy returns items ordered by the string field key (items without it keep their
+// relative order at the end).
+func sortedBy(items []json.RawMessage, key string) []json.RawMessage {
+	ks := make([]keyed, len(items))
+	for i, raw := range items {
+		k, _, _ := jsonx.GetString(raw, key)
+		ks[i] = keyed{k, raw}
+	}
+	sort.SliceStable(ks, func(i, j int) bool { return ks[i].key < ks[j].key })
+	out := make([]json.RawMessage, len(ks))
+	for i := range ks {
+		out[i] = ks[i].raw
+	}
+	return out
+}
+
+func appendNamed(list []*entry, index map[string]*entry, b *backend, items []json.RawMessage,
+	sep string, maxName int, what string, log zerolog.Logger) []*entry {
+	for _, raw := range sortedBy(items, "name") {
+		name, ok, _ := jsonx.GetString(raw, "name")
+		if !ok || name == "" {
+			log.Warn().Str("upstream", b.name).Str("kind", what).Msg("item without a name; skipped")
+			continue
+		}
+		exposed := exposedName(b.namespace, sep, name, maxName)
+		if exposed != name && exposed != b.namespace+sep+name {
+			log.Info().Str("upstream", b.name).Str(what, name).Str("exposed", exposed).
+				Msgf("%s name is not valid or too long for clients; exposed under a shortened name", what)
+		}
+		if prev, taken := index[exposed]; taken {
+			alt := withHash(exposed, maxName, b.name, name)
+			for n := 2; index[alt] != nil; n++ { // practically never loops
+				alt = withHash(exposed, maxName, b.name, name, string(rune('0'+n%10)))
+			}
+			log.Warn().Str("upstream", b.name).Str(what, name).Str("exposed", alt).
+				Str("conflicts_with_upstream", prev.owner.name).Str("conflicting_name", exposed).
+				Msgf("%s name collides with another upstream's; the earlier upstream in the config keeps the name, this one is exposed under a disambiguated name", what)
+			exposed = alt
+		}
+		out := raw
+		if exposed != name {
+			var err error
+			out, err = jsonx.Set(raw, "name", jsonrpc.AppendString(nil, exposed))
+			if err != nil {
+				log.Warn().Str("upstream", b.name).Err(err).Msgf("malformed %s; skipped", what)
+				continue
+			}
+		}
+		e := &entry{exposed: exposed, original: name, owner: b, raw: out}
+		index[exposed] = e
+		list = append(list, e)
+	}
+	return list
+}
+
+func (s *snapshot) appendResources(b *backend, items []json.RawMessage, log zerolog.Logger) {
+	for _, raw := range sortedBy(items, "uri") {
+		uri, ok, _ := jsonx.GetString(raw, "uri")
+		if !ok || uri == "" {
+			log.Warn().Str("upstream", b.name).Msg("resource without a uri; skipped")
+			continue
+		}
+		exposed := uri
+		out := raw
+		if prev, taken := s.resByURI[uri]; taken {
+			if prev.owner == b {
+				continue // listed twice by the same upstream
+			}
+			exposed = "mcp-proxy://" + url.PathEscape(b.name) + "/" + url.PathEscape(uri)
+			var err error
+			if out, err = jsonx.Set(raw, "uri", jsonrpc.AppendString(nil, exposed)); err != nil {
+				continue
+			}
+			s.rewritten[ownerURI{b, uri}] = exposed
+			log.Warn().Str("upstream", b.name).Str("uri", uri).Str("exposed", exposed).
+				Str("conflicts_with_upstream", prev.owner.name).
+				Msg("resource URI is also listed by an earlier upstream; exposed under a proxy URI")
+		}
+		r := &resource{exposed: exposed, original: uri, owner: b, raw: out}
+		s.resByURI[exposed] = r
+		s.resources = append(s.resources, r)
+	}
+}
+
+// resolveURI finds the owner of a URI a client asks about and the URI to send upstream:
+// listed resources first, then templates from the most specific; nil when nobody owns it.
+func (s *snapshot) resolveURI(uri string) (*backend, string) {
+	if r := s.resByURI[uri]; r != nil {
+		return r.owner, r.original
+	}
+	for _, t := range s.byTemplateSpecificity {
+		if t.tmpl.match(uri) {
+			return t.owner, uri
+		}
+	}
+	return nil, ""
+}
+
+// templateOwner finds the upstream that listed exactly this template string.
+func (s *snapshot) templateOwner(t string) *backend {
+	for _, tm := range s.templates {
+		if v, _, _ := jsonx.GetString(tm.raw, "uriTemplate"); v == t {
+			return tm.owner
+		}
+	}
+	return nil
+}
+
+// equalLists reports whether two lists present the same items to clients.
+func equalLists[T any](a, b []T, raw func(T) json.RawMessage) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(raw(a[i]), raw(b[i])) {
+			return false
+		}
+	}
+	return true
+}

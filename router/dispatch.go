@@ -1,0 +1,245 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// Request is one client request, already separated from its transport.
+type Request struct {
+	Method string
+	Params json.RawMessage
+	// Progress receives progress notifications for this request with the client's own
+	// token restored; nil when the client cannot receive them.
+	Progress func(params json.RawMessage)
+}
+
+// ErrCancelled is returned by Dispatch when ctx ended before an answer: the client
+// cancelled or went away, and nothing must be sent back.
+var ErrCancelled = errors.New("request cancelled")
+
+// Dispatch serves one request from the merged catalogue or routes it to its owner. It
+// returns the result, or the error to send to the client (an upstream's error passes
+// through unchanged), or ErrCancelled.
+func (r *Router) Dispatch(ctx context.Context, req *Request) (json.RawMessage, error) {
+	switch req.Method {
+	case mcp.MethodToolsList:
+		return r.listPage(req, listTools)
+	case mcp.MethodPromptsList:
+		return r.listPage(req, listPrompts)
+	case mcp.MethodResourcesList:
+		return r.listPage(req, listResources)
+	case mcp.MethodResourcesTemplatesList:
+		return r.listPage(req, listTemplates)
+	case mcp.MethodToolsCall:
+		return r.callNamed(ctx, req, r.snap.Load().toolByName, "tool")
+	case mcp.MethodPromptsGet:
+		return r.callNamed(ctx, req, r.snap.Load().promptByName, "prompt")
+	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
+		return r.callByURI(ctx, req)
+	case mcp.MethodCompletionComplete:
+		return r.complete(ctx, req)
+	case mcp.MethodLoggingSetLevel:
+		return r.setLevel(ctx, req)
+	}
+	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
+}
+
+// forward sends params to b and maps the outcome to Dispatch's contract.
+func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage) (json.RawMessage, error) {
+	resp, err := b.up.Call(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ErrCancelled
+		}
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			return nil, je
+		}
+		if errors.Is(err, upstream.ErrUnavailable) {
+			return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, b.name, err.Error())
+		}
+		return nil, mcp.ProxyError(mcp.CodeUpstreamFailed, b.name, err.Error())
+	}
+	if resp.Error != nil {
+		return nil, resp.Error
+	}
+	return resp.Result, nil
+}
+
+// callNamed routes tools/call and prompts/get by exposed name.
+func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*entry, what string) (json.RawMessage, error) {
+	name, ok, err := jsonx.GetString(req.Params, "name")
+	if err != nil || !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what)
+	}
+	e := index[name]
+	if e == nil {
+		if what == "tool" {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", name)
+		}
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+	}
+	params := req.Params
+	if e.original != name {
+		if params, err = jsonx.Set(params, "name", jsonrpc.AppendString(nil, e.original)); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+		}
+	}
+	return r.forward(ctx, e.owner, req, params)
+}
+
+// callByURI routes resources/read, subscribe and unsubscribe by URI ownership.
+func (r *Router) callByURI(ctx context.Context, req *Request) (json.RawMessage, error) {
+	uri, ok, err := jsonx.GetString(req.Params, "uri")
+	if err != nil || !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required")
+	}
+	snap := r.snap.Load()
+	owner, orig := snap.resolveURI(uri)
+	if owner == nil {
+		owner, orig = r.soleResourceServer(), uri
+	}
+	if owner == nil {
+		data, _ := json.Marshal(map[string]string{"uri": uri})
+		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
+	}
+	params := req.Params
+	if orig != uri {
+		if params, err = jsonx.Set(params, "uri", jsonrpc.AppendString(nil, orig)); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+		}
+	}
+	res, err := r.forward(ctx, owner, req, params)
+	if err == nil && orig != uri && req.Method == mcp.MethodResourcesRead {
+		res = rewriteContentURIs(res, orig, uri)
+	}
+	return res, err
+}
+
+// soleResourceServer returns the only ready upstream that serves resources, so that URIs
+// it did not list (dynamic ones) still reach it; nil when there are none or several.
+func (r *Router) soleResourceServer() *backend {
+	var found *backend
+	for _, b := range r.backends {
+		if st, _ := b.up.State(); st == upstream.StateReady && b.up.Info().HasResources() {
+			if found != nil {
+				return nil
+			}
+			found = b
+		}
+	}
+	return found
+}
+
+// rewriteContentURIs maps contents[].uri from the upstream's URI to the exposed one.
+func rewriteContentURIs(res json.RawMessage, from, to string) json.RawMessage {
+	contents, ok, err := jsonx.Get(res, "contents")
+	if err != nil || !ok {
+		return res
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(contents, &items) != nil {
+		return res
+	}
+	for i, it := range items {
+		if u, ok, _ := jsonx.GetString(it, "uri"); ok && u == from {
+			if out, err := jsonx.Set(it, "uri", jsonrpc.AppendString(nil, to)); err == nil {
+				items[i] = out
+			}
+		}
+	}
+	b, err := json.Marshal(items)
+	if err != nil {
+		return res
+	}
+	out, err := jsonx.Set(res, "contents", b)
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+// complete routes completion/complete by its reference: a prompt's exposed name, or a
+// resource URI or template.
+func (r *Router) complete(ctx context.Context, req *Request) (json.RawMessage, error) {
+	ref, ok, err := jsonx.Get(req.Params, "ref")
+	if err != nil || !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: ref is required")
+	}
+	typ, _, _ := jsonx.GetString(ref, "type")
+	snap := r.snap.Load()
+	var owner *backend
+	var newRef json.RawMessage
+	switch typ {
+	case "ref/prompt":
+		name, _, _ := jsonx.GetString(ref, "name")
+		e := snap.promptByName[name]
+		if e == nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+		}
+		owner = e.owner
+		if e.original != name {
+			newRef, _ = jsonx.Set(ref, "name", jsonrpc.AppendString(nil, e.original))
+		}
+	case "ref/resource":
+		uri, _, _ := jsonx.GetString(ref, "uri")
+		if owner = snap.templateOwner(uri); owner == nil {
+			var orig string
+			owner, orig = snap.resolveURI(uri)
+			if owner != nil && orig != uri {
+				newRef, _ = jsonx.Set(ref, "uri", jsonrpc.AppendString(nil, orig))
+			}
+		}
+		if owner == nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown resource or template: %s", uri)
+		}
+	default:
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ)
+	}
+	params := req.Params
+	if newRef != nil {
+		if params, err = jsonx.Set(params, "ref", newRef); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+		}
+	}
+	return r.forward(ctx, owner, req, params)
+}
+
+// setLevel fans logging/setLevel out to every ready upstream that logs, and remembers the
+// level for upstreams that start later.
+func (r *Router) setLevel(ctx context.Context, req *Request) (json.RawMessage, error) {
+	level, ok, _ := jsonx.GetString(req.Params, "level")
+	if !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: level is required")
+	}
+	switch level {
+	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
+	default:
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown log level %q", level)
+	}
+	r.logLevel.Store(&level)
+	var wg sync.WaitGroup
+	for _, b := range r.backends {
+		if st, _ := b.up.State(); st != upstream.StateReady || !b.up.Info().HasLogging() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.forward(ctx, b, req, req.Params); err != nil {
+				r.log.Warn().Err(err).Str("upstream", b.name).Msg("logging/setLevel failed upstream")
+			}
+		}()
+	}
+	wg.Wait()
+	return json.RawMessage("{}"), nil
+}
+

@@ -1,0 +1,130 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// Events adapts the router to upstream.Events; pass r.Events() to upstream.New.
+func (r *Router) Events() upstream.Events { return (*events)(r) }
+
+type events Router
+
+var _ upstream.Events = (*events)(nil)
+
+// Changed rebuilds the merged catalogue and schedules one list_changed per changed kind.
+func (e *events) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
+	r := (*Router)(e)
+	r.rebuild()
+	if st, _ := u.State(); st == upstream.StateReady && kinds == upstream.AllKinds {
+		r.reapplyLogLevel(u)
+	}
+}
+
+// rebuild recomputes the snapshot and records which client-visible lists changed.
+func (r *Router) rebuild() {
+	r.rebuildMu.Lock()
+	defer r.rebuildMu.Unlock()
+	old := r.snap.Load()
+	s := build(r.backends, r.opts.Separator, r.opts.MaxNameLength, r.log)
+	r.snap.Store(s)
+	rawE := func(e *entry) json.RawMessage { return e.raw }
+	rawR := func(x *resource) json.RawMessage { return x.raw }
+	rawT := func(x *template) json.RawMessage { return x.raw }
+	ch := changeSet{
+		tools:     !equalLists(old.tools, s.tools, rawE),
+		prompts:   !equalLists(old.prompts, s.prompts, rawE),
+		resources: !equalLists(old.resources, s.resources, rawR) || !equalLists(old.templates, s.templates, rawT),
+	}
+	if !ch.tools && !ch.prompts && !ch.resources {
+		return
+	}
+	r.pending.tools = r.pending.tools || ch.tools
+	r.pending.prompts = r.pending.prompts || ch.prompts
+	r.pending.resources = r.pending.resources || ch.resources
+	if r.timer == nil {
+		r.timer = time.AfterFunc(r.opts.NotifyDelay, r.flushNotifications)
+	} else {
+		r.timer.Reset(r.opts.NotifyDelay)
+	}
+}
+
+// flushNotifications sends the coalesced list_changed notifications.
+func (r *Router) flushNotifications() {
+	r.rebuildMu.Lock()
+	ch := r.pending
+	r.pending = changeSet{}
+	r.rebuildMu.Unlock()
+	if ch.tools {
+		r.broadcast(mcp.NotificationToolsListChanged, nil)
+	}
+	if ch.prompts {
+		r.broadcast(mcp.NotificationPromptsListChanged, nil)
+	}
+	if ch.resources {
+		r.broadcast(mcp.NotificationResourcesListChanged, nil)
+	}
+}
+
+// Notification relays an upstream notification to clients, naming the upstream in log
+// messages and restoring rewritten URIs.
+func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
+	r := (*Router)(e)
+	params := m.Params
+	switch m.Method {
+	case mcp.NotificationMessage:
+		logger := u.Name()
+		if l, ok, _ := jsonx.GetString(params, "logger"); ok && l != "" {
+			logger += "/" + l
+		}
+		if p, err := jsonx.Set(params, "logger", jsonrpc.AppendString(nil, logger)); err == nil {
+			params = p
+		}
+	case mcp.NotificationResourcesUpdated:
+		b := r.byUp[u]
+		if uri, ok, _ := jsonx.GetString(params, "uri"); ok && b != nil {
+			if exp, ok := r.snap.Load().rewritten[ownerURI{b, uri}]; ok {
+				if p, err := jsonx.Set(params, "uri", jsonrpc.AppendString(nil, exp)); err == nil {
+					params = p
+				}
+			}
+		}
+	case mcp.NotificationCancelled:
+		// A cancellation from the upstream refers to its own request ids, which no client
+		// knows; there is nothing to relay.
+		return
+	}
+	r.broadcast(m.Method, params)
+}
+
+// Request answers a server-to-client request. The proxy initialises upstreams without
+// client capabilities, so a conforming upstream sends none; anything that arrives is
+// refused with a clear error rather than left unanswered.
+func (e *events) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
+	r := (*Router)(e)
+	r.log.Warn().Str("upstream", u.Name()).Str("method", m.Method).
+		Msg("upstream sent a server-to-client request the proxy does not relay; refused")
+	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
+		"mcp-proxy does not relay %s to clients (the capability was not declared)", m.Method)
+}
+
+func (r *Router) reapplyLogLevel(u *upstream.Upstream) {
+	lvl := r.logLevel.Load()
+	if lvl == nil || !u.Info().HasLogging() {
+		return
+	}
+	params, _ := json.Marshal(map[string]string{"level": *lvl})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), u.Timeout())
+		defer cancel()
+		if _, err := u.Call(ctx, &upstream.Request{Method: mcp.MethodLoggingSetLevel, Params: params}); err != nil {
+			r.log.Debug().Err(err).Str("upstream", u.Name()).Msg("re-applying log level")
+		}
+	}()
+}

@@ -1,0 +1,81 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// The merged lists, each with its own cursor namespace.
+const (
+	listTools byte = iota + 1
+	listPrompts
+	listResources
+	listTemplates
+)
+
+var listKeys = map[byte]string{
+	listTools:     "tools",
+	listPrompts:   "prompts",
+	listResources: "resources",
+	listTemplates: "resourceTemplates",
+}
+
+// listPage serves one page of a merged list from the current snapshot.
+func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
+	offset := 0
+	if cur, ok, err := jsonx.Get(req.Params, "cursor"); err == nil && ok && string(cur) != "null" {
+		s, err := jsonx.Unquote(cur)
+		if err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: cursor must be a string")
+		}
+		if offset, err = r.cursors.decode(list, s); err != nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: invalid cursor")
+		}
+	}
+	snap := r.snap.Load()
+	var items []json.RawMessage
+	switch list {
+	case listTools:
+		items = rawOf(snap.tools, func(e *entry) json.RawMessage { return e.raw })
+	case listPrompts:
+		items = rawOf(snap.prompts, func(e *entry) json.RawMessage { return e.raw })
+	case listResources:
+		items = rawOf(snap.resources, func(x *resource) json.RawMessage { return x.raw })
+	case listTemplates:
+		items = rawOf(snap.templates, func(x *template) json.RawMessage { return x.raw })
+	}
+	if offset > len(items) {
+		offset = len(items) // the list shrank since the cursor was minted
+	}
+	end := min(offset+r.opts.PageSize, len(items))
+	size := 32
+	for _, it := range items[offset:end] {
+		size += len(it) + 1
+	}
+	out := make([]byte, 0, size+64)
+	out = append(out, `{"`...)
+	out = append(out, listKeys[list]...)
+	out = append(out, `":[`...)
+	for i, it := range items[offset:end] {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, it...)
+	}
+	out = append(out, ']')
+	if end < len(items) {
+		out = append(out, `,"nextCursor":`...)
+		out = jsonrpc.AppendString(out, r.cursors.encode(list, end))
+	}
+	return append(out, '}'), nil
+}
+
+func rawOf[T any](xs []T, f func(T) json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}

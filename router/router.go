@@ -1,0 +1,233 @@
+// Package router is the heart of mcp-proxy: it merges the catalogues of all upstreams into
+// one (namespaced, deterministic, paginated), keeps the routing tables from exposed names
+// and URIs back to their owners, dispatches each client request to the right upstream with
+// the original name restored, and relays upstream notifications to clients.
+//
+// It never parses HTTP or spawns processes, and it never splits a name to find its owner:
+// every route is a table lookup.
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// Upstream is what the router needs of one upstream server.
+type Upstream interface {
+	Name() string
+	Start(ctx context.Context)
+	WaitFirstAttempt(ctx context.Context) error
+	Close() error
+	State() (upstream.State, error)
+	Info() upstream.Info
+	Catalogue() *upstream.Catalogue
+	Call(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error)
+	Notify(method string, params json.RawMessage) error
+}
+
+var _ Upstream = (*upstream.Upstream)(nil)
+
+// Client is a connected client session that receives proxy-level notifications.
+type Client interface {
+	// Notify sends a notification to the client. It must not block for long.
+	Notify(method string, params json.RawMessage)
+}
+
+// Options configures the merged catalogue.
+type Options struct {
+	Separator     string // between namespace and name; default "__"
+	PageSize      int    // items per page of merged lists; default 100
+	MaxNameLength int    // longest exposed tool or prompt name; default 128
+	// NotifyDelay coalesces bursts of catalogue changes into one list_changed per kind;
+	// default 50ms.
+	NotifyDelay time.Duration
+}
+
+// backend is one upstream and its place in the merged namespace.
+type backend struct {
+	name      string
+	namespace string
+	up        Upstream
+}
+
+// Router merges and routes. Create it with New, Add the upstreams in config order, Start.
+type Router struct {
+	opts    Options
+	log     zerolog.Logger
+	cursors *cursorCodec
+
+	backends []*backend // fixed after Start
+	byUp     map[Upstream]*backend
+
+	snap atomic.Pointer[snapshot]
+
+	rebuildMu sync.Mutex // serialises rebuilds and guards pendingKinds and notifyTimer
+	pending   changeSet
+	timer     *time.Timer
+
+	clientsMu sync.Mutex // guards clients
+	clients   map[Client]struct{}
+
+	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
+}
+
+// changeSet records which merged lists changed since the last notification.
+type changeSet struct{ tools, prompts, resources bool }
+
+// New returns a router with no upstreams. It has no side effects.
+func New(opts Options, log zerolog.Logger) *Router {
+	if opts.Separator == "" {
+		opts.Separator = "__"
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	if opts.MaxNameLength <= 0 || opts.MaxNameLength > specMaxNameLength {
+		opts.MaxNameLength = specMaxNameLength
+	}
+	if opts.NotifyDelay <= 0 {
+		opts.NotifyDelay = 50 * time.Millisecond
+	}
+	r := &Router{
+		opts:    opts,
+		log:     log,
+		cursors: newCursorCodec(),
+		byUp:    map[Upstream]*backend{},
+		clients: map[Client]struct{}{},
+	}
+	r.snap.Store(&snapshot{toolByName: map[string]*entry{}, promptByName: map[string]*entry{},
+		resByURI: map[string]*resource{}, rewritten: map[ownerURI]string{}})
+	return r
+}
+
+// Add registers an upstream under namespace ("" exposes its names unprefixed). Call it
+// before Start, in config order: earlier upstreams win name collisions.
+func (r *Router) Add(u Upstream, namespace string) {
+	b := &backend{name: u.Name(), namespace: namespace, up: u}
+	r.backends = append(r.backends, b)
+	r.byUp[u] = b
+}
+
+// Start starts every upstream. It returns at once.
+func (r *Router) Start(ctx context.Context) {
+	for _, b := range r.backends {
+		b.up.Start(ctx)
+	}
+}
+
+// WaitReady waits until every upstream's first start attempt has finished (succeeded or
+// failed) or ctx ends, and returns the upstreams' errors joined.
+func (r *Router) WaitReady(ctx context.Context) error {
+	var errs []error
+	for _, b := range r.backends {
+		if err := b.up.WaitFirstAttempt(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close stops every upstream (concurrently) and waits for them.
+func (r *Router) Close() error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(r.backends))
+	for i, b := range r.backends {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.up.Close()
+		}()
+	}
+	wg.Wait()
+	r.rebuildMu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.rebuildMu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Subscribe registers a client for proxy-level notifications until the returned function
+// is called.
+func (r *Router) Subscribe(c Client) (unsubscribe func()) {
+	r.clientsMu.Lock()
+	r.clients[c] = struct{}{}
+	r.clientsMu.Unlock()
+	return func() {
+		r.clientsMu.Lock()
+		delete(r.clients, c)
+		r.clientsMu.Unlock()
+	}
+}
+
+func (r *Router) broadcast(method string, params json.RawMessage) {
+	r.clientsMu.Lock()
+	cs := make([]Client, 0, len(r.clients))
+	for c := range r.clients {
+		cs = append(cs, c)
+	}
+	r.clientsMu.Unlock()
+	for _, c := range cs {
+		c.Notify(method, params)
+	}
+}
+
+// Upstreams returns the upstreams' names, states and handshake info in config order.
+func (r *Router) Upstreams() []UpstreamStatus {
+	out := make([]UpstreamStatus, len(r.backends))
+	for i, b := range r.backends {
+		st, err := b.up.State()
+		out[i] = UpstreamStatus{Name: b.name, Namespace: b.namespace, State: st, Err: err, Info: b.up.Info()}
+	}
+	return out
+}
+
+// UpstreamStatus describes one upstream for the front end and the CLI.
+type UpstreamStatus struct {
+	Name      string
+	Namespace string
+	State     upstream.State
+	Err       error
+	Info      upstream.Info
+}
+
+// NotifyAll sends a client notification to every running upstream (for example
+// notifications/roots/list_changed).
+func (r *Router) NotifyAll(method string, params json.RawMessage) {
+	for _, b := range r.backends {
+		if st, _ := b.up.State(); st == upstream.StateReady {
+			if err := b.up.Notify(method, params); err != nil {
+				r.log.Debug().Err(err).Str("upstream", b.name).Str("method", method).Msg("fan-out notification")
+			}
+		}
+	}
+}
+
+// Tool describes one tool of the merged catalogue, for the CLI.
+type Tool struct {
+	Name         string // exposed name
+	Upstream     string // owner
+	OriginalName string // the upstream's own name
+	Description  string
+}
+
+// Tools lists the merged tools in catalogue order.
+func (r *Router) Tools() []Tool {
+	snap := r.snap.Load()
+	out := make([]Tool, len(snap.tools))
+	for i, e := range snap.tools {
+		desc, _, _ := jsonx.GetString(e.raw, "description")
+		out[i] = Tool{Name: e.exposed, Upstream: e.owner.name, OriginalName: e.original, Description: desc}
+	}
+	return out
+}

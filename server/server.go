@@ -1,0 +1,137 @@
+// Package server is mcp-proxy's front end: it speaks MCP to clients as one server. It owns
+// client sessions (the legacy initialize handshake, version negotiation, the merged
+// capabilities, serverInfo and instructions), answers ping locally, rejects what is not
+// valid JSON-RPC with the right error, tracks each request so a client can cancel it, and
+// hands everything else to the router.
+//
+// It decides neither routing nor policy.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/transport"
+)
+
+// Options describes the proxy as clients see it.
+type Options struct {
+	Name         string // serverInfo.name
+	Version      string // serverInfo.version
+	Instructions string // prepended to the upstreams' merged instructions
+	// ReadyTimeout bounds how long initialize waits for upstreams still starting; 0 means
+	// 60s. Upstreams that are not ready by then are left out of the answer and join the
+	// catalogue (with list_changed) when they come up.
+	ReadyTimeout time.Duration
+	// MaxMessage bounds one message from a client, in bytes; 0 means 64 MiB.
+	MaxMessage int
+}
+
+// Server serves client sessions over one router.
+type Server struct {
+	r    *router.Router
+	opts Options
+	log  zerolog.Logger
+}
+
+// New returns a server. It has no side effects.
+func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
+	if opts.Name == "" {
+		opts.Name = "mcp-proxy"
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 60 * time.Second
+	}
+	return &Server{r: r, opts: opts, log: log}
+}
+
+// ServeStream serves one client session over a newline-delimited stream (the proxy's own
+// stdin and stdout in stdio mode) until the input ends or ctx is cancelled. Requests still
+// in flight then are cancelled upstream.
+func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
+	sess := newSession(s, transport.NewStream(in, out, s.opts.MaxMessage), s.log.With().Str("session", "stdio").Logger())
+	return sess.serve(ctx)
+}
+
+// capabilities merges the upstreams' declared capabilities into the proxy's own: a
+// feature is offered when any ready upstream offers it. The proxy tracks upstream
+// changes and restarts itself, so it always offers listChanged for what it offers.
+func (s *Server) capabilities() json.RawMessage {
+	type caps struct {
+		Tools       *struct{} `json:"tools"`
+		Prompts     *struct{} `json:"prompts"`
+		Resources   *struct{} `json:"resources"`
+		Logging     *struct{} `json:"logging"`
+		Completions *struct{} `json:"completions"`
+	}
+	var tools, prompts, resources, logging, completions bool
+	for _, st := range s.r.Upstreams() {
+		var c caps
+		if len(st.Info.Capabilities) == 0 || json.Unmarshal(st.Info.Capabilities, &c) != nil {
+			continue
+		}
+		tools = tools || c.Tools != nil
+		prompts = prompts || c.Prompts != nil
+		resources = resources || c.Resources != nil
+		logging = logging || c.Logging != nil
+		completions = completions || c.Completions != nil
+	}
+	out := map[string]any{}
+	lc := map[string]bool{"listChanged": true}
+	if tools {
+		out["tools"] = lc
+	}
+	if prompts {
+		out["prompts"] = lc
+	}
+	if resources {
+		out["resources"] = map[string]bool{"listChanged": true, "subscribe": s.anyResourceSubscribe()}
+	}
+	if logging {
+		out["logging"] = struct{}{}
+	}
+	if completions {
+		out["completions"] = struct{}{}
+	}
+	b, _ := json.Marshal(out)
+	return b
+}
+
+func (s *Server) anyResourceSubscribe() bool {
+	for _, st := range s.r.Upstreams() {
+		var c struct {
+			Resources struct {
+				Subscribe bool `json:"subscribe"`
+			} `json:"resources"`
+		}
+		if json.Unmarshal(st.Info.Capabilities, &c) == nil && c.Resources.Subscribe {
+			return true
+		}
+	}
+	return false
+}
+
+// instructions merges the configured text with each upstream's instructions, each under
+// the upstream's name, in config order.
+func (s *Server) instructions() string {
+	var parts []string
+	if s.opts.Instructions != "" {
+		parts = append(parts, s.opts.Instructions)
+	}
+	for _, st := range s.r.Upstreams() {
+		if ins := strings.TrimSpace(st.Info.Instructions); ins != "" {
+			head := "## " + st.Name
+			if st.Namespace != "" {
+				head += " (names prefixed " + st.Namespace + ")"
+			}
+			parts = append(parts, head+"\n\n"+ins)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}

@@ -1,0 +1,307 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/transport"
+)
+
+// session is one client connection in the legacy era: initialize, then requests.
+type session struct {
+	s      *Server
+	stream *transport.Stream
+	log    zerolog.Logger
+
+	mu          sync.Mutex // guards the fields below
+	initialized bool       // initialize has been answered
+	version     string     // negotiated protocol version
+	inflight    map[string]context.CancelFunc
+	unsubscribe func()
+
+	wg sync.WaitGroup // request goroutines
+}
+
+func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *session {
+	return &session{s: s, stream: stream, log: log, inflight: map[string]context.CancelFunc{}}
+}
+
+// Notify implements router.Client: proxy-level notifications reach the client once it
+// is initialized.
+func (ss *session) Notify(method string, params json.RawMessage) {
+	if err := ss.stream.Write(jsonrpc.NewNotification(method, params)); err != nil {
+		ss.log.Debug().Err(err).Str("method", method).Msg("could not notify client")
+	}
+}
+
+var _ router.Client = (*session)(nil)
+
+func (ss *session) serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel() // cancels every request still in flight
+		ss.wg.Wait()
+		ss.mu.Lock()
+		if ss.unsubscribe != nil {
+			ss.unsubscribe()
+		}
+		ss.mu.Unlock()
+	}()
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		// The reader goroutine ends when the input does; on ctx cancellation the caller
+		// closes the input (stdin) or the process exits.
+		for {
+			line, err := ss.stream.ReadLine()
+			if err != nil {
+				readErr <- err
+				close(lines)
+				return
+			}
+			cp := append([]byte(nil), line...)
+			select {
+			case lines <- cp:
+			case <-ctx.Done():
+				readErr <- ctx.Err()
+				close(lines)
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok := <-lines:
+			if !ok {
+				err := <-readErr
+				if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+					return nil
+				}
+				return err
+			}
+			ss.handleLine(ctx, line)
+		}
+	}
+}
+
+// handleLine decodes one line and acts on it. Nothing a client sends ends the session.
+func (ss *session) handleLine(ctx context.Context, line []byte) {
+	if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '[' {
+		ss.handleBatch(ctx, t)
+		return
+	}
+	msg, err := jsonrpc.Decode(line)
+	if err != nil {
+		ss.reject(msg, err)
+		return
+	}
+	switch {
+	case msg.IsRequest():
+		ss.handleRequest(ctx, msg, ss.write)
+	case msg.IsNotification():
+		ss.handleNotification(msg)
+	default:
+		ss.log.Debug().Str("id", msg.ID.String()).Msg("response from client to no request of the proxy; dropped")
+	}
+}
+
+// reject answers a line that is not a valid message: -32700 for bad JSON (id null),
+// -32600 for JSON that is not a valid JSON-RPC message.
+func (ss *session) reject(msg *jsonrpc.Message, err error) {
+	var id jsonrpc.ID
+	if msg != nil {
+		id = msg.ID
+	}
+	var rpcErr *jsonrpc.Error
+	if errors.Is(err, jsonrpc.ErrInvalidMessage) {
+		rpcErr = jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)
+	} else {
+		rpcErr = jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: %v", err)
+	}
+	ss.log.Warn().Err(err).Msg("invalid message from client")
+	ss.write(jsonrpc.NewErrorResponse(id, rpcErr))
+}
+
+// write sends m to the client; nil means "no response" and sends nothing.
+func (ss *session) write(m *jsonrpc.Message) {
+	if m == nil {
+		return
+	}
+	if err := ss.stream.Write(m); err != nil {
+		ss.log.Warn().Err(err).Msg("writing to client")
+	}
+}
+
+// handleRequest answers a request through reply, which is called exactly once (with nil
+// when nothing must be sent). initialize and ping are answered at
+// once; everything else runs in its own goroutine so a slow upstream blocks nobody.
+func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, reply func(*jsonrpc.Message)) {
+	switch msg.Method {
+	case mcp.MethodPing:
+		reply(jsonrpc.NewResult(msg.ID, nil))
+		return
+	case mcp.MethodInitialize:
+		ss.wg.Add(1)
+		go func() {
+			defer ss.wg.Done()
+			reply(ss.initialize(ctx, msg))
+		}()
+		return
+	}
+	ss.mu.Lock()
+	ready := ss.initialized
+	ss.mu.Unlock()
+	if !ready {
+		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: %s before initialize; the session must start with initialize", msg.Method)))
+		return
+	}
+
+	key := msg.ID.Key()
+	rctx, cancel := context.WithCancel(ctx)
+	ss.mu.Lock()
+	if _, dup := ss.inflight[key]; dup {
+		ss.mu.Unlock()
+		cancel()
+		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: id %s is already in use by a request in flight", msg.ID)))
+		return
+	}
+	ss.inflight[key] = cancel
+	ss.mu.Unlock()
+
+	req := &router.Request{Method: msg.Method, Params: msg.Params}
+	if hasProgressToken(msg.Params) {
+		req.Progress = func(p json.RawMessage) { ss.Notify(mcp.NotificationProgress, p) }
+	}
+	ss.wg.Add(1)
+	go func() {
+		defer ss.wg.Done()
+		res, err := ss.s.r.Dispatch(rctx, req)
+		ss.mu.Lock()
+		delete(ss.inflight, key)
+		ss.mu.Unlock()
+		cancel()
+		if errors.Is(err, router.ErrCancelled) {
+			reply(nil) // the client cancelled: it must get no response
+			return
+		}
+		reply(responseFor(msg.ID, res, err))
+	}()
+}
+
+// responseFor turns a Dispatch outcome into the response message.
+func responseFor(id jsonrpc.ID, res json.RawMessage, err error) *jsonrpc.Message {
+	if err == nil {
+		return jsonrpc.NewResult(id, res)
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return jsonrpc.NewErrorResponse(id, je)
+	}
+	return jsonrpc.NewErrorResponse(id, mcp.ProxyError(jsonrpc.CodeInternalError, "", err.Error()))
+}
+
+func hasProgressToken(params json.RawMessage) bool {
+	if len(params) == 0 {
+		return false
+	}
+	meta, ok, _ := jsonx.Get(params, "_meta")
+	if !ok {
+		return false
+	}
+	_, ok, _ = jsonx.Get(meta, mcp.MetaProgressToken)
+	return ok
+}
+
+func (ss *session) handleNotification(msg *jsonrpc.Message) {
+	switch msg.Method {
+	case mcp.NotificationInitialized:
+	case mcp.NotificationCancelled:
+		raw, ok, _ := jsonx.Get(msg.Params, "requestId")
+		if !ok {
+			return
+		}
+		var id jsonrpc.ID
+		if err := id.UnmarshalJSON(raw); err != nil || !id.IsValid() {
+			return
+		}
+		ss.mu.Lock()
+		cancel := ss.inflight[id.Key()]
+		ss.mu.Unlock()
+		if cancel != nil {
+			ss.log.Debug().Str("id", id.String()).Msg("client cancelled request")
+			cancel()
+		}
+	case mcp.NotificationRootsListChanged:
+		ss.s.r.NotifyAll(msg.Method, msg.Params)
+	default:
+		ss.log.Debug().Str("method", msg.Method).Msg("ignoring client notification")
+	}
+}
+
+type initializeParams struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"clientInfo"`
+}
+
+// initialize answers the legacy handshake once the upstreams have had their chance to
+// start, with the negotiated version and the merged capabilities.
+func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrpc.Message {
+	var p initializeParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.ProtocolVersion == "" {
+		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
+			"Invalid params: initialize needs protocolVersion, capabilities and clientInfo"))
+	}
+	ss.mu.Lock()
+	if ss.initialized {
+		ss.mu.Unlock()
+		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: the session is already initialized"))
+	}
+	ss.mu.Unlock()
+
+	rctx, cancel := context.WithTimeout(ctx, ss.s.opts.ReadyTimeout)
+	if err := ss.s.r.WaitReady(rctx); err != nil {
+		ss.log.Warn().Err(err).Msg("answering initialize while some upstreams are not ready")
+	}
+	cancel()
+
+	version := mcp.NegotiateLegacy(p.ProtocolVersion)
+	result := map[string]any{
+		"protocolVersion": version,
+		"capabilities":    ss.s.capabilities(),
+		"serverInfo":      map[string]string{"name": ss.s.opts.Name, "version": ss.s.opts.Version},
+	}
+	if ins := ss.s.instructions(); ins != "" {
+		result["instructions"] = ins
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, "encoding initialize result: %v", err))
+	}
+	ss.mu.Lock()
+	ss.initialized = true
+	ss.version = version
+	ss.unsubscribe = ss.s.r.Subscribe(ss)
+	ss.mu.Unlock()
+	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
+		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")
+	return jsonrpc.NewResult(msg.ID, b)
+}

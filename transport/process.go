@@ -1,0 +1,199 @@
+package transport
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ProcessSpec describes a child process speaking newline-delimited JSON-RPC on stdio.
+type ProcessSpec struct {
+	Command    []string          // program and arguments; Command[0] is looked up in PATH
+	Env        map[string]string // added to (and overriding) the proxy's own environment
+	Dir        string            // working directory; "" means the proxy's
+	MaxMessage int               // largest message read from the child, in bytes
+	// Stderr receives each line the child writes to stderr (without the newline). It is
+	// called from one goroutine owned by the Process. Nil discards stderr.
+	Stderr func(line string)
+}
+
+// Process is a running child. Its stdout/stdin are the Stream; Done is closed when the
+// child has exited and its stderr has been drained.
+type Process struct {
+	*Stream
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	err   error // exit status; written before done is closed
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartProcess starts the child in its own process group, so that stopping it also stops
+// anything it started (npx, go run, shell wrappers).
+func StartProcess(spec ProcessSpec) (*Process, error) {
+	if len(spec.Command) == 0 || spec.Command[0] == "" {
+		return nil, errors.New("empty command")
+	}
+	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = mergeEnv(os.Environ(), spec.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	// Our own pipes rather than cmd.StdoutPipe: Wait may then be called while reads are
+	// still in progress, and exec starts no copying goroutines.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("creating stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("creating stderr pipe: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
+	}
+	closeAll(inR, outW, errW) // the child holds its own copies
+
+	p := &Process{
+		Stream: NewStream(outR, inW, spec.MaxMessage),
+		cmd:    cmd,
+		stdin:  inW,
+		done:   make(chan struct{}),
+	}
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		defer errR.Close()
+		readStderr(errR, spec.Stderr)
+	}()
+	go func() {
+		err := cmd.Wait()
+		// Take down whatever the child left behind in its group (a wrapper's children).
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// Give stderr a moment to drain the child's last words; a grandchild that
+		// escaped the group could hold it open forever.
+		select {
+		case <-stderrDone:
+		case <-time.After(2 * time.Second):
+			errR.Close()
+		}
+		// The reader normally sees EOF now that the group is gone; a descendant that left
+		// the group could keep stdout open, so close it for good after a grace period.
+		time.AfterFunc(2*time.Second, func() { outR.Close() })
+		p.err = err
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid returns the child's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the child has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitErr returns the child's exit status once Done is closed (nil for status 0).
+func (p *Process) ExitErr() error {
+	<-p.done
+	return p.err
+}
+
+// Stop ends the child gracefully: close its stdin and wait up to grace; then SIGTERM to its
+// process group and wait up to grace again; then SIGKILL. It returns once the child has
+// exited and is safe to call more than once and concurrently.
+func (p *Process) Stop(grace time.Duration) error {
+	p.stopOnce.Do(func() {
+		p.stdin.Close()
+		select {
+		case <-p.done:
+			return
+		case <-time.After(grace):
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+			return
+		case <-time.After(grace):
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			p.stopErr = fmt.Errorf("process %d did not exit after SIGKILL", p.cmd.Process.Pid)
+		}
+	})
+	return p.stopErr
+}
+
+func readStderr(r io.Reader, fn func(string)) {
+	br := bufio.NewReaderSize(r, 16<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if len(line) > 0 && fn != nil {
+			if line[len(line)-1] == '\n' {
+				line = line[:len(line)-1]
+			}
+			if len(line) > 0 && line[len(line)-1] == '\r' {
+				line = line[:len(line)-1]
+			}
+			if len(line) > 8<<10 {
+				line = line[:8<<10] + "…(truncated)"
+			}
+			fn(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func mergeEnv(base []string, extra map[string]string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k := kv
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				k = kv[:i]
+				break
+			}
+		}
+		if _, ok := extra[k]; !ok {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+func closeAll(cs ...io.Closer) {
+	for _, c := range cs {
+		c.Close()
+	}
+}

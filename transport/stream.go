@@ -1,0 +1,35 @@
+// Package transport moves JSON-RPC messages between the proxy and its peers: newline
+// framing over pipes (the proxy's own stdin/stdout and its child processes), and the
+// lifecycle of child processes.
+//
+// It does not route, rewrite or interpret MCP: it hands lines and messages up and writes
+// what it is given.
+package transport
+
+import (
+	"io"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// Stream is one newline-delimited JSON-RPC connection over a reader and a writer.
+// ReadLine must be called from one goroutine; Write is safe for concurrent use.
+type Stream struct {
+	r *jsonrpc.LineReader
+	w *jsonrpc.LineWriter
+}
+
+// NewStream returns a stream reading messages of at most maxMessage bytes from r and
+// writing to w.
+func NewStream(r io.Reader, w io.Writer, maxMessage int) *Stream {
+	return &Stream{r: jsonrpc.NewLineReader(r, maxMessage), w: jsonrpc.NewLineWriter(w)}
+}
+
+// ReadLine returns the next non-empty line; it is valid until the next call.
+func (s *Stream) ReadLine() ([]byte, error) { return s.r.ReadLine() }
+
+// Write sends one message as one line.
+func (s *Stream) Write(m *jsonrpc.Message) error { return s.w.Write(m) }
+
+// WriteRaw sends one already encoded single-line JSON value (a batch response).
+func (s *Stream) WriteRaw(line []byte) error { return s.w.WriteRaw(line) }

@@ -1,0 +1,409 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/transport"
+)
+
+// conn is one lifetime of the child process: its id space, pending calls and progress
+// routes. A restart makes a new conn; ids are never reused within one.
+type conn struct {
+	u    *Upstream
+	proc *transport.Process
+	log  zerolog.Logger
+
+	nextID atomic.Int64
+
+	mu       sync.Mutex // guards pending, progress and closed
+	pending  map[int64]*pendingCall
+	progress map[string]func(json.RawMessage) // upstream progress token (raw JSON) → sink
+	closed   error                            // non-nil once the connection is dead
+
+	readerDone chan struct{}
+
+	ctx    context.Context // ends when the connection dies
+	cancel context.CancelFunc
+
+	refreshMu    sync.Mutex // guards refreshKinds and refreshing
+	refreshKinds Kinds
+	refreshing   bool
+}
+
+type pendingCall struct {
+	ch        chan callResult // buffered(1): the reader never blocks on delivery
+	origToken json.RawMessage // the caller's progress token, restored in notifications
+}
+
+type callResult struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+func newConn(ctx context.Context, u *Upstream, proc *transport.Process) *conn {
+	ctx, cancel := context.WithCancel(ctx)
+	return &conn{
+		ctx:        ctx,
+		cancel:     cancel,
+		u:          u,
+		proc:       proc,
+		log:        u.log.With().Int("pid", proc.Pid()).Logger(),
+		pending:    make(map[int64]*pendingCall),
+		progress:   make(map[string]func(json.RawMessage)),
+		readerDone: make(chan struct{}),
+	}
+}
+
+func (c *conn) write(m *jsonrpc.Message) error {
+	if err := c.proc.Write(m); err != nil {
+		return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
+	}
+	return nil
+}
+
+// call implements Upstream.Call on this connection.
+func (c *conn) call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
+	id := c.nextID.Add(1)
+	idRaw := strconv.FormatInt(id, 10)
+	params := req.Params
+	pc := &pendingCall{ch: make(chan callResult, 1)}
+
+	// Progress tokens are ids too: the client's token is replaced by one from this
+	// upstream's id space (the request id itself, unique while the call is in flight).
+	var progressKey string
+	if len(params) > 0 {
+		if meta, ok, _ := jsonx.Get(params, "_meta"); ok && len(meta) > 0 && meta[0] == '{' {
+			if tok, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken); ok {
+				var newMeta []byte
+				var err error
+				if req.Progress != nil {
+					newMeta, err = jsonx.Set(meta, mcp.MetaProgressToken, []byte(idRaw))
+					pc.origToken = tok
+					progressKey = idRaw
+				} else {
+					newMeta, err = jsonx.Delete(meta, mcp.MetaProgressToken)
+				}
+				if err == nil {
+					params, err = jsonx.Set(params, "_meta", newMeta)
+				}
+				if err != nil {
+					return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err)
+				}
+			}
+		}
+	}
+
+	c.mu.Lock()
+	if c.closed != nil {
+		err := c.closed
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = pc
+	if progressKey != "" {
+		orig, sink := pc.origToken, req.Progress
+		c.progress[progressKey] = func(p json.RawMessage) {
+			if out, err := jsonx.Set(p, mcp.MetaProgressToken, orig); err == nil {
+				sink(out)
+			}
+		}
+	}
+	c.mu.Unlock()
+
+	if err := c.write(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
+		c.forget(id, progressKey)
+		return nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error())
+	}
+
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = c.u.spec.Timeout
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-pc.ch:
+		c.forgetProgress(progressKey)
+		return r.msg, r.err
+	case <-ctx.Done():
+		c.forget(id, progressKey)
+		c.sendCancel(id, "cancelled by the client")
+		return nil, ctx.Err()
+	case <-timer.C:
+		c.forget(id, progressKey)
+		c.sendCancel(id, "timed out in mcp-proxy")
+		return nil, mcp.ProxyError(mcp.CodeUpstreamTimeout, c.u.spec.Name,
+			fmt.Sprintf("upstream %q did not answer %s within %s", c.u.spec.Name, req.Method, timeout))
+	}
+}
+
+func (c *conn) forget(id int64, progressKey string) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	if progressKey != "" {
+		delete(c.progress, progressKey)
+	}
+	c.mu.Unlock()
+}
+
+func (c *conn) forgetProgress(progressKey string) {
+	if progressKey == "" {
+		return
+	}
+	c.mu.Lock()
+	delete(c.progress, progressKey)
+	c.mu.Unlock()
+}
+
+// sendCancel tells the upstream to stop working on id; its late response will be dropped.
+func (c *conn) sendCancel(id int64, reason string) {
+	params, _ := json.Marshal(struct {
+		RequestID int64  `json:"requestId"`
+		Reason    string `json:"reason,omitempty"`
+	}{id, reason})
+	if err := c.write(jsonrpc.NewNotification(mcp.NotificationCancelled, params)); err != nil {
+		c.log.Debug().Err(err).Msg("could not send cancellation")
+	}
+}
+
+// fail marks the connection dead and fails every call in flight with err.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.closed != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = err
+	c.cancel()
+	pending := c.pending
+	c.pending = nil
+	c.progress = nil
+	c.mu.Unlock()
+	for _, pc := range pending {
+		pc.ch <- callResult{err: err}
+	}
+}
+
+// readLoop reads the child's stdout until EOF, dispatching each message.
+func (c *conn) readLoop() {
+	ctx := c.ctx
+	defer close(c.readerDone)
+	for {
+		line, err := c.proc.ReadLine()
+		if err != nil {
+			if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
+				c.tooLarge(err)
+				continue
+			}
+			return
+		}
+		msg, err := jsonrpc.Decode(line)
+		if err != nil {
+			c.badLine(line, msg, err)
+			continue
+		}
+		switch {
+		case msg.IsResponse():
+			c.deliver(msg)
+		case msg.IsNotification():
+			c.notification(msg)
+		default:
+			c.u.wg.Add(1)
+			go func() {
+				defer c.u.wg.Done()
+				c.serverRequest(ctx, msg)
+			}()
+		}
+	}
+}
+
+func (c *conn) deliver(msg *jsonrpc.Message) {
+	id, ok := msg.ID.Int64()
+	if !ok {
+		if !msg.ID.IsValid() && msg.Error != nil {
+			// Some servers answer notifications/initialized (a notification) with an
+			// error carrying "id": null. Harmless: note it and go on.
+			c.log.Debug().Int64("code", msg.Error.Code).Str("error", msg.Error.Message).
+				Msg("upstream sent an error response without id (probably to a notification); ignored")
+			return
+		}
+		c.log.Warn().Str("id", msg.ID.String()).Msg("upstream sent a response with an id the proxy never used; dropped")
+		return
+	}
+	c.mu.Lock()
+	pc := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if pc == nil {
+		c.log.Debug().Int64("id", id).Msg("late response for a cancelled or timed-out request; dropped")
+		return
+	}
+	pc.ch <- callResult{msg: msg}
+}
+
+func (c *conn) notification(msg *jsonrpc.Message) {
+	switch msg.Method {
+	case mcp.NotificationProgress:
+		tok, ok, _ := jsonx.Get(msg.Params, mcp.MetaProgressToken)
+		if !ok {
+			return
+		}
+		c.mu.Lock()
+		sink := c.progress[string(tok)]
+		c.mu.Unlock()
+		if sink == nil {
+			c.log.Debug().RawJSON("token", tok).Msg("progress for an unknown or finished request; dropped")
+			return
+		}
+		sink(msg.Params)
+	case mcp.NotificationToolsListChanged:
+		c.u.refresh(KindTools)
+	case mcp.NotificationPromptsListChanged:
+		c.u.refresh(KindPrompts)
+	case mcp.NotificationResourcesListChanged:
+		c.u.refresh(KindResources | KindTemplates)
+	default:
+		c.u.events.Notification(c.u, msg)
+	}
+}
+
+func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
+	var reply *jsonrpc.Message
+	if msg.Method == mcp.MethodPing {
+		reply = jsonrpc.NewResult(msg.ID, nil)
+	} else {
+		res, rerr := c.u.events.Request(ctx, c.u, msg)
+		if rerr != nil {
+			reply = jsonrpc.NewErrorResponse(msg.ID, rerr)
+		} else {
+			reply = jsonrpc.NewResult(msg.ID, res)
+		}
+	}
+	if err := c.write(reply); err != nil {
+		c.log.Debug().Err(err).Str("method", msg.Method).Msg("could not answer server request")
+	}
+}
+
+// badLine handles a line that is not a valid JSON-RPC message.
+func (c *conn) badLine(line []byte, msg *jsonrpc.Message, err error) {
+	if msg != nil && msg.ID.IsValid() && msg.Method == "" {
+		// A response we can attribute: fail that call with a clear error.
+		if id, ok := msg.ID.Int64(); ok {
+			c.mu.Lock()
+			pc := c.pending[id]
+			delete(c.pending, id)
+			c.mu.Unlock()
+			if pc != nil {
+				pc.ch <- callResult{err: mcp.ProxyError(mcp.CodeUpstreamProtocol, c.u.spec.Name,
+					fmt.Sprintf("upstream %q sent an invalid response: %v", c.u.spec.Name, err))}
+				return
+			}
+		}
+	}
+	c.log.Warn().Err(err).Str("line", truncate(line, 200)).Msg("skipping a line on the upstream's stdout that is not a JSON-RPC message")
+}
+
+// tooLarge fails the call an oversized response belonged to, when its id can be found in
+// the head of the line.
+func (c *conn) tooLarge(err error) {
+	var tl *jsonrpc.TooLargeError
+	if errors.As(err, &tl) {
+		if raw, ok := headID(tl.Head); ok {
+			if id, err2 := strconv.ParseInt(raw, 10, 64); err2 == nil {
+				c.mu.Lock()
+				pc := c.pending[id]
+				delete(c.pending, id)
+				c.mu.Unlock()
+				if pc != nil {
+					pc.ch <- callResult{err: mcp.ProxyError(mcp.CodeMessageTooLarge, c.u.spec.Name,
+						fmt.Sprintf("upstream %q answered with %d bytes, over its max_message_size of %d", c.u.spec.Name, tl.Size, tl.Limit))}
+				}
+			}
+		}
+	}
+	c.log.Warn().Err(err).Msg("skipped an oversized message from the upstream")
+}
+
+// headID finds a top-level "id" member in the (possibly truncated) start of an object.
+func headID(head []byte) (string, bool) {
+	var id string
+	_ = jsonx.Each(head, func(f jsonx.Field) bool {
+		if jsonx.KeyIs(f.RawKey, "id") {
+			id = string(f.Value)
+			return false
+		}
+		return true
+	})
+	return id, id != ""
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}
+
+// requestRefresh records kinds to re-fetch and reports whether a refresh loop must be
+// started (none is running).
+func (c *conn) requestRefresh(kinds Kinds) bool {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	c.refreshKinds |= kinds
+	if c.refreshing {
+		return false
+	}
+	c.refreshing = true
+	return true
+}
+
+// refreshLoop re-fetches requested lists until no more are requested, publishing each
+// result while this connection is still the upstream's current one.
+func (c *conn) refreshLoop() {
+	for {
+		c.refreshMu.Lock()
+		kinds := c.refreshKinds
+		c.refreshKinds = 0
+		if kinds == 0 || c.ctx.Err() != nil {
+			c.refreshing = false
+			c.refreshMu.Unlock()
+			return
+		}
+		c.refreshMu.Unlock()
+
+		u := c.u
+		u.mu.Lock()
+		info, base := u.info, u.catalogue
+		u.mu.Unlock()
+		ctx, cancel := context.WithTimeout(c.ctx, u.spec.StartupTimeout)
+		cat, err := c.fetch(ctx, info, base, kinds)
+		cancel()
+		if err != nil {
+			c.log.Warn().Err(err).Msg("refreshing the catalogue after list_changed")
+			if c.ctx.Err() != nil {
+				continue
+			}
+		}
+		u.mu.Lock()
+		current := u.cur == c
+		if current {
+			u.catalogue = cat
+		}
+		u.mu.Unlock()
+		if current {
+			u.events.Changed(u, kinds)
+		}
+	}
+}

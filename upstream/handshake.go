@@ -1,0 +1,154 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+)
+
+// capabilities is the part of ServerCapabilities the proxy acts on.
+type capabilities struct {
+	Tools     *struct{} `json:"tools"`
+	Prompts   *struct{} `json:"prompts"`
+	Resources *struct{} `json:"resources"`
+	Logging   *struct{} `json:"logging"`
+}
+
+type initializeResult struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ServerInfo      json.RawMessage `json:"serverInfo"`
+	Instructions    string          `json:"instructions"`
+}
+
+// initialize performs the legacy handshake: initialize, check the version the server
+// chose, notifications/initialized.
+func (c *conn) initialize(ctx context.Context) (Info, error) {
+	params, err := json.Marshal(map[string]any{
+		"protocolVersion": mcp.LatestLegacyVersion,
+		// No client capabilities: the proxy does not yet promise sampling, roots or
+		// elicitation to upstreams, so it never receives requests it cannot route.
+		"capabilities": map[string]any{},
+		"clientInfo":   map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion},
+	})
+	if err != nil {
+		return Info{}, err
+	}
+	resp, err := c.call(ctx, &Request{Method: mcp.MethodInitialize, Params: params, Timeout: c.u.spec.StartupTimeout})
+	if err != nil {
+		return Info{}, fmt.Errorf("initialize: %w", err)
+	}
+	if resp.Error != nil {
+		return Info{}, fmt.Errorf("initialize: upstream answered with error %d: %s", resp.Error.Code, resp.Error.Message)
+	}
+	var res initializeResult
+	if err := json.Unmarshal(resp.Result, &res); err != nil {
+		return Info{}, fmt.Errorf("initialize: malformed result: %w", err)
+	}
+	if !mcp.IsLegacyVersion(res.ProtocolVersion) {
+		return Info{}, fmt.Errorf("initialize: upstream chose protocol version %q, which the proxy does not support (supported: %v)",
+			res.ProtocolVersion, mcp.LegacyVersions())
+	}
+	info := Info{
+		ProtocolVersion: res.ProtocolVersion,
+		Capabilities:    res.Capabilities,
+		ServerInfo:      res.ServerInfo,
+		Instructions:    res.Instructions,
+	}
+	if len(info.Capabilities) == 0 || string(info.Capabilities) == "null" {
+		info.Capabilities = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(info.Capabilities, &info.caps); err != nil {
+		return Info{}, fmt.Errorf("initialize: malformed capabilities: %w", err)
+	}
+	if err := c.write(jsonrpc.NewNotification(mcp.NotificationInitialized, nil)); err != nil {
+		return Info{}, err
+	}
+	return info, nil
+}
+
+// HasTools and friends report the upstream's declared capabilities.
+func (i Info) HasTools() bool     { return i.caps.Tools != nil }
+func (i Info) HasPrompts() bool   { return i.caps.Prompts != nil }
+func (i Info) HasResources() bool { return i.caps.Resources != nil }
+func (i Info) HasLogging() bool   { return i.caps.Logging != nil }
+
+// maxPages bounds list pagination against an upstream that never stops paging.
+const maxPages = 1000
+
+// listAll fetches every page of a list method and returns the items of key.
+func (c *conn) listAll(ctx context.Context, method, key string) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	var cursor *string
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return items, fmt.Errorf("%s: gave up after %d pages", method, maxPages)
+		}
+		var params json.RawMessage
+		if cursor != nil {
+			params, _ = json.Marshal(map[string]string{"cursor": *cursor})
+		}
+		resp, err := c.call(ctx, &Request{Method: method, Params: params})
+		if err != nil {
+			return items, fmt.Errorf("%s: %w", method, err)
+		}
+		if resp.Error != nil {
+			return items, fmt.Errorf("%s: upstream error %d: %s", method, resp.Error.Code, resp.Error.Message)
+		}
+		raw := map[string]json.RawMessage{}
+		if err := json.Unmarshal(resp.Result, &raw); err != nil {
+			return items, fmt.Errorf("%s: malformed result: %w", method, err)
+		}
+		var next *string
+		if nc, ok := raw["nextCursor"]; ok && string(nc) != "null" {
+			if err := json.Unmarshal(nc, &next); err != nil {
+				return items, fmt.Errorf("%s: nextCursor is not a string: %w", method, err)
+			}
+		}
+		if list, ok := raw[key]; ok && string(list) != "null" {
+			var got []json.RawMessage
+			if err := json.Unmarshal(list, &got); err != nil {
+				return items, fmt.Errorf("%s: %q is not an array: %w", method, key, err)
+			}
+			items = append(items, got...)
+		}
+		if next == nil || *next == "" {
+			return items, nil
+		}
+		if seen[*next] {
+			return items, fmt.Errorf("%s: upstream repeated cursor %q; stopped paging", method, *next)
+		}
+		seen[*next] = true
+		cursor = next
+	}
+}
+
+// fetch loads the lists selected by kinds that the upstream declares, into a copy of base.
+func (c *conn) fetch(ctx context.Context, info Info, base *Catalogue, kinds Kinds) (*Catalogue, error) {
+	cat := *base
+	var errs []error
+	get := func(k Kinds, has bool, method, key string, dst *[]json.RawMessage) {
+		if kinds&k == 0 {
+			return
+		}
+		if !has {
+			*dst = nil
+			return
+		}
+		items, err := c.listAll(ctx, method, key)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*dst = items
+	}
+	get(KindTools, info.HasTools(), mcp.MethodToolsList, "tools", &cat.Tools)
+	get(KindPrompts, info.HasPrompts(), mcp.MethodPromptsList, "prompts", &cat.Prompts)
+	get(KindResources, info.HasResources(), mcp.MethodResourcesList, "resources", &cat.Resources)
+	get(KindTemplates, info.HasResources(), mcp.MethodResourcesTemplatesList, "resourceTemplates", &cat.Templates)
+	return &cat, errors.Join(errs...)
+}

@@ -1,0 +1,204 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/transport"
+)
+
+// stableAfter is how long a child must stay up for the restart backoff to reset.
+const stableAfter = time.Minute
+
+// supervise starts the child and restarts it with exponential backoff until ctx ends.
+func (u *Upstream) supervise(ctx context.Context) {
+	delay := u.spec.BackoffMin
+	for {
+		began := time.Now()
+		c, err := u.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				u.setDown(nil, StateStopped)
+				recoverClose(u.firstDone)
+				return
+			}
+			u.log.Error().Err(err).Dur("retry_in", delay).Msg("upstream failed to start")
+			u.setDown(err, StateDown)
+		} else {
+			u.mu.Lock()
+			u.restarts++
+			u.mu.Unlock()
+			recoverClose(u.firstDone)
+			exitErr := u.serve(ctx, c)
+			if ctx.Err() != nil {
+				u.setDown(nil, StateStopped)
+				return
+			}
+			u.log.Error().Err(exitErr).Dur("retry_in", delay).Msg("upstream exited; restarting")
+			u.setDown(exitErr, StateDown)
+			if time.Since(began) > stableAfter {
+				delay = u.spec.BackoffMin
+			}
+		}
+		recoverClose(u.firstDone)
+		// Sleep with ±20% jitter so many upstreams do not restart in lockstep.
+		sleep := time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
+		select {
+		case <-ctx.Done():
+			u.setDown(nil, StateStopped)
+			return
+		case <-time.After(sleep):
+		}
+		delay = min(delay*2, u.spec.BackoffMax)
+	}
+}
+
+// recoverClose closes ch unless it is already closed.
+func recoverClose(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// connect spawns the child, runs the handshake and fetches the catalogue, and publishes the
+// connection as ready.
+func (u *Upstream) connect(ctx context.Context) (*conn, error) {
+	proc, err := transport.StartProcess(transport.ProcessSpec{
+		Command:    u.spec.Command,
+		Env:        u.spec.Env,
+		Dir:        u.spec.Dir,
+		MaxMessage: u.spec.MaxMessage,
+		Stderr: func(line string) {
+			u.log.Info().Str("stderr", line).Msg("upstream stderr")
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(ctx, u, proc)
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		c.readLoop()
+		// stdout closed: the child is gone or going; fail what is in flight.
+		c.fail(u.exitError(proc))
+	}()
+
+	sctx, cancel := context.WithTimeout(ctx, u.spec.StartupTimeout)
+	defer cancel()
+	info, err := c.initialize(sctx)
+	var cat *Catalogue
+	if err == nil {
+		var ferr error
+		cat, ferr = c.fetch(sctx, info, &Catalogue{}, AllKinds)
+		if ferr != nil {
+			if sctx.Err() != nil {
+				err = fmt.Errorf("fetching catalogue: %w", ferr)
+			} else {
+				u.log.Warn().Err(ferr).Msg("part of the upstream's catalogue could not be fetched")
+			}
+		}
+	}
+	if err != nil {
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("not ready within startup_timeout %s: %w", u.spec.StartupTimeout, err)
+		}
+		c.fail(err)
+		u.stopProcess(proc)
+		return nil, err
+	}
+	u.mu.Lock()
+	if u.state == StateStopped {
+		u.mu.Unlock()
+		c.fail(errors.New("upstream closed"))
+		u.stopProcess(proc)
+		return nil, ctx.Err()
+	}
+	u.cur, u.state, u.lastErr, u.info, u.catalogue = c, StateReady, nil, info, cat
+	u.mu.Unlock()
+	u.log.Info().Str("protocol_version", info.ProtocolVersion).
+		Int("tools", len(cat.Tools)).Int("prompts", len(cat.Prompts)).
+		Int("resources", len(cat.Resources)).Int("templates", len(cat.Templates)).
+		Msg("upstream ready")
+	u.events.Changed(u, AllKinds)
+	return c, nil
+}
+
+// serve waits until the connection dies or ctx ends; it returns why the child exited.
+func (u *Upstream) serve(ctx context.Context, c *conn) error {
+	select {
+	case <-c.proc.Done():
+		<-c.readerDone
+		return u.exitError(c.proc)
+	case <-c.readerDone:
+		// stdout closed while the process lives on: treat as dead and stop it.
+		u.stopProcess(c.proc)
+		return fmt.Errorf("upstream closed its stdout: %w", u.exitError(c.proc))
+	case <-ctx.Done():
+		u.mu.Lock()
+		u.cur = nil
+		u.mu.Unlock()
+		c.fail(fmt.Errorf("%w: upstream %q is shutting down", ErrUnavailable, u.spec.Name))
+		u.stopProcess(c.proc)
+		<-c.readerDone
+		return ctx.Err()
+	}
+}
+
+func (u *Upstream) stopProcess(p *transport.Process) {
+	if err := p.Stop(u.spec.StopGrace); err != nil {
+		u.log.Error().Err(err).Msg("stopping upstream process")
+	}
+}
+
+func (u *Upstream) exitError(p *transport.Process) error {
+	select {
+	case <-p.Done():
+		if err := p.ExitErr(); err != nil {
+			return fmt.Errorf("upstream %q exited: %w", u.spec.Name, err)
+		}
+		return fmt.Errorf("upstream %q exited", u.spec.Name)
+	default:
+		return fmt.Errorf("upstream %q closed its output", u.spec.Name)
+	}
+}
+
+// setDown records that the upstream is not serving and publishes an empty catalogue.
+func (u *Upstream) setDown(err error, state State) {
+	u.mu.Lock()
+	wasReady := u.state == StateReady
+	u.cur = nil
+	if u.state != StateStopped {
+		u.state = state
+	}
+	if err != nil {
+		u.lastErr = err
+	}
+	u.catalogue = &Catalogue{}
+	u.mu.Unlock()
+	if wasReady {
+		u.events.Changed(u, AllKinds)
+	}
+}
+
+// refresh re-fetches lists after a list_changed notification, coalescing bursts.
+func (u *Upstream) refresh(kinds Kinds) {
+	u.mu.Lock()
+	c := u.cur
+	u.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if c.requestRefresh(kinds) {
+		u.wg.Add(1)
+		go func() {
+			defer u.wg.Done()
+			c.refreshLoop()
+		}()
+	}
+}

@@ -1,0 +1,291 @@
+// Package upstream runs one configured MCP server behind the proxy: it spawns the child
+// process, performs the initialize handshake, keeps the upstream's own request-id space and
+// pending table, rewrites progress tokens into that space, caches the upstream's catalogue
+// (tools, prompts, resources, resource templates, following every page), and restarts the
+// child with exponential backoff when it exits.
+//
+// An Upstream knows nothing about other upstreams or about clients: what it cannot handle
+// itself it reports through Events.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// Spec is the static description of one upstream.
+type Spec struct {
+	Name           string            // the configured label, used in logs and errors
+	Command        []string          // program and arguments
+	Env            map[string]string // added to the proxy's environment
+	Dir            string            // working directory
+	Timeout        time.Duration     // per request; zero means 60s
+	StartupTimeout time.Duration     // spawn + initialize + catalogue; zero means 30s
+	MaxMessage     int               // bytes; zero means jsonrpc.DefaultMaxMessageSize
+	ClientName     string            // clientInfo.name sent in initialize
+	ClientVersion  string            // clientInfo.version sent in initialize
+	// StopGrace is how long Close waits after closing stdin, and again after SIGTERM,
+	// before escalating. Zero means 2s.
+	StopGrace time.Duration
+	// Backoff bounds the delay between restarts; zero values mean 250ms and 30s.
+	BackoffMin, BackoffMax time.Duration
+}
+
+// Events receives what an upstream cannot handle by itself. Methods are called from the
+// upstream's goroutines and must not block for long.
+type Events interface {
+	// Changed is called when the upstream's state or cached catalogue changed (it became
+	// ready, went down, restarted, or refreshed a list after list_changed). kinds says
+	// which lists may differ; zero means all.
+	Changed(u *Upstream, kinds Kinds)
+	// Notification is called for notifications the upstream does not consume itself
+	// (logging messages, resource updates, ...).
+	Notification(u *Upstream, m *jsonrpc.Message)
+	// Request is called for server-to-client requests other than ping. The returned
+	// result or error is sent back to the upstream with its own request id.
+	Request(ctx context.Context, u *Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error)
+}
+
+// Kinds is a set of catalogue lists.
+type Kinds uint8
+
+// The catalogue lists.
+const (
+	KindTools Kinds = 1 << iota
+	KindPrompts
+	KindResources
+	KindTemplates
+	AllKinds = KindTools | KindPrompts | KindResources | KindTemplates
+)
+
+// State is the lifecycle state of an upstream.
+type State int32
+
+// States.
+const (
+	StateStarting State = iota // first start in progress
+	StateReady                 // initialized and serving
+	StateDown                  // exited or failed to start; a restart is scheduled
+	StateStopped               // closed
+)
+
+func (s State) String() string {
+	switch s {
+	case StateStarting:
+		return "starting"
+	case StateReady:
+		return "ready"
+	case StateDown:
+		return "down"
+	case StateStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("State(%d)", int32(s))
+}
+
+// Info is what the upstream said about itself in the handshake.
+type Info struct {
+	ProtocolVersion string
+	Capabilities    json.RawMessage // the upstream's ServerCapabilities, raw
+	ServerInfo      json.RawMessage // raw Implementation object
+	Instructions    string
+	caps            capabilities
+}
+
+// Catalogue is an upstream's lists, each item as raw JSON exactly as the upstream sent it.
+// A Catalogue is immutable once published.
+type Catalogue struct {
+	Tools     []json.RawMessage
+	Prompts   []json.RawMessage
+	Resources []json.RawMessage
+	Templates []json.RawMessage
+}
+
+// Upstream is one configured MCP server. Create it with New, then Start; Close stops it.
+// All methods are safe for concurrent use.
+type Upstream struct {
+	spec   Spec
+	log    zerolog.Logger
+	events Events
+
+	mu        sync.Mutex // guards the fields below
+	cur       *conn      // live connection; nil unless state is StateReady
+	state     State
+	lastErr   error
+	info      Info
+	catalogue *Catalogue
+	restarts  int
+	started   bool
+	cancel    context.CancelFunc
+
+	firstDone chan struct{} // closed when the first start attempt has finished
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New returns an upstream that is not yet started. It has no side effects.
+func New(spec Spec, log zerolog.Logger, events Events) *Upstream {
+	if spec.Timeout <= 0 {
+		spec.Timeout = 60 * time.Second
+	}
+	if spec.StartupTimeout <= 0 {
+		spec.StartupTimeout = 30 * time.Second
+	}
+	if spec.MaxMessage <= 0 {
+		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
+	}
+	if spec.StopGrace <= 0 {
+		spec.StopGrace = 2 * time.Second
+	}
+	if spec.BackoffMin <= 0 {
+		spec.BackoffMin = 250 * time.Millisecond
+	}
+	if spec.BackoffMax <= 0 {
+		spec.BackoffMax = 30 * time.Second
+	}
+	return &Upstream{
+		spec:      spec,
+		log:       log.With().Str("upstream", spec.Name).Logger(),
+		events:    events,
+		firstDone: make(chan struct{}),
+		catalogue: &Catalogue{},
+	}
+}
+
+// Name returns the configured name.
+func (u *Upstream) Name() string { return u.spec.Name }
+
+// Start launches the supervisor, which spawns the child and keeps it running until Close.
+// It returns at once; use WaitFirstAttempt to wait for the first handshake.
+func (u *Upstream) Start(ctx context.Context) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.started || u.state == StateStopped {
+		return
+	}
+	u.started = true
+	ctx, u.cancel = context.WithCancel(ctx)
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		u.supervise(ctx)
+	}()
+}
+
+// WaitFirstAttempt blocks until the first start attempt has succeeded or failed, or ctx
+// ends. It returns the attempt's error.
+func (u *Upstream) WaitFirstAttempt(ctx context.Context) error {
+	select {
+	case <-u.firstDone:
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.state == StateReady {
+			return nil
+		}
+		return u.lastErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the supervisor and the child (stdin closed, then SIGTERM, then SIGKILL to
+// its process group) and fails calls in flight. It is safe to call more than once, and
+// before or without Start.
+func (u *Upstream) Close() error {
+	u.closeOnce.Do(func() {
+		u.mu.Lock()
+		cancel := u.cancel
+		if !u.started {
+			close(u.firstDone)
+		}
+		u.started = true
+		u.state = StateStopped
+		u.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		u.wg.Wait()
+	})
+	return nil
+}
+
+// State returns the current state and, when down, the last error.
+func (u *Upstream) State() (State, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.state, u.lastErr
+}
+
+// Info returns the handshake information of the current (or last) connection.
+func (u *Upstream) Info() Info {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.info
+}
+
+// Catalogue returns the cached catalogue; it is empty while the upstream is down.
+func (u *Upstream) Catalogue() *Catalogue {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.catalogue
+}
+
+// Timeout returns the per-request timeout.
+func (u *Upstream) Timeout() time.Duration { return u.spec.Timeout }
+
+// Request is one call to make upstream.
+type Request struct {
+	Method string
+	Params json.RawMessage
+	// Progress, when set and Params carries _meta.progressToken, receives each progress
+	// notification for this call with the caller's original token restored. It is called
+	// on the upstream's reader goroutine, before the response is delivered.
+	Progress func(params json.RawMessage)
+	// Timeout overrides the upstream's per-request timeout when positive.
+	Timeout time.Duration
+}
+
+// ErrUnavailable is wrapped by Call errors when the upstream is not running.
+var ErrUnavailable = errors.New("upstream unavailable")
+
+// Call sends a request and waits for the response, the per-request timeout, or ctx. It
+// returns the upstream's response message (which may carry a JSON-RPC error) or a
+// proxy-local error (*jsonrpc.Error with a proxy code) when no response could be had. When
+// ctx ends first, the upstream is sent notifications/cancelled and a late response is
+// dropped.
+func (u *Upstream) Call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
+	u.mu.Lock()
+	c, state, lastErr := u.cur, u.state, u.lastErr
+	u.mu.Unlock()
+	if c == nil {
+		return nil, u.unavailable(state, lastErr)
+	}
+	return c.call(ctx, req)
+}
+
+// Notify sends a notification to the upstream if it is running.
+func (u *Upstream) Notify(method string, params json.RawMessage) error {
+	u.mu.Lock()
+	c, state, lastErr := u.cur, u.state, u.lastErr
+	u.mu.Unlock()
+	if c == nil {
+		return u.unavailable(state, lastErr)
+	}
+	return c.write(jsonrpc.NewNotification(method, params))
+}
+
+func (u *Upstream) unavailable(state State, lastErr error) error {
+	msg := fmt.Sprintf("upstream %q is %s", u.spec.Name, state)
+	if lastErr != nil {
+		msg += ": " + lastErr.Error()
+	}
+	return fmt.Errorf("%w: %s", ErrUnavailable, msg)
+}
