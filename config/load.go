@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // Options adjusts how a file is parsed. The zero value is the normal
@@ -93,7 +94,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Proxy:     decodeProxies(e, raw.Proxies),
 		Upstreams: decodeUpstreams(e, raw.Upstreams, absBase),
 	}
-	if len(raw.Upstreams) == 0 {
+	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
 			Summary:  "No upstream blocks",
@@ -103,4 +104,20 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		})
 	}
 	return cfg, e.diags
+}
+
+// hasBlock reports whether body contains a block of type blockType, even one
+// that failed to decode. A malformed upstream block is already reported, so
+// it should not also cause "No upstream blocks".
+func hasBlock(body hcl.Body, blockType string) bool {
+	syn, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return false
+	}
+	for _, b := range syn.Blocks {
+		if b.Type == blockType {
+			return true
+		}
+	}
+	return false
 }

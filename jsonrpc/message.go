@@ -196,7 +196,9 @@ func (m *Message) Append(buf []byte) ([]byte, error) {
 }
 
 // Encode returns the wire encoding of m without a trailing newline.
-func (m *Message) Encode() ([]byte, error) { return m.Append(make([]byte, 0, 128+len(m.Params)+len(m.Result))) }
+func (m *Message) Encode() ([]byte, error) {
+	return m.Append(make([]byte, 0, 128+len(m.Params)+len(m.Result)))
+}
 
 // appendRaw appends a raw JSON value, compacting it when it spans lines.
 func appendRaw(buf, raw []byte) ([]byte, error) {

@@ -242,4 +242,3 @@ func (r *Router) setLevel(ctx context.Context, req *Request) (json.RawMessage, e
 	wg.Wait()
 	return json.RawMessage("{}"), nil
 }
-

@@ -85,7 +85,12 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 	go func() {
 		defer u.wg.Done()
 		c.readLoop()
-		// stdout closed: the child is gone or going; fail what is in flight.
+		// stdout closed: the child is gone or going. Give it a moment to be reaped so
+		// the error names its exit status, then fail what is in flight.
+		select {
+		case <-proc.Done():
+		case <-time.After(time.Second):
+		}
 		c.fail(u.exitError(proc))
 	}()
 
