@@ -731,7 +731,7 @@ func TestProtocolErrors(t *testing.T) {
 		t.Errorf("unknown method: %+v", e)
 	}
 	for line, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":1,`:                  `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+		`{"jsonrpc":"2.0","id":1,`:                   `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
 		`[{"jsonrpc":"2.0","id":1,"method":"ping"}]`: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Batch requests are not supported"}}`,
 		`{"jsonrpc":"2.0","id":9}`:                   `{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"Invalid Request: no method"}}`,
 	} {
@@ -816,22 +816,22 @@ func TestProcess(t *testing.T) {
 			cmd := exec.CommandContext(ctx, os.Args[0], tc.args...)
 			cmd.Env = append(os.Environ(), "MISBEHAVE_AS_SERVER=1")
 			// Keep stdin open after the input, as a client would, so that
-			// only the server's own decision ends it.
-			inR, inW := io.Pipe()
-			cmd.Stdin = inR
+			// only the server's own decision ends it; Wait closes it.
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			go func() {
-				_, _ = io.WriteString(inW, tc.input+"\n")
-				if tc.status == 0 {
-					inW.Close()
-				}
-			}()
-			err := cmd.Wait()
-			inW.Close()
+			// The server may exit before reading: ignore write errors.
+			_, _ = io.WriteString(stdin, tc.input+"\n")
+			if tc.status == 0 {
+				stdin.Close()
+			}
+			err = cmd.Wait()
 			status := 0
 			var exitErr *exec.ExitError
 			if errors.As(err, &exitErr) {

@@ -1,0 +1,59 @@
+# mcp-proxy: the targets README and CI call.
+GO      ?= go
+PKGS    := ./...
+BIN     := bin
+
+.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load run tools clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+
+# npm peers for the end-to-end tests, exactly as pinned in package-lock.json.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+npm: node_modules/.package-lock.json
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+check: vet fmt-check
+
+# The test command: static checks, then every test with the race detector (the
+# end-to-end tests build the proxy, the Go SDK everything-server and the test server, and
+# talk to them and to npm's server-everything over real pipes).
+test: npm check
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# Short fuzzing of every parser (longer runs: make fuzz FUZZTIME=10m).
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=$(FUZZTIME) ./jsonrpc/
+	$(GO) test -run='^$$' -fuzz=FuzzEdit -fuzztime=$(FUZZTIME) ./internal/jsonx/
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./config/
+
+# Go benchmarks of the per-message hot path.
+bench-go:
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/
+
+# The load tool: proxy vs direct, in one run.
+load:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast"
+
+bench: bench-go load
+
+# The main job: the proxy on the shipped example config.
+tools:
+	$(GO) run ./cmd/mcp-proxy tools --config proxy.hcl.example
+run:
+	$(GO) run ./cmd/mcp-proxy run --config proxy.hcl.example
+
+clean:
+	rm -rf $(BIN)
