@@ -1,0 +1,66 @@
+// Package deptest checks the project's import graph: dependencies point one way (cmd →
+// server → router → upstream → transport → jsonrpc), as DESIGN.md requires.
+package deptest
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mcp-proxy/mcp-proxy/"
+
+// allowed lists, for each package, the project packages it may import.
+var allowed = map[string][]string{
+	"jsonrpc":             {"internal/jsonx"},
+	"internal/jsonx":      {},
+	"mcp":                 {"jsonrpc"},
+	"config":              {},
+	"transport":           {"jsonrpc"},
+	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx"},
+	"router":              {"upstream", "jsonrpc", "mcp", "internal/jsonx"},
+	"server":              {"router", "transport", "jsonrpc", "mcp", "internal/jsonx"},
+	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "mcp", "jsonrpc", "transport", "internal/jsonx"},
+	"cmd/mcp-bench":       {"jsonrpc", "internal/jsonx"},
+	"internal/testserver": {},
+}
+
+func TestImportGraph(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		if name == p.ImportPath || strings.HasPrefix(name, "e2e") || strings.HasPrefix(name, "internal/deptest") {
+			continue
+		}
+		ok, known := allowed[name]
+		if !known {
+			t.Errorf("package %s is not in the allowed import graph; add it to deps_test.go and DESIGN.md", name)
+			continue
+		}
+		for _, imp := range p.Imports {
+			dep := strings.TrimPrefix(imp, module)
+			if dep == imp {
+				continue // not ours
+			}
+			found := false
+			for _, a := range ok {
+				found = found || a == dep
+			}
+			if !found {
+				t.Errorf("%s imports %s, which points the wrong way (allowed: %v)", name, dep, ok)
+			}
+		}
+	}
+}
