@@ -1,0 +1,447 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+const (
+	// maxCallsPerPhase bounds the calls of one throughput phase, whatever its duration.
+	maxCallsPerPhase = 5_000_000
+	// startupTimeout bounds the handshake, which includes the proxy starting its upstreams.
+	startupTimeout = 30 * time.Second
+	// idleListDeadline bounds the wait for all idle upstreams to show their tools.
+	idleListDeadline = 30 * time.Second
+	// idleSettle is the wait between the tools/list and the idle RSS reading.
+	idleSettle = 2 * time.Second
+	// maxListPages bounds the pagination of one tools/list.
+	maxListPages = 1000
+	// maxLatencyPhase bounds the wall time of one latency phase, warmup included.
+	maxLatencyPhase = 5 * time.Minute
+)
+
+const (
+	kindLatency    = "latency"
+	kindThroughput = "throughput"
+
+	targetDirect = "direct"
+	targetProxy  = "proxy"
+)
+
+// errToolResult marks a tools/call whose result says isError: the tool ran but failed.
+var errToolResult = errors.New("tool result has isError: true")
+
+// target is one endpoint under test: the upstream spoken to directly, or the proxy in
+// front of it.
+type target struct {
+	name    string
+	child   *child
+	sampler *rssSampler // proxy only: peak memory of the proxy process
+}
+
+func (t *target) Close() error {
+	if t.sampler != nil {
+		t.sampler.stop()
+	}
+	return t.child.Close()
+}
+
+// phaseResult is the outcome of one phase against one target.
+type phaseResult struct {
+	Kind        string  `json:"kind"` // latency or throughput
+	Concurrency int     `json:"concurrency"`
+	Target      string  `json:"target"` // direct or proxy
+	Calls       int     `json:"calls"`  // successful calls measured (warmup excluded)
+	Errors      int     `json:"errors"` // JSON-RPC errors, isError results and timeouts, warmup included
+	Timeouts    int     `json:"timeouts"`
+	FirstError  string  `json:"first_error,omitempty"`
+	ElapsedSec  float64 `json:"elapsed_sec"`
+	CallsPerSec float64 `json:"calls_per_sec"`
+	P50US       float64 `json:"p50_us"`
+	P90US       float64 `json:"p90_us"`
+	P99US       float64 `json:"p99_us"`
+	MaxUS       float64 `json:"max_us"`
+	MeanUS      float64 `json:"mean_us"`
+	// CPUSec is the CPU time (user+system) of the target process itself during the
+	// measured part: the upstream for direct, the proxy process (without its upstream) for
+	// proxy. Resolution is one clock tick (10 ms).
+	CPUSec       float64 `json:"cpu_sec"`
+	CPUPerCallUS float64 `json:"cpu_per_call_us"`
+	// BenchCPUSec is the CPU time of mcp-bench itself (the client) in the same interval.
+	BenchCPUSec       float64 `json:"bench_cpu_sec"`
+	BenchCPUPerCallUS float64 `json:"bench_cpu_per_call_us"`
+}
+
+// key identifies a phase across targets and rounds.
+func (p *phaseResult) key() string { return fmt.Sprintf("%s c=%d", p.Kind, p.Concurrency) }
+
+// phaseSpec is one phase to run against each target.
+type phaseSpec struct {
+	kind        string
+	concurrency int
+}
+
+func (s phaseSpec) String() string { return fmt.Sprintf("%s c=%d", s.kind, s.concurrency) }
+
+// errorTally counts failed calls of one phase; it is safe for concurrent use.
+type errorTally struct {
+	mu       sync.Mutex // guards all fields
+	errors   int
+	timeouts int
+	first    string
+}
+
+func (e *errorTally) add(err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.errors++
+	if errors.Is(err, errTimeout) {
+		e.timeouts++
+	}
+	if e.first == "" {
+		e.first = err.Error()
+	}
+}
+
+// isFatal reports whether err ends the phase (the connection is gone or we are stopping)
+// rather than counting as one failed call.
+func isFatal(err error) bool {
+	var rpcErr *jsonrpc.Error
+	return !errors.As(err, &rpcErr) && !errors.Is(err, errTimeout) && !errors.Is(err, errToolResult)
+}
+
+// callTool issues one tools/call and turns an error response or an isError result into
+// an error.
+func callTool(ctx context.Context, k *caller, params json.RawMessage) error {
+	m, err := k.call(ctx, "tools/call", params)
+	if err != nil {
+		return err
+	}
+	if m.Error != nil {
+		return m.Error
+	}
+	if bytes.Contains(m.Result, []byte(`"isError":true`)) {
+		return errToolResult
+	}
+	return nil
+}
+
+// toolParams builds the params of the measured tools/call.
+func toolParams(tool string, args json.RawMessage) (json.RawMessage, error) {
+	if !json.Valid(args) || len(bytes.TrimSpace(args)) == 0 || bytes.TrimSpace(args)[0] != '{' {
+		return nil, fmt.Errorf("-args must be a JSON object, got %q", args)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, args); err != nil {
+		return nil, fmt.Errorf("-args: %w", err)
+	}
+	return json.Marshal(struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}{tool, compact.Bytes()})
+}
+
+var initializeParams = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"mcp-bench","version":"1"}}`)
+
+// handshake runs initialize and sends notifications/initialized.
+func handshake(ctx context.Context, c *conn) error {
+	m, err := newCaller(c, startupTimeout).call(ctx, "initialize", initializeParams)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if m.Error != nil {
+		return fmt.Errorf("initialize: %w", m.Error)
+	}
+	if err := c.notify("notifications/initialized", nil); err != nil {
+		return fmt.Errorf("sending notifications/initialized: %w", err)
+	}
+	return nil
+}
+
+// cpuMeter measures the CPU time of the target process and of mcp-bench itself over an
+// interval.
+type cpuMeter struct {
+	pid                   int
+	startTarget, startOwn int64
+	err                   error
+}
+
+func startCPU(pid int) *cpuMeter {
+	m := &cpuMeter{pid: pid}
+	var err1, err2 error
+	m.startTarget, err1 = readCPUTicks(pid)
+	m.startOwn, err2 = readCPUTicks(os.Getpid())
+	m.err = errors.Join(err1, err2)
+	return m
+}
+
+// cpuUse is the CPU time used during a phase.
+type cpuUse struct {
+	target, own time.Duration
+}
+
+// stop returns the CPU time used since start.
+func (m *cpuMeter) stop() (cpuUse, error) {
+	if m.err != nil {
+		return cpuUse{}, m.err
+	}
+	t, err1 := readCPUTicks(m.pid)
+	o, err2 := readCPUTicks(os.Getpid())
+	if err := errors.Join(err1, err2); err != nil {
+		return cpuUse{}, err
+	}
+	return cpuUse{ticksToDuration(t - m.startTarget), ticksToDuration(o - m.startOwn)}, nil
+}
+
+// runPhase runs one phase against one target.
+func runPhase(ctx context.Context, t *target, spec phaseSpec, o *options, params json.RawMessage) (phaseResult, error) {
+	if spec.kind == kindLatency {
+		return runLatency(ctx, t, o, params)
+	}
+	return runThroughput(ctx, t, spec.concurrency, o, params)
+}
+
+// runLatency issues warmup calls, then o.latencyCalls sequential calls, and records each
+// round trip.
+func runLatency(ctx context.Context, t *target, o *options, params json.RawMessage) (phaseResult, error) {
+	res := phaseResult{Kind: kindLatency, Concurrency: 1, Target: t.name}
+	var tally errorTally
+	k := newCaller(t.child.conn, o.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, maxLatencyPhase,
+		fmt.Errorf("latency phase took longer than %v", maxLatencyPhase))
+	defer cancel()
+	for range o.warmup {
+		if err := callTool(ctx, k, params); err != nil {
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("%s warmup: %w", t.name, context.Cause(ctx))
+			}
+			if isFatal(err) {
+				return res, fmt.Errorf("%s warmup: %w", t.name, err)
+			}
+			tally.add(err)
+		}
+	}
+	lat := make([]time.Duration, 0, o.latencyCalls)
+	cpu := startCPU(t.child.pid())
+	start := time.Now()
+	for range o.latencyCalls {
+		t0 := time.Now()
+		err := callTool(ctx, k, params)
+		d := time.Since(t0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return res, fmt.Errorf("%s: %w", t.name, context.Cause(ctx))
+			}
+			if isFatal(err) {
+				return res, fmt.Errorf("%s: %w", t.name, err)
+			}
+			tally.add(err)
+			continue
+		}
+		lat = append(lat, d)
+	}
+	elapsed := time.Since(start)
+	cpuUsed, err := cpu.stop()
+	if err != nil {
+		return res, fmt.Errorf("reading CPU time of %s: %w", t.name, err)
+	}
+	res.fill(lat, elapsed, cpuUsed, &tally)
+	return res, nil
+}
+
+// workerResult is what one throughput worker hands back.
+type workerResult struct {
+	lat   []time.Duration
+	fatal error
+}
+
+// runThroughput runs conc workers, each issuing calls back to back over the one shared
+// connection, until o.duration has passed or maxCallsPerPhase calls were made.
+func runThroughput(ctx context.Context, t *target, conc int, o *options, params json.RawMessage) (phaseResult, error) {
+	res := phaseResult{Kind: kindThroughput, Concurrency: conc, Target: t.name}
+	var tally errorTally
+	perWorker := max(1, maxCallsPerPhase/conc)
+	results := make([]workerResult, conc)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	cpu := startCPU(t.child.pid())
+	start := time.Now()
+	deadline := start.Add(o.duration)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() {
+			k := newCaller(t.child.conn, o.timeout)
+			lat := make([]time.Duration, 0, min(perWorker, 1<<14))
+			for n := 0; n < perWorker && ctx.Err() == nil; n++ {
+				t0 := time.Now()
+				if !t0.Before(deadline) {
+					break
+				}
+				err := callTool(ctx, k, params)
+				d := time.Since(t0)
+				if err != nil {
+					if isFatal(err) {
+						results[i].fatal = err
+						cancel() // one dead connection ends the phase for everyone
+						break
+					}
+					tally.add(err)
+					continue
+				}
+				lat = append(lat, d)
+			}
+			results[i].lat = lat
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpuUsed, cpuErr := cpu.stop()
+
+	total := 0
+	for _, r := range results {
+		if r.fatal != nil && !errors.Is(r.fatal, context.Canceled) {
+			return res, fmt.Errorf("%s c=%d: %w", t.name, conc, r.fatal)
+		}
+		total += len(r.lat)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	if cpuErr != nil {
+		return res, fmt.Errorf("reading CPU time of %s: %w", t.name, cpuErr)
+	}
+	lat := make([]time.Duration, 0, total)
+	for _, r := range results {
+		lat = append(lat, r.lat...)
+	}
+	res.fill(lat, elapsed, cpuUsed, &tally)
+	return res, nil
+}
+
+// fill sets the measured figures of r.
+func (r *phaseResult) fill(lat []time.Duration, elapsed time.Duration, cpu cpuUse, tally *errorTally) {
+	s := summarize(lat)
+	r.Calls = s.N
+	r.Errors, r.Timeouts, r.FirstError = tally.errors, tally.timeouts, tally.first
+	r.ElapsedSec = elapsed.Seconds()
+	if elapsed > 0 {
+		r.CallsPerSec = float64(s.N) / elapsed.Seconds()
+	}
+	r.P50US, r.P90US, r.P99US, r.MaxUS, r.MeanUS = us(s.P50), us(s.P90), us(s.P99), us(s.Max), us(s.Mean)
+	r.CPUSec, r.BenchCPUSec = cpu.target.Seconds(), cpu.own.Seconds()
+	if s.N > 0 {
+		r.CPUPerCallUS = us(cpu.target) / float64(s.N)
+		r.BenchCPUPerCallUS = us(cpu.own) / float64(s.N)
+	}
+}
+
+// startTarget spawns a target and performs the MCP handshake.
+func startTarget(ctx context.Context, name string, argv []string, dir string, sample bool, stderr io.Writer) (*target, error) {
+	c, err := startChild(name, argv, dir, stderr)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: name, child: c}
+	if sample {
+		t.sampler = startSampler(c.pid(), 50*time.Millisecond)
+	}
+	if err := handshake(ctx, c.conn); err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w", name, err), t.Close())
+	}
+	return t, nil
+}
+
+// idleResult is the resident memory of a proxy holding many idle upstreams.
+type idleResult struct {
+	Upstreams int     `json:"upstreams"`
+	Tools     int     `json:"tools"` // tools listed; should equal Upstreams
+	RSSkB     int64   `json:"rss_kb"`
+	RSSMiB    float64 `json:"rss_mib"`
+	Error     string  `json:"error,omitempty"` // set when the tool count never matched
+}
+
+// measureIdle starts the proxy with the idle config, waits until it lists one tool per
+// upstream, lets it settle and reads its VmRSS (the proxy process only).
+func measureIdle(ctx context.Context, argv []string, dir string, n int, stderr io.Writer) (idleResult, error) {
+	res := idleResult{Upstreams: n}
+	t, err := startTarget(ctx, "proxy-idle", argv, dir, false, stderr)
+	if err != nil {
+		return res, err
+	}
+	defer t.Close()
+	k := newCaller(t.child.conn, startupTimeout)
+	deadline := time.Now().Add(idleListDeadline)
+	for {
+		count, err := countTools(ctx, k)
+		if err != nil {
+			return res, fmt.Errorf("proxy-idle tools/list: %w", err)
+		}
+		res.Tools = count
+		if count >= n || !time.Now().Before(deadline) {
+			break
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return res, err
+		}
+	}
+	if res.Tools != n {
+		res.Error = fmt.Sprintf("tools/list listed %d tools, want %d", res.Tools, n)
+	}
+	if err := sleepCtx(ctx, idleSettle); err != nil {
+		return res, err
+	}
+	st, err := readStatus(t.child.pid())
+	if err != nil {
+		return res, fmt.Errorf("reading proxy-idle memory: %w", err)
+	}
+	res.RSSkB, res.RSSMiB = st.RSSkB, kBToMiB(st.RSSkB)
+	return res, t.Close()
+}
+
+// countTools lists all tools, following nextCursor, and returns how many there are.
+func countTools(ctx context.Context, k *caller) (int, error) {
+	var count int
+	cursor := ""
+	for range maxListPages {
+		var params json.RawMessage
+		if cursor != "" {
+			b, err := json.Marshal(struct {
+				Cursor string `json:"cursor"`
+			}{cursor})
+			if err != nil {
+				return 0, err
+			}
+			params = b
+		}
+		m, err := k.call(ctx, "tools/list", params)
+		if err != nil {
+			return 0, err
+		}
+		if m.Error != nil {
+			return 0, m.Error
+		}
+		var page struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(m.Result, &page); err != nil {
+			return 0, fmt.Errorf("decoding tools/list result: %w", err)
+		}
+		count += len(page.Tools)
+		if page.NextCursor == "" {
+			return count, nil
+		}
+		cursor = page.NextCursor
+	}
+	return 0, fmt.Errorf("tools/list: more than %d pages", maxListPages)
+}

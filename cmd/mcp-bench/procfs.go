@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/PID/stat. It is 100 on every
+// Linux architecture Go supports (sysconf(_SC_CLK_TCK)).
+const clockTicks = 100
+
+// memStatus is the memory part of /proc/PID/status, in kB.
+type memStatus struct {
+	RSSkB int64 // VmRSS: resident set size now
+	HWMkB int64 // VmHWM: peak resident set size
+}
+
+// parseStatus reads VmRSS and VmHWM from the text of /proc/PID/status.
+func parseStatus(s string) (memStatus, error) {
+	var st memStatus
+	var haveRSS, haveHWM bool
+	for line := range strings.Lines(s) {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch key {
+		case "VmRSS":
+			dst, haveRSS = &st.RSSkB, true
+		case "VmHWM":
+			dst, haveHWM = &st.HWMkB, true
+		default:
+			continue
+		}
+		f := strings.Fields(val)
+		if len(f) != 2 || f[1] != "kB" {
+			return st, fmt.Errorf("parsing %s: unexpected value %q", key, strings.TrimSpace(val))
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return st, fmt.Errorf("parsing %s: %w", key, err)
+		}
+		*dst = n
+	}
+	if !haveRSS || !haveHWM {
+		return st, errors.New("VmRSS or VmHWM missing (kernel thread or zombie?)")
+	}
+	return st, nil
+}
+
+// parseStatCPU returns utime+stime, in clock ticks, from the text of /proc/PID/stat.
+// The command name (field 2) is in parentheses and may itself hold spaces and
+// parentheses, so fields are counted from the last ')'.
+func parseStatCPU(s string) (int64, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("parsing stat: no ')' after the command name")
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime is field 14, stime field 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("parsing stat: %d fields after the command name, want at least 13", len(f))
+	}
+	utime, err := strconv.ParseInt(f[11], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing stat utime: %w", err)
+	}
+	stime, err := strconv.ParseInt(f[12], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("parsing stat stime: %w", err)
+	}
+	return utime + stime, nil
+}
+
+func readStatus(pid int) (memStatus, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return memStatus{}, err
+	}
+	st, err := parseStatus(string(b))
+	if err != nil {
+		return st, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	return st, nil
+}
+
+// readCPUTicks returns the CPU time (user+system, all threads, not children) of pid.
+func readCPUTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseStatCPU(string(b))
+	if err != nil {
+		return 0, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	return n, nil
+}
+
+// ticksToDuration converts clock ticks to a duration.
+func ticksToDuration(t int64) time.Duration {
+	return time.Duration(t) * time.Second / clockTicks
+}
+
+// kBToMiB converts kB (KiB, as /proc reports) to MiB.
+func kBToMiB(kB int64) float64 { return float64(kB) / 1024 }
+
+// rssSampler polls /proc/PID/status of one process and keeps the largest VmRSS and VmHWM
+// seen. It is started by startSampler and stopped by stop.
+type rssSampler struct {
+	pid    int
+	maxRSS atomic.Int64 // kB
+	maxHWM atomic.Int64 // kB
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+func startSampler(pid int, every time.Duration) *rssSampler {
+	s := &rssSampler{pid: pid, quit: make(chan struct{})}
+	s.sample()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.quit:
+				return
+			case <-t.C:
+				s.sample()
+			}
+		}
+	}()
+	return s
+}
+
+// sample reads the status once; a failed read (the process is gone) is not recorded.
+func (s *rssSampler) sample() {
+	st, err := readStatus(s.pid)
+	if err != nil {
+		return
+	}
+	storeMax(&s.maxRSS, st.RSSkB)
+	storeMax(&s.maxHWM, st.HWMkB)
+}
+
+func storeMax(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// stop takes a last sample and ends the polling goroutine; safe to call twice.
+func (s *rssSampler) stop() {
+	s.once.Do(func() {
+		close(s.quit)
+		s.wg.Wait()
+		s.sample()
+	})
+}
+
+// peakkB returns the peak resident set size seen: the kernel's VmHWM, or the largest
+// sampled VmRSS if that is larger (it never should be).
+func (s *rssSampler) peakkB() int64 {
+	return max(s.maxHWM.Load(), s.maxRSS.Load())
+}
