@@ -189,7 +189,7 @@ func TestRawProtocol(t *testing.T) {
 			t.Errorf("ping after cancel: %v", m)
 		}
 		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(rc.stderr.String(), "cancelled") && time.Now().Before(deadline) {
+		for !strings.Contains(rc.stderr.String(), `"stderr":"cancelled`) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if !strings.Contains(rc.stderr.String(), `"stderr":"cancelled`) {

@@ -66,8 +66,9 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 }
 
 func (lr *LineReader) readLine() ([]byte, error) {
+	lr.shrink() // the line returned last time is no longer in use
 	frag, err := lr.r.ReadSlice('\n')
-	if err == nil {
+	if err == nil && len(frag)-1 <= lr.max {
 		return frag[:len(frag)-1], nil // common case: the line fits the buffer, no copy
 	}
 	lr.buf = append(lr.buf[:0], frag...)
@@ -80,7 +81,8 @@ func (lr *LineReader) readLine() ([]byte, error) {
 	}
 	if err == nil {
 		if len(lr.buf)-1 > lr.max {
-			e := lr.tooLarge(len(lr.buf) - 1)
+			lr.buf = lr.buf[:len(lr.buf)-1] // keep the newline out of Head
+			e := lr.tooLarge(len(lr.buf))
 			lr.shrink()
 			return nil, e
 		}

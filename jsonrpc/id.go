@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"unicode/utf8"
 )
 
 // ID is a JSON-RPC request id, kept as the exact bytes the peer sent: "7" stays a string,
@@ -45,7 +46,9 @@ func (id ID) Key() string {
 		return id.raw
 	}
 	for i := 1; i < len(id.raw)-1; i++ {
-		if id.raw[i] == '\\' {
+		// Escapes, and non-ASCII text that appendString may write differently (U+2028,
+		// U+2029, invalid UTF-8), take the decode and re-encode path.
+		if c := id.raw[i]; c == '\\' || c >= utf8.RuneSelf {
 			var s string
 			if json.Unmarshal([]byte(id.raw), &s) == nil {
 				return string(appendString(nil, s))

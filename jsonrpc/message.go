@@ -82,23 +82,32 @@ type envelope struct {
 // structurally invalid but its id could be read, the returned Message carries that id so
 // that the caller can answer -32600 to the right request.
 func Decode(data []byte) (*Message, error) {
-	data = bytes.TrimSpace(data)
+	data = bytes.Trim(data, " \t\r\n") // JSON whitespace only
 	if len(data) == 0 || data[0] != '{' {
-		if len(data) > 0 && data[0] == '[' {
-			return nil, fmt.Errorf("%w: batch (JSON array) where one message was expected", ErrInvalidMessage)
+		if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
+			return nil, err // a *json.SyntaxError with its message and offset
 		}
-		if !json.Valid(data) {
-			return nil, &json.SyntaxError{Offset: 0}
+		if data[0] == '[' {
+			return nil, fmt.Errorf("%w: batch (JSON array) where one message was expected", ErrInvalidMessage)
 		}
 		return nil, fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
 	}
+	if m, err, ok := decodeFast(data); ok {
+		return m, err
+	}
+	// Not valid JSON: let encoding/json find and describe the syntax error.
 	var env envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+		// A member of the wrong type; Unmarshal still read the others, so keep the id.
+		var m *Message
+		if id, idErr := parseID(env.ID); idErr == nil {
+			m = &Message{ID: id}
+		}
+		return m, fmt.Errorf("%w: %v", ErrInvalidMessage, err)
 	}
 	m := &Message{}
 	if len(env.ID) > 0 && !isNull(env.ID) {

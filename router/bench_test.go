@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -29,13 +30,14 @@ func BenchmarkHotPath(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := r.Dispatch(ctx, &Request{Method: msg.Method, Params: msg.Params})
-		if err != nil {
-			b.Fatal(err)
-		}
-		out, err = jsonrpc.NewResult(msg.ID, res).Append(out[:0])
-		if err != nil {
-			b.Fatal(err)
-		}
+		r.Dispatch(ctx, &Request{Method: msg.Method, Params: msg.Params}, func(res json.RawMessage, err error) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err = jsonrpc.NewResult(msg.ID, res).Append(out[:0])
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }

@@ -25,82 +25,113 @@ type Request struct {
 // cancelled or went away, and nothing must be sent back.
 var ErrCancelled = errors.New("request cancelled")
 
-// Dispatch serves one request from the merged catalogue or routes it to its owner. It
-// returns the result, or the error to send to the client (an upstream's error passes
-// through unchanged), or ErrCancelled.
-func (r *Router) Dispatch(ctx context.Context, req *Request) (json.RawMessage, error) {
+// Reply receives the outcome of a dispatched request: the result, or the error to send
+// to the client (an upstream's error passes through unchanged), or ErrCancelled.
+type Reply func(result json.RawMessage, err error)
+
+// Dispatch serves one request from the merged catalogue or routes it to its owner, and
+// calls reply exactly once with the outcome. Requests served locally reply before
+// Dispatch returns; routed ones reply later from the upstream's reader goroutine, so the
+// proxy adds no goroutine hand-off to a call. reply must not block for long.
+func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 	switch req.Method {
 	case mcp.MethodToolsList:
-		return r.listPage(req, listTools)
+		reply(r.listPage(req, listTools))
 	case mcp.MethodPromptsList:
-		return r.listPage(req, listPrompts)
+		reply(r.listPage(req, listPrompts))
 	case mcp.MethodResourcesList:
-		return r.listPage(req, listResources)
+		reply(r.listPage(req, listResources))
 	case mcp.MethodResourcesTemplatesList:
-		return r.listPage(req, listTemplates)
+		reply(r.listPage(req, listTemplates))
 	case mcp.MethodToolsCall:
-		return r.callNamed(ctx, req, r.snap.Load().toolByName, "tool")
+		r.callNamed(ctx, req, r.snap.Load().toolByName, "tool", reply)
 	case mcp.MethodPromptsGet:
-		return r.callNamed(ctx, req, r.snap.Load().promptByName, "prompt")
+		r.callNamed(ctx, req, r.snap.Load().promptByName, "prompt", reply)
 	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
-		return r.callByURI(ctx, req)
+		r.callByURI(ctx, req, reply)
 	case mcp.MethodCompletionComplete:
-		return r.complete(ctx, req)
+		r.complete(ctx, req, reply)
 	case mcp.MethodLoggingSetLevel:
-		return r.setLevel(ctx, req)
+		go func() { reply(r.setLevel(ctx, req)) }()
+	default:
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method))
 	}
-	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
+}
+
+// Call is the synchronous form of Dispatch.
+func (r *Router) Call(ctx context.Context, req *Request) (json.RawMessage, error) {
+	type outcome struct {
+		res json.RawMessage
+		err error
+	}
+	ch := make(chan outcome, 1)
+	r.Dispatch(ctx, req, func(res json.RawMessage, err error) { ch <- outcome{res, err} })
+	o := <-ch
+	return o.res, o.err
 }
 
 // forward sends params to b and maps the outcome to Dispatch's contract.
-func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage) (json.RawMessage, error) {
-	resp, err := b.up.Call(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ErrCancelled
-		}
-		var je *jsonrpc.Error
-		if errors.As(err, &je) {
-			return nil, je
-		}
-		if errors.Is(err, upstream.ErrUnavailable) {
-			return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, b.name, err.Error())
-		}
-		return nil, mcp.ProxyError(mcp.CodeUpstreamFailed, b.name, err.Error())
+func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress},
+		func(resp *jsonrpc.Message, err error) {
+			switch {
+			case err != nil:
+				reply(nil, upstreamError(ctx, b, err))
+			case resp.Error != nil:
+				reply(nil, resp.Error)
+			default:
+				reply(resp.Result, nil)
+			}
+		})
+}
+
+// upstreamError maps a failure to reach an upstream to what the client is told.
+func upstreamError(ctx context.Context, b *backend, err error) error {
+	if ctx.Err() != nil {
+		return ErrCancelled
 	}
-	if resp.Error != nil {
-		return nil, resp.Error
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
 	}
-	return resp.Result, nil
+	if errors.Is(err, upstream.ErrUnavailable) {
+		return mcp.ProxyError(mcp.CodeUpstreamUnavailable, b.name, err.Error())
+	}
+	return mcp.ProxyError(mcp.CodeUpstreamFailed, b.name, err.Error())
 }
 
 // callNamed routes tools/call and prompts/get by exposed name.
-func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*entry, what string) (json.RawMessage, error) {
+func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*entry, what string, reply Reply) {
 	name, ok, err := jsonx.GetString(req.Params, "name")
 	if err != nil || !ok {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what)
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what))
+		return
 	}
 	e := index[name]
 	if e == nil {
 		if what == "tool" {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", name)
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", name))
+		} else {
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name))
 		}
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+		return
 	}
 	params := req.Params
 	if e.original != name {
 		if params, err = jsonx.Set(params, "name", jsonrpc.AppendString(nil, e.original)); err != nil {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
+			return
 		}
 	}
-	return r.forward(ctx, e.owner, req, params)
+	r.forward(ctx, e.owner, req, params, reply)
 }
 
 // callByURI routes resources/read, subscribe and unsubscribe by URI ownership.
-func (r *Router) callByURI(ctx context.Context, req *Request) (json.RawMessage, error) {
+func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 	uri, ok, err := jsonx.GetString(req.Params, "uri")
 	if err != nil || !ok {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required")
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required"))
+		return
 	}
 	snap := r.snap.Load()
 	owner, orig := snap.resolveURI(uri)
@@ -109,19 +140,26 @@ func (r *Router) callByURI(ctx context.Context, req *Request) (json.RawMessage, 
 	}
 	if owner == nil {
 		data, _ := json.Marshal(map[string]string{"uri": uri})
-		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
+		reply(nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data})
+		return
 	}
 	params := req.Params
 	if orig != uri {
 		if params, err = jsonx.Set(params, "uri", jsonrpc.AppendString(nil, orig)); err != nil {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
+			return
+		}
+		if req.Method == mcp.MethodResourcesRead {
+			inner := reply
+			reply = func(res json.RawMessage, err error) {
+				if err == nil {
+					res = rewriteContentURIs(res, orig, uri)
+				}
+				inner(res, err)
+			}
 		}
 	}
-	res, err := r.forward(ctx, owner, req, params)
-	if err == nil && orig != uri && req.Method == mcp.MethodResourcesRead {
-		res = rewriteContentURIs(res, orig, uri)
-	}
-	return res, err
+	r.forward(ctx, owner, req, params, reply)
 }
 
 // soleResourceServer returns the only ready upstream that serves resources, so that URIs
@@ -169,10 +207,11 @@ func rewriteContentURIs(res json.RawMessage, from, to string) json.RawMessage {
 
 // complete routes completion/complete by its reference: a prompt's exposed name, or a
 // resource URI or template.
-func (r *Router) complete(ctx context.Context, req *Request) (json.RawMessage, error) {
+func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 	ref, ok, err := jsonx.Get(req.Params, "ref")
 	if err != nil || !ok {
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: ref is required")
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: ref is required"))
+		return
 	}
 	typ, _, _ := jsonx.GetString(ref, "type")
 	snap := r.snap.Load()
@@ -183,7 +222,8 @@ func (r *Router) complete(ctx context.Context, req *Request) (json.RawMessage, e
 		name, _, _ := jsonx.GetString(ref, "name")
 		e := snap.promptByName[name]
 		if e == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name))
+			return
 		}
 		owner = e.owner
 		if e.original != name {
@@ -199,18 +239,21 @@ func (r *Router) complete(ctx context.Context, req *Request) (json.RawMessage, e
 			}
 		}
 		if owner == nil {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown resource or template: %s", uri)
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown resource or template: %s", uri))
+			return
 		}
 	default:
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ)
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ))
+		return
 	}
 	params := req.Params
 	if newRef != nil {
 		if params, err = jsonx.Set(params, "ref", newRef); err != nil {
-			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)
+			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
+			return
 		}
 	}
-	return r.forward(ctx, owner, req, params)
+	r.forward(ctx, owner, req, params, reply)
 }
 
 // setLevel fans logging/setLevel out to every ready upstream that logs, and remembers the
@@ -234,7 +277,11 @@ func (r *Router) setLevel(ctx context.Context, req *Request) (json.RawMessage, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := r.forward(ctx, b, req, req.Params); err != nil {
+			resp, err := b.up.Call(ctx, &upstream.Request{Method: req.Method, Params: req.Params})
+			if err == nil && resp.Error != nil {
+				err = resp.Error
+			}
+			if err != nil {
 				r.log.Warn().Err(err).Str("upstream", b.name).Msg("logging/setLevel failed upstream")
 			}
 		}()

@@ -55,6 +55,10 @@ func (f *fakeUpstream) Call(ctx context.Context, req *upstream.Request) (*jsonrp
 	return jsonrpc.Decode(f.resp)
 }
 
+func (f *fakeUpstream) Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error)) {
+	done(f.Call(ctx, req))
+}
+
 func (f *fakeUpstream) lastCall() *upstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -32,6 +32,7 @@ type Upstream interface {
 	Info() upstream.Info
 	Catalogue() *upstream.Catalogue
 	Call(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error)
+	Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error))
 	Notify(method string, params json.RawMessage) error
 }
 

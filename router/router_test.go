@@ -68,7 +68,7 @@ type nsUp = struct {
 
 func call(t testing.TB, r *Router, method, params string) (json.RawMessage, error) {
 	t.Helper()
-	return r.Dispatch(context.Background(), &Request{Method: method, Params: json.RawMessage(params)})
+	return r.Call(context.Background(), &Request{Method: method, Params: json.RawMessage(params)})
 }
 
 func TestMergeOrderAndCollisions(t *testing.T) {

@@ -56,7 +56,9 @@ func (ss *session) handleBatch(ctx context.Context, line []byte) {
 			ss.handleNotification(msg)
 		}
 	}
-	ss.wg.Add(1)
+	if !ss.track() {
+		return
+	}
 	go func() {
 		defer ss.wg.Done()
 		wg.Wait()

@@ -28,12 +28,24 @@ type session struct {
 	version     string     // negotiated protocol version
 	inflight    map[string]context.CancelFunc
 	unsubscribe func()
+	closed      bool // serve is returning: no new work may start
 
-	wg sync.WaitGroup // request goroutines
+	wg sync.WaitGroup // requests in flight; Add only through track
 }
 
 func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *session {
 	return &session{s: s, stream: stream, log: log, inflight: map[string]context.CancelFunc{}}
+}
+
+// track counts one more piece of work in flight, unless the session is closing.
+func (ss *session) track() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closed {
+		return false
+	}
+	ss.wg.Add(1)
+	return true
 }
 
 // Notify implements router.Client: proxy-level notifications reach the client once it
@@ -50,6 +62,9 @@ func (ss *session) serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel() // cancels every request still in flight
+		ss.mu.Lock()
+		ss.closed = true
+		ss.mu.Unlock()
 		ss.wg.Wait()
 		ss.mu.Lock()
 		if ss.unsubscribe != nil {
@@ -57,42 +72,40 @@ func (ss *session) serve(ctx context.Context) error {
 		}
 		ss.mu.Unlock()
 	}()
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
+	// Lines are handled on the reading goroutine itself: routing a request writes it
+	// upstream without waiting, so there is no hand-off between reading and forwarding.
+	// The reader ends when the input does; when ctx ends first, serve returns and the
+	// caller closes the input (or the process exits).
+	done := make(chan error, 1)
 	go func() {
-		// The reader goroutine ends when the input does; on ctx cancellation the caller
-		// closes the input (stdin) or the process exits.
 		for {
 			line, err := ss.stream.ReadLine()
 			if err != nil {
-				readErr <- err
-				close(lines)
-				return
-			}
-			cp := append([]byte(nil), line...)
-			select {
-			case lines <- cp:
-			case <-ctx.Done():
-				readErr <- ctx.Err()
-				close(lines)
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case line, ok := <-lines:
-			if !ok {
-				err := <-readErr
-				if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
-					return nil
+				if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
+					ss.log.Warn().Err(err).Msg("message from client over the size limit; skipped")
+					ss.write(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
+					continue
 				}
-				return err
+				done <- err
+				return
+			}
+			if ctx.Err() != nil {
+				done <- ctx.Err()
+				return
 			}
 			ss.handleLine(ctx, line)
 		}
+	}()
+	select {
+	case err := <-done:
+		if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	case <-ctx.Done():
+		// The reader may stay blocked on input nobody closes; it is not waited for, and
+		// whatever it still reads is refused by track.
+		return nil
 	}
 }
 
@@ -153,7 +166,10 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 		reply(jsonrpc.NewResult(msg.ID, nil))
 		return
 	case mcp.MethodInitialize:
-		ss.wg.Add(1)
+		if !ss.track() {
+			reply(nil)
+			return
+		}
 		go func() {
 			defer ss.wg.Done()
 			reply(ss.initialize(ctx, msg))
@@ -179,6 +195,13 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 			"Invalid Request: id %s is already in use by a request in flight", msg.ID)))
 		return
 	}
+	if ss.closed {
+		ss.mu.Unlock()
+		cancel()
+		reply(nil)
+		return
+	}
+	ss.wg.Add(1) // under mu, as track does
 	ss.inflight[key] = cancel
 	ss.mu.Unlock()
 
@@ -186,10 +209,8 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	if hasProgressToken(msg.Params) {
 		req.Progress = func(p json.RawMessage) { ss.Notify(mcp.NotificationProgress, p) }
 	}
-	ss.wg.Add(1)
-	go func() {
+	ss.s.r.Dispatch(rctx, req, func(res json.RawMessage, err error) {
 		defer ss.wg.Done()
-		res, err := ss.s.r.Dispatch(rctx, req)
 		ss.mu.Lock()
 		delete(ss.inflight, key)
 		ss.mu.Unlock()
@@ -199,7 +220,7 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 			return
 		}
 		reply(responseFor(msg.ID, res, err))
-	}()
+	})
 }
 
 // responseFor turns a Dispatch outcome into the response message.

@@ -42,14 +42,15 @@ type conn struct {
 	refreshing   bool
 }
 
+// pendingCall is one request awaiting its response. Exactly one of response, timeout,
+// cancellation or connection failure completes it: whoever removes it from the pending
+// table calls done.
 type pendingCall struct {
-	ch        chan callResult // buffered(1): the reader never blocks on delivery
-	origToken json.RawMessage // the caller's progress token, restored in notifications
-}
-
-type callResult struct {
-	msg *jsonrpc.Message
-	err error
+	done        func(*jsonrpc.Message, error)
+	method      string
+	progressKey string
+	timer       *time.Timer
+	stopCtx     func() bool // unregisters the context watcher
 }
 
 func newConn(ctx context.Context, u *Upstream, proc *transport.Process) *conn {
@@ -73,16 +74,16 @@ func (c *conn) write(m *jsonrpc.Message) error {
 	return nil
 }
 
-// call implements Upstream.Call on this connection.
-func (c *conn) call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
+// send implements Upstream.Send on this connection.
+func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Message, error)) {
 	id := c.nextID.Add(1)
 	idRaw := strconv.FormatInt(id, 10)
 	params := req.Params
-	pc := &pendingCall{ch: make(chan callResult, 1)}
+	pc := &pendingCall{done: done, method: req.Method}
 
 	// Progress tokens are ids too: the client's token is replaced by one from this
 	// upstream's id space (the request id itself, unique while the call is in flight).
-	var progressKey string
+	var origToken json.RawMessage
 	if len(params) > 0 {
 		if meta, ok, _ := jsonx.Get(params, "_meta"); ok && len(meta) > 0 && meta[0] == '{' {
 			if tok, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken); ok {
@@ -90,8 +91,8 @@ func (c *conn) call(ctx context.Context, req *Request) (*jsonrpc.Message, error)
 				var err error
 				if req.Progress != nil {
 					newMeta, err = jsonx.Set(meta, mcp.MetaProgressToken, []byte(idRaw))
-					pc.origToken = tok
-					progressKey = idRaw
+					origToken = tok
+					pc.progressKey = idRaw
 				} else {
 					newMeta, err = jsonx.Delete(meta, mcp.MetaProgressToken)
 				}
@@ -99,7 +100,8 @@ func (c *conn) call(ctx context.Context, req *Request) (*jsonrpc.Message, error)
 					params, err = jsonx.Set(params, "_meta", newMeta)
 				}
 				if err != nil {
-					return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err)
+					done(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err))
+					return
 				}
 			}
 		}
@@ -109,62 +111,79 @@ func (c *conn) call(ctx context.Context, req *Request) (*jsonrpc.Message, error)
 	if c.closed != nil {
 		err := c.closed
 		c.mu.Unlock()
-		return nil, err
+		done(nil, err)
+		return
 	}
 	c.pending[id] = pc
-	if progressKey != "" {
-		orig, sink := pc.origToken, req.Progress
-		c.progress[progressKey] = func(p json.RawMessage) {
-			if out, err := jsonx.Set(p, mcp.MetaProgressToken, orig); err == nil {
+	if pc.progressKey != "" {
+		sink := req.Progress
+		c.progress[pc.progressKey] = func(p json.RawMessage) {
+			if out, err := jsonx.Set(p, mcp.MetaProgressToken, origToken); err == nil {
 				sink(out)
 			}
 		}
 	}
-	c.mu.Unlock()
-
-	if err := c.write(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
-		c.forget(id, progressKey)
-		return nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error())
-	}
-
+	// The timer and the context watcher are armed under the lock so that a response
+	// cannot complete the call before they exist; they fire later, outside it.
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = c.u.spec.Timeout
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case r := <-pc.ch:
-		c.forgetProgress(progressKey)
-		return r.msg, r.err
-	case <-ctx.Done():
-		c.forget(id, progressKey)
-		c.sendCancel(id, "cancelled by the client")
-		return nil, ctx.Err()
-	case <-timer.C:
-		c.forget(id, progressKey)
-		c.sendCancel(id, "timed out in mcp-proxy")
-		return nil, mcp.ProxyError(mcp.CodeUpstreamTimeout, c.u.spec.Name,
-			fmt.Sprintf("upstream %q did not answer %s within %s", c.u.spec.Name, req.Method, timeout))
+	pc.timer = time.AfterFunc(timeout, func() {
+		if c.take(id) != nil {
+			c.sendCancel(id, "timed out in mcp-proxy")
+			done(nil, mcp.ProxyError(mcp.CodeUpstreamTimeout, c.u.spec.Name,
+				fmt.Sprintf("upstream %q did not answer %s within %s", c.u.spec.Name, req.Method, timeout)))
+		}
+	})
+	if ctx.Done() != nil {
+		pc.stopCtx = context.AfterFunc(ctx, func() {
+			if c.take(id) != nil {
+				c.sendCancel(id, "cancelled by the client")
+				done(nil, ctx.Err())
+			}
+		})
+	}
+	c.mu.Unlock()
+
+	if err := c.write(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
+		if c.take(id) != nil {
+			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
+		}
 	}
 }
 
-func (c *conn) forget(id int64, progressKey string) {
+// take removes a pending call and its timers; nil when another path already took it.
+func (c *conn) take(id int64) *pendingCall {
 	c.mu.Lock()
-	delete(c.pending, id)
-	if progressKey != "" {
-		delete(c.progress, progressKey)
+	pc := c.pending[id]
+	if pc != nil {
+		delete(c.pending, id)
+		if pc.progressKey != "" {
+			delete(c.progress, pc.progressKey)
+		}
 	}
 	c.mu.Unlock()
+	if pc != nil {
+		pc.timer.Stop()
+		if pc.stopCtx != nil {
+			pc.stopCtx()
+		}
+	}
+	return pc
 }
 
-func (c *conn) forgetProgress(progressKey string) {
-	if progressKey == "" {
-		return
-	}
-	c.mu.Lock()
-	delete(c.progress, progressKey)
-	c.mu.Unlock()
+// call is the synchronous form of send.
+func (c *conn) call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
+	ch := make(chan callResult, 1)
+	c.send(ctx, req, func(m *jsonrpc.Message, err error) { ch <- callResult{m, err} })
+	r := <-ch
+	return r.msg, r.err
+}
+
+type callResult struct {
+	msg *jsonrpc.Message
+	err error
 }
 
 // sendCancel tells the upstream to stop working on id; its late response will be dropped.
@@ -187,12 +206,15 @@ func (c *conn) fail(err error) {
 	}
 	c.closed = err
 	c.cancel()
-	pending := c.pending
-	c.pending = nil
-	c.progress = nil
+	ids := make([]int64, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
 	c.mu.Unlock()
-	for _, pc := range pending {
-		pc.ch <- callResult{err: err}
+	for _, id := range ids {
+		if pc := c.take(id); pc != nil {
+			pc.done(nil, err)
+		}
 	}
 }
 
@@ -242,15 +264,12 @@ func (c *conn) deliver(msg *jsonrpc.Message) {
 		c.log.Warn().Str("id", msg.ID.String()).Msg("upstream sent a response with an id the proxy never used; dropped")
 		return
 	}
-	c.mu.Lock()
-	pc := c.pending[id]
-	delete(c.pending, id)
-	c.mu.Unlock()
+	pc := c.take(id)
 	if pc == nil {
 		c.log.Debug().Int64("id", id).Msg("late response for a cancelled or timed-out request; dropped")
 		return
 	}
-	pc.ch <- callResult{msg: msg}
+	pc.done(msg, nil)
 }
 
 func (c *conn) notification(msg *jsonrpc.Message) {
@@ -301,13 +320,9 @@ func (c *conn) badLine(line []byte, msg *jsonrpc.Message, err error) {
 	if msg != nil && msg.ID.IsValid() && msg.Method == "" {
 		// A response we can attribute: fail that call with a clear error.
 		if id, ok := msg.ID.Int64(); ok {
-			c.mu.Lock()
-			pc := c.pending[id]
-			delete(c.pending, id)
-			c.mu.Unlock()
-			if pc != nil {
-				pc.ch <- callResult{err: mcp.ProxyError(mcp.CodeUpstreamProtocol, c.u.spec.Name,
-					fmt.Sprintf("upstream %q sent an invalid response: %v", c.u.spec.Name, err))}
+			if pc := c.take(id); pc != nil {
+				pc.done(nil, mcp.ProxyError(mcp.CodeUpstreamProtocol, c.u.spec.Name,
+					fmt.Sprintf("upstream %q sent an invalid response: %v", c.u.spec.Name, err)))
 				return
 			}
 		}
@@ -322,13 +337,9 @@ func (c *conn) tooLarge(err error) {
 	if errors.As(err, &tl) {
 		if raw, ok := headID(tl.Head); ok {
 			if id, err2 := strconv.ParseInt(raw, 10, 64); err2 == nil {
-				c.mu.Lock()
-				pc := c.pending[id]
-				delete(c.pending, id)
-				c.mu.Unlock()
-				if pc != nil {
-					pc.ch <- callResult{err: mcp.ProxyError(mcp.CodeMessageTooLarge, c.u.spec.Name,
-						fmt.Sprintf("upstream %q answered with %d bytes, over its max_message_size of %d", c.u.spec.Name, tl.Size, tl.Limit))}
+				if pc := c.take(id); pc != nil {
+					pc.done(nil, mcp.ProxyError(mcp.CodeMessageTooLarge, c.u.spec.Name,
+						fmt.Sprintf("upstream %q answered with %d bytes, over its max_message_size of %d", c.u.spec.Name, tl.Size, tl.Limit)))
 				}
 			}
 		}

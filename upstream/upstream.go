@@ -256,19 +256,32 @@ type Request struct {
 // ErrUnavailable is wrapped by Call errors when the upstream is not running.
 var ErrUnavailable = errors.New("upstream unavailable")
 
-// Call sends a request and waits for the response, the per-request timeout, or ctx. It
-// returns the upstream's response message (which may carry a JSON-RPC error) or a
-// proxy-local error (*jsonrpc.Error with a proxy code) when no response could be had. When
-// ctx ends first, the upstream is sent notifications/cancelled and a late response is
-// dropped.
-func (u *Upstream) Call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
+// Send sends a request and arranges for done to be called exactly once: with the
+// upstream's response message (which may carry a JSON-RPC error), or with a proxy-local
+// error (*jsonrpc.Error with a proxy code, or an error wrapping ErrUnavailable) when no
+// response could be had, or with ctx's error when ctx ended first (the upstream is then
+// sent notifications/cancelled and a late response is dropped).
+//
+// Send does not wait: the request is written before it returns, and done runs later on
+// the upstream's reader goroutine (or a timer's), so it must not block for long. This
+// keeps a call free of goroutine hand-offs inside the proxy.
+func (u *Upstream) Send(ctx context.Context, req *Request, done func(*jsonrpc.Message, error)) {
 	u.mu.Lock()
 	c, state, lastErr := u.cur, u.state, u.lastErr
 	u.mu.Unlock()
 	if c == nil {
-		return nil, u.unavailable(state, lastErr)
+		done(nil, u.unavailable(state, lastErr))
+		return
 	}
-	return c.call(ctx, req)
+	c.send(ctx, req, done)
+}
+
+// Call is the synchronous form of Send.
+func (u *Upstream) Call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
+	ch := make(chan callResult, 1)
+	u.Send(ctx, req, func(m *jsonrpc.Message, err error) { ch <- callResult{m, err} })
+	r := <-ch
+	return r.msg, r.err
 }
 
 // Notify sends a notification to the upstream if it is running.

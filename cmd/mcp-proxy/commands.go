@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,6 +34,13 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	cfg, err := loadConfig(c.config, stderr)
 	if err != nil {
 		return err
+	}
+	if path := os.Getenv("MCP_PROXY_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	r := newEngine(cfg, log)
 	r.Start(ctx)
@@ -187,7 +195,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		"name": pos[0], "arguments": arguments,
 		"_meta": map[string]any{"progressToken": "cli"},
 	})
-	res, err := r.Dispatch(ctx, &router.Request{
+	res, err := r.Call(ctx, &router.Request{
 		Method: mcp.MethodToolsCall, Params: params,
 		Progress: func(p json.RawMessage) { fmt.Fprintf(stderr, "progress: %s\n", p) },
 	})

@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
+	"unicode/utf8"
 )
 
 // ErrSyntax reports input that is not the JSON shape the function expected.
@@ -74,7 +76,10 @@ func Each(obj []byte, fn func(f Field) bool) error {
 
 // KeyIs reports whether a raw key (with quotes) equals name.
 func KeyIs(rawKey []byte, name string) bool {
-	if len(rawKey) == len(name)+2 && string(rawKey[1:len(rawKey)-1]) == name {
+	// A raw match means equality only when there is no escape in it: the raw key "a\"b"
+	// is the name a"b, not a\"b.
+	if len(rawKey) == len(name)+2 && string(rawKey[1:len(rawKey)-1]) == name &&
+		strings.IndexByte(name, '\\') < 0 {
 		return true
 	}
 	if bytes.IndexByte(rawKey, '\\') < 0 {
@@ -107,13 +112,13 @@ func GetString(obj []byte, key string) (s string, ok bool, err error) {
 	return s, err == nil, err
 }
 
-// Unquote decodes a JSON string literal.
+// Unquote decodes a JSON string literal. Invalid UTF-8 becomes U+FFFD, as in encoding/json.
 func Unquote(v []byte) (string, error) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
 		return "", ErrSyntax
 	}
 	inner := v[1 : len(v)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner), nil
 	}
 	var s string
