@@ -145,45 +145,102 @@ func (lr *LineReader) Read() (*Message, error) {
 	return Decode(line)
 }
 
-// LineWriter writes one message per line. It is safe for concurrent use: each message is
-// written with one Write call, so lines never interleave.
+// Buffered returns the number of bytes that can be read without blocking: when it is
+// zero, the next ReadLine may wait for the peer.
+func (lr *LineReader) Buffered() int { return lr.r.Buffered() }
+
+// LineWriter writes one message per line. It is safe for concurrent use and lines never
+// interleave. Writes coalesce: while one goroutine is in the write system call, others
+// append to a buffer that goes out in the next one (group commit), and while the writer
+// is corked (see Cork) lines only accumulate. Under load many messages then share one
+// system call; alone, a message is written at once.
 type LineWriter struct {
-	mu  sync.Mutex // guards w and buf
-	w   io.Writer
-	buf []byte
+	mu       sync.Mutex // guards the fields below
+	w        io.Writer
+	buf      []byte // lines waiting to be written
+	spare    []byte // the other buffer, reused while buf is being written
+	corks    int
+	flushing bool  // a goroutine is writing; it will also write what is appended meanwhile
+	err      error // sticky: the first write error
 }
 
 // NewLineWriter returns a writer of newline-delimited messages.
 func NewLineWriter(w io.Writer) *LineWriter { return &LineWriter{w: w} }
 
-// Write encodes m and writes it followed by a newline.
+// Write encodes m and queues it followed by a newline; unless the writer is corked or
+// another goroutine is flushing, it is written before Write returns.
 func (lw *LineWriter) Write(m *Message) error {
 	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	b, err := m.Append(lw.buf[:0])
-	if err != nil {
+	if lw.err != nil {
+		err := lw.err
+		lw.mu.Unlock()
 		return err
 	}
-	b = append(b, '\n')
-	_, err = lw.w.Write(b)
-	if cap(b) <= 1<<20 {
-		lw.buf = b[:0]
-	} else {
-		lw.buf = nil
+	n := len(lw.buf)
+	b, err := m.Append(lw.buf)
+	if err != nil {
+		lw.buf = b[:n]
+		lw.mu.Unlock()
+		return err
 	}
-	return err
+	lw.buf = append(b, '\n')
+	return lw.kickAndUnlock()
 }
 
-// WriteRaw writes an already encoded single-line message followed by a newline.
+// WriteRaw queues an already encoded single-line message followed by a newline.
 func (lw *LineWriter) WriteRaw(line []byte) error {
 	lw.mu.Lock()
-	defer lw.mu.Unlock()
-	b := append(append(lw.buf[:0], line...), '\n')
-	_, err := lw.w.Write(b)
-	if cap(b) <= 1<<20 {
-		lw.buf = b[:0]
-	} else {
-		lw.buf = nil
+	if lw.err != nil {
+		err := lw.err
+		lw.mu.Unlock()
+		return err
 	}
+	lw.buf = append(append(lw.buf, line...), '\n')
+	return lw.kickAndUnlock()
+}
+
+// Cork holds writes back until the matching Uncork. A reader that is about to handle a
+// burst of messages already in its buffer corks the writers it feeds, so that the
+// messages it produces leave in one system call.
+func (lw *LineWriter) Cork() {
+	lw.mu.Lock()
+	lw.corks++
+	lw.mu.Unlock()
+}
+
+// Uncork releases one Cork; the last one writes what accumulated.
+func (lw *LineWriter) Uncork() error {
+	lw.mu.Lock()
+	if lw.corks > 0 {
+		lw.corks--
+	}
+	return lw.kickAndUnlock()
+}
+
+// kickAndUnlock writes the buffer unless corked or someone else is writing, then unlocks.
+func (lw *LineWriter) kickAndUnlock() error {
+	if lw.corks > 0 || lw.flushing {
+		lw.mu.Unlock()
+		return nil
+	}
+	for len(lw.buf) > 0 && lw.err == nil {
+		out := lw.buf
+		lw.buf = lw.spare[:0]
+		lw.flushing = true
+		lw.mu.Unlock()
+		_, err := lw.w.Write(out)
+		lw.mu.Lock()
+		lw.flushing = false
+		if err != nil {
+			lw.err = err
+		}
+		if cap(out) <= 1<<20 {
+			lw.spare = out[:0]
+		} else {
+			lw.spare = nil // do not pin the memory of one huge message
+		}
+	}
+	err := lw.err
+	lw.mu.Unlock()
 	return err
 }

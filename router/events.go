@@ -114,6 +114,9 @@ func (e *events) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.M
 		"mcp-proxy does not relay %s to clients (the capability was not declared)", m.Method)
 }
 
+// Hold corks the clients while an upstream's reader handles a burst of responses.
+func (e *events) Hold() (release func()) { return (*Router)(e).holdClients() }
+
 func (r *Router) reapplyLogLevel(u *upstream.Upstream) {
 	lvl := r.logLevel.Load()
 	if lvl == nil || !u.Info().HasLogging() {

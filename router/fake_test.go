@@ -59,6 +59,8 @@ func (f *fakeUpstream) Send(ctx context.Context, req *upstream.Request, done fun
 	done(f.Call(ctx, req))
 }
 
+func (f *fakeUpstream) Cork() func() { return func() {} }
+
 func (f *fakeUpstream) lastCall() *upstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -33,6 +33,7 @@ type Upstream interface {
 	Catalogue() *upstream.Catalogue
 	Call(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error)
 	Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error))
+	Cork() (uncork func())
 	Notify(method string, params json.RawMessage) error
 }
 
@@ -42,6 +43,9 @@ var _ Upstream = (*upstream.Upstream)(nil)
 type Client interface {
 	// Notify sends a notification to the client. It must not block for long.
 	Notify(method string, params json.RawMessage)
+	// Cork and Uncork bracket a burst of messages for the client (see Router.Hold).
+	Cork()
+	Uncork()
 }
 
 // Options configures the merged catalogue.
@@ -231,4 +235,37 @@ func (r *Router) Tools() []Tool {
 		out[i] = Tool{Name: e.exposed, Upstream: e.owner.name, OriginalName: e.original, Description: desc}
 	}
 	return out
+}
+
+// CorkUpstreams holds writes to every upstream back until the returned function is
+// called: a front end that is about to handle a burst of requests already in its buffer
+// uses it so that the burst reaches each upstream in one system call.
+func (r *Router) CorkUpstreams() (uncork func()) {
+	uncorks := make([]func(), len(r.backends))
+	for i, b := range r.backends {
+		uncorks[i] = b.up.Cork()
+	}
+	return func() {
+		for _, u := range uncorks {
+			u()
+		}
+	}
+}
+
+// holdClients corks every subscribed client until the returned function is called.
+func (r *Router) holdClients() (release func()) {
+	r.clientsMu.Lock()
+	cs := make([]Client, 0, len(r.clients))
+	for c := range r.clients {
+		cs = append(cs, c)
+	}
+	r.clientsMu.Unlock()
+	for _, c := range cs {
+		c.Cork()
+	}
+	return func() {
+		for _, c := range cs {
+			c.Uncork()
+		}
+	}
 }

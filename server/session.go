@@ -58,6 +58,16 @@ func (ss *session) Notify(method string, params json.RawMessage) {
 
 var _ router.Client = (*session)(nil)
 
+// Cork implements router.Client.
+func (ss *session) Cork() { ss.stream.Cork() }
+
+// Uncork implements router.Client.
+func (ss *session) Uncork() {
+	if err := ss.stream.Uncork(); err != nil {
+		ss.log.Debug().Err(err).Msg("flushing writes to client")
+	}
+}
+
 func (ss *session) serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -78,8 +88,21 @@ func (ss *session) serve(ctx context.Context) error {
 	// caller closes the input (or the process exits).
 	done := make(chan error, 1)
 	go func() {
+		var uncork func() // set while a burst of buffered requests is being handled
+		defer func() {
+			if uncork != nil {
+				uncork()
+			}
+		}()
 		for {
+			if uncork != nil && ss.stream.Buffered() == 0 {
+				uncork() // about to wait for the client: send the burst upstream
+				uncork = nil
+			}
 			line, err := ss.stream.ReadLine()
+			if uncork == nil && err == nil && ss.stream.Buffered() > 0 {
+				uncork = ss.s.r.CorkUpstreams()
+			}
 			if err != nil {
 				if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
 					ss.log.Warn().Err(err).Msg("message from client over the size limit; skipped")

@@ -33,3 +33,12 @@ func (s *Stream) Write(m *jsonrpc.Message) error { return s.w.Write(m) }
 
 // WriteRaw sends one already encoded single-line JSON value (a batch response).
 func (s *Stream) WriteRaw(line []byte) error { return s.w.WriteRaw(line) }
+
+// Buffered returns how many bytes ReadLine can consume without blocking.
+func (s *Stream) Buffered() int { return s.r.Buffered() }
+
+// Cork holds writes back until Uncork (see jsonrpc.LineWriter.Cork).
+func (s *Stream) Cork() { s.w.Cork() }
+
+// Uncork writes what accumulated since the matching Cork.
+func (s *Stream) Uncork() error { return s.w.Uncork() }

@@ -222,8 +222,21 @@ func (c *conn) fail(err error) {
 func (c *conn) readLoop() {
 	ctx := c.ctx
 	defer close(c.readerDone)
+	var release func() // set while a burst of buffered messages is being handled
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	for {
+		if release != nil && c.proc.Buffered() == 0 {
+			release() // about to wait for the upstream: let what the burst produced go
+			release = nil
+		}
 		line, err := c.proc.ReadLine()
+		if release == nil && err == nil && c.proc.Buffered() > 0 {
+			release = c.u.events.Hold()
+		}
 		if err != nil {
 			if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
 				c.tooLarge(err)

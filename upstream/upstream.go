@@ -52,6 +52,10 @@ type Events interface {
 	// Request is called for server-to-client requests other than ping. The returned
 	// result or error is sent back to the upstream with its own request id.
 	Request(ctx context.Context, u *Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error)
+	// Hold is called before the upstream's reader handles a burst of messages that are
+	// already buffered; the returned function is called when the burst is done. The
+	// receiver may hold back its own writes meanwhile, so they leave together.
+	Hold() (release func())
 }
 
 // Kinds is a set of catalogue lists.
@@ -274,6 +278,23 @@ func (u *Upstream) Send(ctx context.Context, req *Request, done func(*jsonrpc.Me
 		return
 	}
 	c.send(ctx, req, done)
+}
+
+// Cork holds writes to the upstream back until the returned function is called, so that
+// a burst of requests leaves in one system call (see jsonrpc.LineWriter.Cork).
+func (u *Upstream) Cork() (uncork func()) {
+	u.mu.Lock()
+	c := u.cur
+	u.mu.Unlock()
+	if c == nil {
+		return func() {}
+	}
+	c.proc.Cork()
+	return func() {
+		if err := c.proc.Uncork(); err != nil {
+			c.log.Debug().Err(err).Msg("flushing writes to upstream")
+		}
+	}
 }
 
 // Call is the synchronous form of Send.
