@@ -12,35 +12,32 @@ import (
 // ok=false when the input is not a syntactically valid JSON object, leaving the precise
 // error to the slow path.
 func decodeFast(data []byte) (m *Message, err error, ok bool) {
-	end, serr := jsonx.ScanValue(data, 0)
-	if serr != nil || end != len(data) {
-		return nil, nil, false
-	}
 	buf := make([]byte, len(data))
 	copy(buf, data)
-
 	var (
 		version, id, method, params, result, errObj []byte
 		hasMethod                                   bool
 	)
-	_ = jsonx.Each(buf, func(f jsonx.Field) bool {
-		// Keys are compared raw first: escaped keys are rare and handled by KeyIs.
+	end, serr := jsonx.ScanObject(buf, func(key, value []byte) {
+		// Raw comparison first: escaped keys are rare and handled by KeyIs.
 		switch {
-		case jsonx.KeyIs(f.RawKey, "jsonrpc"):
-			version = f.Value
-		case jsonx.KeyIs(f.RawKey, "id"):
-			id = f.Value
-		case jsonx.KeyIs(f.RawKey, "method"):
-			method, hasMethod = f.Value, !isNull(f.Value)
-		case jsonx.KeyIs(f.RawKey, "params"):
-			params = f.Value
-		case jsonx.KeyIs(f.RawKey, "result"):
-			result = f.Value
-		case jsonx.KeyIs(f.RawKey, "error"):
-			errObj = f.Value
+		case jsonx.KeyIs(key, "jsonrpc"):
+			version = value
+		case jsonx.KeyIs(key, "id"):
+			id = value
+		case jsonx.KeyIs(key, "method"):
+			method, hasMethod = value, !isNull(value)
+		case jsonx.KeyIs(key, "params"):
+			params = value
+		case jsonx.KeyIs(key, "result"):
+			result = value
+		case jsonx.KeyIs(key, "error"):
+			errObj = value
 		}
-		return true
 	})
+	if serr != nil || jsonx.SkipWS(buf, end) != len(buf) {
+		return nil, nil, false
+	}
 
 	m = &Message{}
 	if len(id) > 0 && !isNull(id) {

@@ -19,7 +19,13 @@ type Request struct {
 	// Progress receives progress notifications for this request with the client's own
 	// token restored; nil when the client cannot receive them.
 	Progress func(params json.RawMessage)
+	// Cancel, when set, lets the front end cancel the request later; it then completes
+	// with ErrCancelled. Without it, ctx cancels the request.
+	Cancel *Canceller
 }
+
+// Canceller cancels one dispatched request (see upstream.Canceller).
+type Canceller = upstream.Canceller
 
 // ErrCancelled is returned by Dispatch when ctx ended before an answer: the client
 // cancelled or went away, and nothing must be sent back.
@@ -72,7 +78,7 @@ func (r *Router) Call(ctx context.Context, req *Request) (json.RawMessage, error
 
 // forward sends params to b and maps the outcome to Dispatch's contract.
 func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
-	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress},
+	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel},
 		func(resp *jsonrpc.Message, err error) {
 			switch {
 			case err != nil:
@@ -87,7 +93,7 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 
 // upstreamError maps a failure to reach an upstream to what the client is told.
 func upstreamError(ctx context.Context, b *backend, err error) error {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, upstream.ErrCancelled) {
 		return ErrCancelled
 	}
 	var je *jsonrpc.Error

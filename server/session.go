@@ -26,7 +26,7 @@ type session struct {
 	mu          sync.Mutex // guards the fields below
 	initialized bool       // initialize has been answered
 	version     string     // negotiated protocol version
-	inflight    map[string]context.CancelFunc
+	inflight    map[string]*router.Canceller
 	unsubscribe func()
 	closed      bool // serve is returning: no new work may start
 
@@ -34,7 +34,7 @@ type session struct {
 }
 
 func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *session {
-	return &session{s: s, stream: stream, log: log, inflight: map[string]context.CancelFunc{}}
+	return &session{s: s, stream: stream, log: log, inflight: map[string]*router.Canceller{}}
 }
 
 // track counts one more piece of work in flight, unless the session is closing.
@@ -71,10 +71,17 @@ func (ss *session) Uncork() {
 func (ss *session) serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
-		cancel() // cancels every request still in flight
+		cancel()
 		ss.mu.Lock()
 		ss.closed = true
+		inflight := make([]*router.Canceller, 0, len(ss.inflight))
+		for _, c := range ss.inflight {
+			inflight = append(inflight, c)
+		}
 		ss.mu.Unlock()
+		for _, c := range inflight {
+			c.Cancel() // the client is gone: stop its requests upstream
+		}
 		ss.wg.Wait()
 		ss.mu.Lock()
 		if ss.unsubscribe != nil {
@@ -209,35 +216,32 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	}
 
 	key := msg.ID.Key()
-	rctx, cancel := context.WithCancel(ctx)
+	canceller := new(router.Canceller)
 	ss.mu.Lock()
 	if _, dup := ss.inflight[key]; dup {
 		ss.mu.Unlock()
-		cancel()
 		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid Request: id %s is already in use by a request in flight", msg.ID)))
 		return
 	}
 	if ss.closed {
 		ss.mu.Unlock()
-		cancel()
 		reply(nil)
 		return
 	}
 	ss.wg.Add(1) // under mu, as track does
-	ss.inflight[key] = cancel
+	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params}
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller}
 	if hasProgressToken(msg.Params) {
 		req.Progress = func(p json.RawMessage) { ss.Notify(mcp.NotificationProgress, p) }
 	}
-	ss.s.r.Dispatch(rctx, req, func(res json.RawMessage, err error) {
+	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
 		defer ss.wg.Done()
 		ss.mu.Lock()
 		delete(ss.inflight, key)
 		ss.mu.Unlock()
-		cancel()
 		if errors.Is(err, router.ErrCancelled) {
 			reply(nil) // the client cancelled: it must get no response
 			return
@@ -283,11 +287,11 @@ func (ss *session) handleNotification(msg *jsonrpc.Message) {
 			return
 		}
 		ss.mu.Lock()
-		cancel := ss.inflight[id.Key()]
+		c := ss.inflight[id.Key()]
 		ss.mu.Unlock()
-		if cancel != nil {
+		if c != nil {
 			ss.log.Debug().Str("id", id.String()).Msg("client cancelled request")
-			cancel()
+			c.Cancel()
 		}
 	case mcp.NotificationRootsListChanged:
 		ss.s.r.NotifyAll(msg.Method, msg.Params)

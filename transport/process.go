@@ -50,11 +50,11 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 
 	// Our own pipes rather than cmd.StdoutPipe: Wait may then be called while reads are
 	// still in progress, and exec starts no copying goroutines.
-	inR, inW, err := blockingPipe()
+	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating stdin pipe: %w", err)
 	}
-	outR, outW, err := blockingPipe()
+	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
 		return nil, fmt.Errorf("creating stdout pipe: %w", err)
@@ -196,16 +196,4 @@ func closeAll(cs ...io.Closer) {
 	for _, c := range cs {
 		c.Close()
 	}
-}
-
-// blockingPipe is os.Pipe with blocking descriptors. The proxy's reader goroutine then
-// sleeps in read(2) on its own thread and wakes the moment a message arrives, instead of
-// going through the runtime's poller: a measurable part of a round trip when every call
-// crosses four pipes. The cost is one OS thread per blocked reader, i.e. per upstream.
-func blockingPipe() (r, w *os.File, err error) {
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		return nil, nil, err
-	}
-	return os.NewFile(uintptr(p[0]), "|0"), os.NewFile(uintptr(p[1]), "|1"), nil
 }

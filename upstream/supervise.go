@@ -81,7 +81,11 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 		return nil, err
 	}
 	c := newConn(ctx, u, proc)
-	u.wg.Add(1)
+	u.wg.Add(2)
+	go func() {
+		defer u.wg.Done()
+		c.sweep()
+	}()
 	go func() {
 		defer u.wg.Done()
 		c.readLoop()

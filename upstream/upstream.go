@@ -255,6 +255,9 @@ type Request struct {
 	Progress func(params json.RawMessage)
 	// Timeout overrides the upstream's per-request timeout when positive.
 	Timeout time.Duration
+	// Cancel, when set, cancels the call instead of ctx (cheaper than a context per
+	// request); the call then completes with ErrCancelled.
+	Cancel *Canceller
 }
 
 // ErrUnavailable is wrapped by Call errors when the upstream is not running.

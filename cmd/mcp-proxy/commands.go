@@ -53,7 +53,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}, log)
 	log.Info().Str("config", c.config).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
-	err = srv.ServeStream(ctx, blockingFile(stdin), blockingFile(stdout))
+	err = srv.ServeStream(ctx, stdin, stdout)
 	log.Info().Msg("client gone; shutting down")
 	return err
 }

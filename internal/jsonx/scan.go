@@ -183,3 +183,49 @@ func scanNumber(b []byte, i int) (int, error) {
 
 // SkipWS returns the index of the first non-whitespace byte at or after i.
 func SkipWS(b []byte, i int) int { return skipWS(b, i) }
+
+// ScanObject validates the JSON object at the start of b (after optional whitespace) in a
+// single pass and calls fn for each member with its raw key (quotes included) and raw
+// value. It returns the index just past the object. fn sees members before the whole
+// object is known to be valid, so callers must ignore what they collected on error.
+func ScanObject(b []byte, fn func(rawKey, value []byte)) (int, error) {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return 0, ErrNotObject
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, ErrSyntax
+		}
+		kEnd, err := scanString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		key := b[i:kEnd]
+		i = skipWS(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return 0, ErrSyntax
+		}
+		vStart := skipWS(b, i+1)
+		vEnd, err := scanValue(b, vStart, 1)
+		if err != nil {
+			return 0, err
+		}
+		fn(key, b[vStart:vEnd])
+		i = skipWS(b, vEnd)
+		if i >= len(b) {
+			return 0, ErrSyntax
+		}
+		if b[i] == '}' {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return 0, ErrSyntax
+		}
+		i = skipWS(b, i+1)
+	}
+}
