@@ -174,6 +174,27 @@ type rawClient struct {
 	stdin  io.WriteCloser
 	lines  chan []byte
 	stderr *syncBuffer
+
+	waitOnce sync.Once
+	waitDone chan struct{}
+	waitErr  error
+}
+
+// wait waits for the proxy process to exit, once, however many times it is called.
+func (rc *rawClient) wait(timeout time.Duration) (error, bool) {
+	rc.waitOnce.Do(func() {
+		rc.waitDone = make(chan struct{})
+		go func() {
+			rc.waitErr = rc.cmd.Wait()
+			close(rc.waitDone)
+		}()
+	})
+	select {
+	case <-rc.waitDone:
+		return rc.waitErr, true
+	case <-time.After(timeout):
+		return nil, false
+	}
 }
 
 func startRaw(t *testing.T, cfg string) *rawClient {
@@ -207,16 +228,13 @@ func startRaw(t *testing.T, cfg string) *rawClient {
 	t.Cleanup(func() {
 		children := childPIDs(cmd.Process.Pid)
 		stdin.Close()
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("proxy exited with %v\nstderr:\n%s", err, stderr)
-			}
-		case <-time.After(20 * time.Second):
+		err, exited := rc.wait(20 * time.Second)
+		switch {
+		case !exited:
 			cmd.Process.Kill()
 			t.Errorf("proxy did not exit after its stdin closed\nstderr:\n%s", stderr)
+		case err != nil:
+			t.Errorf("proxy exited with %v\nstderr:\n%s", err, stderr)
 		}
 		checkStderr(t, stderr)
 		assertGone(t, children)

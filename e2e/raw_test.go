@@ -296,3 +296,29 @@ upstream "ok" {
 		t.Errorf("call of a failing tool must exit 1, got %v", err)
 	}
 }
+
+// TestClientGoneMidCall closes the proxy's stdin while a call is in flight: the upstream
+// is told to cancel, the proxy exits cleanly and leaves no child process behind (checked
+// by startRaw's cleanup).
+func TestClientGoneMidCall(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, testUpstream("t", "t", nil, ""))
+	rc := startRaw(t, cfg)
+	rc.initialize()
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t__slow","arguments":{"ms":30000}}}`)
+	time.Sleep(200 * time.Millisecond)
+	children := childPIDs(rc.cmd.Process.Pid)
+	if len(children) != 1 {
+		t.Errorf("expected one upstream child, found %v", children)
+	}
+	rc.stdin.Close()
+	defer assertGone(t, children)
+	if err, exited := rc.wait(15 * time.Second); !exited {
+		t.Fatalf("proxy did not exit after its client went away\n%s", rc.stderr)
+	} else if err != nil {
+		t.Errorf("proxy exit: %v", err)
+	}
+	if !strings.Contains(rc.stderr.String(), `"stderr":"cancelled`) {
+		t.Errorf("the in-flight call was not cancelled upstream:\n%s", rc.stderr)
+	}
+}
