@@ -322,3 +322,25 @@ func TestClientGoneMidCall(t *testing.T) {
 		t.Errorf("the in-flight call was not cancelled upstream:\n%s", rc.stderr)
 	}
 }
+
+// TestUpstreamVersions checks the upstream handshake: an upstream that answers with an
+// older published version is accepted, one that answers with a version the proxy does
+// not speak is refused with a clear log line while the other keeps serving.
+func TestUpstreamVersions(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, testUpstream("old", "old", []string{"-version", "2024-11-05"}, "")+
+		testUpstream("future", "future", []string{"-version", "2099-01-01"}, `startup_timeout = "5s"`))
+	rc := startRaw(t, cfg)
+	rc.initialize()
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"old__echo","arguments":{}}}`)
+	if m := rc.response("1"); errorCode(t, m) != 0 {
+		t.Errorf("2024-11-05 upstream: %v", m)
+	}
+	rc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"future__echo","arguments":{}}}`)
+	if m := rc.response("2"); errorCode(t, m) != -32602 {
+		t.Errorf("tools of an upstream that failed its handshake must not be listed: %v", m)
+	}
+	if !strings.Contains(rc.stderr.String(), `chose protocol version \"2099-01-01\"`) {
+		t.Errorf("unsupported version not explained in the log:\n%s", rc.stderr)
+	}
+}

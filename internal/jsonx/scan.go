@@ -21,37 +21,7 @@ func scanValue(b []byte, i, depth int) (int, error) {
 		if depth >= maxDepth {
 			return 0, ErrSyntax
 		}
-		i = skipWS(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return 0, ErrSyntax
-			}
-			end, err := scanString(b, i)
-			if err != nil {
-				return 0, err
-			}
-			i = skipWS(b, end)
-			if i >= len(b) || b[i] != ':' {
-				return 0, ErrSyntax
-			}
-			if i, err = scanValue(b, skipWS(b, i+1), depth+1); err != nil {
-				return 0, err
-			}
-			i = skipWS(b, i)
-			if i >= len(b) {
-				return 0, ErrSyntax
-			}
-			if b[i] == '}' {
-				return i + 1, nil
-			}
-			if b[i] != ',' {
-				return 0, ErrSyntax
-			}
-			i = skipWS(b, i+1)
-		}
+		return scanObject(b, i, depth, nil)
 	case c == '[':
 		if depth >= maxDepth {
 			return 0, ErrSyntax
@@ -193,6 +163,12 @@ func ScanObject(b []byte, fn func(rawKey, value []byte)) (int, error) {
 	if i >= len(b) || b[i] != '{' {
 		return 0, ErrNotObject
 	}
+	return scanObject(b, i, 0, fn)
+}
+
+// scanObject validates the object starting at b[i] == '{', calling fn (when not nil) for
+// each member.
+func scanObject(b []byte, i, depth int, fn func(rawKey, value []byte)) (int, error) {
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
@@ -211,11 +187,13 @@ func ScanObject(b []byte, fn func(rawKey, value []byte)) (int, error) {
 			return 0, ErrSyntax
 		}
 		vStart := skipWS(b, i+1)
-		vEnd, err := scanValue(b, vStart, 1)
+		vEnd, err := scanValue(b, vStart, depth+1)
 		if err != nil {
 			return 0, err
 		}
-		fn(key, b[vStart:vEnd])
+		if fn != nil {
+			fn(key, b[vStart:vEnd])
+		}
 		i = skipWS(b, vEnd)
 		if i >= len(b) {
 			return 0, ErrSyntax
