@@ -1,8 +1,11 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 )
@@ -18,7 +21,9 @@ func decodeFast(data []byte) (m *Message, err error, ok bool) {
 		version, id, method, params, result, errObj []byte
 		hasMethod                                   bool
 	)
-	end, serr := jsonx.ScanObject(buf, func(key, value []byte) {
+	sc := jsonx.NewObjectScanner(buf)
+	for sc.Next() {
+		key, value := sc.Key(), sc.Value()
 		// Raw comparison first: escaped keys are rare and handled by KeyIs.
 		switch {
 		case jsonx.KeyIs(key, "jsonrpc"):
@@ -34,18 +39,17 @@ func decodeFast(data []byte) (m *Message, err error, ok bool) {
 		case jsonx.KeyIs(key, "error"):
 			errObj = value
 		}
-	})
-	if serr != nil || jsonx.SkipWS(buf, end) != len(buf) {
+	}
+	if sc.Err() != nil || jsonx.SkipWS(buf, sc.End) != len(buf) {
 		return nil, nil, false
 	}
 
 	m = &Message{}
 	if len(id) > 0 && !isNull(id) {
-		pid, perr := parseID(id)
-		if perr != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, perr), true
+		if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidMessage, errBadID), true
 		}
-		m.ID = pid
+		m.ID = ID{raw: bufString(id)} // no copy: buf is ours and never changes
 	}
 	if string(version) != `"2.0"` {
 		if s, uerr := jsonx.Unquote(version); uerr != nil || s != Version {
@@ -53,7 +57,7 @@ func decodeFast(data []byte) (m *Message, err error, ok bool) {
 		}
 	}
 	if hasMethod {
-		name, uerr := jsonx.Unquote(method)
+		name, uerr := unquoteInBuf(method)
 		if uerr != nil {
 			return m, fmt.Errorf("%w: method must be a string", ErrInvalidMessage), true
 		}
@@ -91,4 +95,22 @@ func decodeFast(data []byte) (m *Message, err error, ok bool) {
 		return m, fmt.Errorf("%w: response without id", ErrInvalidMessage), true
 	}
 	return m, nil, true
+}
+
+// bufString views bytes of a decoded message's private buffer as a string without
+// copying. Sound because Decode copies the input into a buffer that nothing writes to
+// afterwards; the string keeps that buffer alive.
+func bufString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// unquoteInBuf decodes a string literal, viewing the buffer when it has no escapes.
+func unquoteInBuf(v []byte) (string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+		return bufString(v[1 : len(v)-1]), nil
+	}
+	return jsonx.Unquote(v)
 }

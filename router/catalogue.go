@@ -16,6 +16,7 @@ import (
 type entry struct {
 	exposed  string          // the name clients see and call
 	original string          // the upstream's own name
+	quoted   []byte          // original as a JSON string, ready to splice into params
 	owner    *backend        // who serves it
 	raw      json.RawMessage // the item as clients see it (name rewritten)
 }
@@ -149,7 +150,7 @@ func appendNamed(list []*entry, index map[string]*entry, b *backend, items []jso
 				continue
 			}
 		}
-		e := &entry{exposed: exposed, original: name, owner: b, raw: out}
+		e := &entry{exposed: exposed, original: name, quoted: jsonrpc.AppendString(nil, name), owner: b, raw: out}
 		index[exposed] = e
 		list = append(list, e)
 	}

@@ -124,7 +124,7 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 	}
 	params := req.Params
 	if e.original != name {
-		if params, err = jsonx.Set(params, "name", jsonrpc.AppendString(nil, e.original)); err != nil {
+		if params, err = jsonx.Set(params, "name", e.quoted); err != nil {
 			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
 			return
 		}
@@ -233,7 +233,7 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 		}
 		owner = e.owner
 		if e.original != name {
-			newRef, _ = jsonx.Set(ref, "name", jsonrpc.AppendString(nil, e.original))
+			newRef, _ = jsonx.Set(ref, "name", e.quoted)
 		}
 	case "ref/resource":
 		uri, _, _ := jsonx.GetString(ref, "uri")

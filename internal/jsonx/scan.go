@@ -154,18 +154,6 @@ func scanNumber(b []byte, i int) (int, error) {
 // SkipWS returns the index of the first non-whitespace byte at or after i.
 func SkipWS(b []byte, i int) int { return skipWS(b, i) }
 
-// ScanObject validates the JSON object at the start of b (after optional whitespace) in a
-// single pass and calls fn for each member with its raw key (quotes included) and raw
-// value. It returns the index just past the object. fn sees members before the whole
-// object is known to be valid, so callers must ignore what they collected on error.
-func ScanObject(b []byte, fn func(rawKey, value []byte)) (int, error) {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return 0, ErrNotObject
-	}
-	return scanObject(b, i, 0, fn)
-}
-
 // scanObject validates the object starting at b[i] == '{', calling fn (when not nil) for
 // each member.
 func scanObject(b []byte, i, depth int, fn func(rawKey, value []byte)) (int, error) {
@@ -207,3 +195,86 @@ func scanObject(b []byte, i, depth int, fn func(rawKey, value []byte)) (int, err
 		i = skipWS(b, i+1)
 	}
 }
+
+// ObjectScanner walks the members of one JSON object while validating it, without
+// callbacks (so without allocation):
+//
+//	sc := jsonx.NewObjectScanner(b)
+//	for sc.Next() { use(sc.Key(), sc.Value()) }
+//	if err := sc.Err(); err != nil { ... }
+//
+// Members are yielded before the whole object is known to be valid; callers must
+// discard what they collected when Err is not nil. After the last member End is the
+// index just past the object.
+type ObjectScanner struct {
+	b          []byte
+	i          int
+	key, value []byte
+	err        error
+	done       bool
+	End        int
+}
+
+// NewObjectScanner returns a scanner of the object at the start of b (after optional
+// whitespace).
+func NewObjectScanner(b []byte) ObjectScanner {
+	sc := ObjectScanner{b: b}
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		sc.err, sc.done = ErrNotObject, true
+		return sc
+	}
+	sc.i = skipWS(b, i+1)
+	if sc.i < len(b) && b[sc.i] == '}' {
+		sc.End, sc.done = sc.i+1, true
+	}
+	return sc
+}
+
+// Next advances to the next member; it returns false at the end or on an error.
+func (sc *ObjectScanner) Next() bool {
+	if sc.done {
+		return false
+	}
+	b, i := sc.b, sc.i
+	fail := func() bool { sc.err, sc.done = ErrSyntax, true; return false }
+	if i >= len(b) || b[i] != '"' {
+		return fail()
+	}
+	kEnd, err := scanString(b, i)
+	if err != nil {
+		return fail()
+	}
+	sc.key = b[i:kEnd]
+	i = skipWS(b, kEnd)
+	if i >= len(b) || b[i] != ':' {
+		return fail()
+	}
+	vStart := skipWS(b, i+1)
+	vEnd, err := scanValue(b, vStart, 1)
+	if err != nil {
+		return fail()
+	}
+	sc.value = b[vStart:vEnd]
+	i = skipWS(b, vEnd)
+	switch {
+	case i >= len(b):
+		return fail()
+	case b[i] == '}':
+		sc.End, sc.done = i+1, true
+	case b[i] == ',':
+		sc.i = skipWS(b, i+1)
+	default:
+		return fail()
+	}
+	return true
+}
+
+// Key returns the current member's raw key, quotes included.
+func (sc *ObjectScanner) Key() []byte { return sc.key }
+
+// Value returns the current member's raw value.
+func (sc *ObjectScanner) Value() []byte { return sc.value }
+
+// Err returns the first syntax error met, if any.
+func (sc *ObjectScanner) Err() error { return sc.err }
