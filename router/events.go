@@ -95,23 +95,35 @@ func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 				}
 			}
 		}
-	case mcp.NotificationCancelled:
-		// A cancellation from the upstream refers to its own request ids, which no client
-		// knows; there is nothing to relay.
-		return
 	}
 	r.broadcast(m.Method, params)
 }
 
-// Request answers a server-to-client request. The proxy initialises upstreams without
-// client capabilities, so a conforming upstream sends none; anything that arrives is
-// refused with a clear error rather than left unanswered.
+// Request relays a server-to-client request (sampling/createMessage, elicitation/create,
+// roots/list) to the client it concerns and returns the client's answer. With one client
+// session (stdio) that is the client; when several share the upstream and the request
+// cannot be tied to one of them, it is refused with an error rather than guessed.
 func (e *events) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
 	r := (*Router)(e)
-	r.log.Warn().Str("upstream", u.Name()).Str("method", m.Method).
-		Msg("upstream sent a server-to-client request the proxy does not relay; refused")
-	return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound,
-		"mcp-proxy does not relay %s to clients (the capability was not declared)", m.Method)
+	switch m.Method {
+	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
+	default:
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", m.Method)
+	}
+	r.clientsMu.Lock()
+	var target Client
+	n := len(r.clients)
+	for c := range r.clients {
+		target = c
+	}
+	r.clientsMu.Unlock()
+	if n != 1 {
+		r.log.Warn().Str("upstream", u.Name()).Str("method", m.Method).Int("clients", n).
+			Msg("server-to-client request cannot be tied to one client; refused")
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError,
+			"mcp-proxy cannot tell which of its %d clients %s is for", n, m.Method)
+	}
+	return target.Request(ctx, m.Method, m.Params)
 }
 
 // Hold corks the clients while an upstream's reader handles a burst of responses.

@@ -61,6 +61,8 @@ func (f *fakeUpstream) Send(ctx context.Context, req *upstream.Request, done fun
 
 func (f *fakeUpstream) Cork() func() { return func() {} }
 
+func (f *fakeUpstream) SetClientCapabilities(json.RawMessage) {}
+
 func (f *fakeUpstream) lastCall() *upstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -34,6 +34,7 @@ type Upstream interface {
 	Call(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error)
 	Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error))
 	Cork() (uncork func())
+	SetClientCapabilities(caps json.RawMessage)
 	Notify(method string, params json.RawMessage) error
 }
 
@@ -46,6 +47,10 @@ type Client interface {
 	// Cork and Uncork bracket a burst of messages for the client (see Router.Hold).
 	Cork()
 	Uncork()
+	// Request sends a server-to-client request (sampling, elicitation, roots) with an id
+	// of the client session's own and waits for the answer or ctx. It refuses, without
+	// asking the client, what the client did not declare it can do.
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 }
 
 // Options configures the merged catalogue.
@@ -123,7 +128,15 @@ func (r *Router) Add(u Upstream, namespace string) {
 	r.byUp[u] = b
 }
 
-// Start starts every upstream. It returns at once.
+// SetClientCapabilities sets what upstreams are told the client can do (already narrowed
+// to what the proxy relays); it applies to upstreams started or restarted afterwards.
+func (r *Router) SetClientCapabilities(caps json.RawMessage) {
+	for _, b := range r.backends {
+		b.up.SetClientCapabilities(caps)
+	}
+}
+
+// Start starts every upstream. It returns at once, and does nothing the second time.
 func (r *Router) Start(ctx context.Context) {
 	for _, b := range r.backends {
 		b.up.Start(ctx)

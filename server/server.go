@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -38,6 +39,9 @@ type Server struct {
 	r    *router.Router
 	opts Options
 	log  zerolog.Logger
+
+	startOnce sync.Once
+	baseCtx   context.Context // lifetime of the upstreams the server starts
 }
 
 // New returns a server. It has no side effects.
@@ -48,13 +52,24 @@ func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = 60 * time.Second
 	}
-	return &Server{r: r, opts: opts, log: log}
+	return &Server{r: r, opts: opts, log: log, baseCtx: context.Background()}
+}
+
+// startUpstreams starts the upstreams on the first client's initialize, telling them
+// the client capabilities the proxy can relay. Upstreams already started (by the caller,
+// or earlier) keep running and take the capabilities at their next restart.
+func (s *Server) startUpstreams(caps json.RawMessage) {
+	s.startOnce.Do(func() {
+		s.r.SetClientCapabilities(caps)
+		s.r.Start(s.baseCtx)
+	})
 }
 
 // ServeStream serves one client session over a newline-delimited stream (the proxy's own
 // stdin and stdout in stdio mode) until the input ends or ctx is cancelled. Requests still
 // in flight then are cancelled upstream.
 func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
+	s.baseCtx = ctx
 	sess := newSession(s, transport.NewStream(in, out, s.opts.MaxMessage), s.log.With().Str("session", "stdio").Logger())
 	return sess.serve(ctx)
 }

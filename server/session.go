@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -29,12 +30,17 @@ type session struct {
 	inflight    map[string]*router.Canceller
 	unsubscribe func()
 	closed      bool // serve is returning: no new work may start
+	clientCaps  mcp.ClientCapabilities
+	outgoing    map[int64]chan *jsonrpc.Message // relayed server-to-client requests by id
+
+	outNext atomic.Int64 // ids of requests the proxy sends to this client
 
 	wg sync.WaitGroup // requests in flight; Add only through track
 }
 
 func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *session {
-	return &session{s: s, stream: stream, log: log, inflight: map[string]*router.Canceller{}}
+	return &session{s: s, stream: stream, log: log, inflight: map[string]*router.Canceller{},
+		outgoing: map[int64]chan *jsonrpc.Message{}}
 }
 
 // track counts one more piece of work in flight, unless the session is closing.
@@ -156,7 +162,7 @@ func (ss *session) handleLine(ctx context.Context, line []byte) {
 	case msg.IsNotification():
 		ss.handleNotification(msg)
 	default:
-		ss.log.Debug().Str("id", msg.ID.String()).Msg("response from client to no request of the proxy; dropped")
+		ss.deliverResponse(msg)
 	}
 }
 
@@ -324,6 +330,20 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 			"Invalid Request: the session is already initialized"))
 	}
 	ss.mu.Unlock()
+
+	var caps mcp.ClientCapabilities
+	if len(p.Capabilities) > 0 {
+		if err := json.Unmarshal(p.Capabilities, &caps); err != nil {
+			return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
+				"Invalid params: capabilities: %v", err))
+		}
+	}
+	ss.mu.Lock()
+	ss.clientCaps = caps
+	ss.mu.Unlock()
+	// Upstreams are told no more than this client can do; they start now unless they
+	// are already running.
+	ss.s.startUpstreams(mcp.NarrowClientCapabilities(p.Capabilities))
 
 	rctx, cancel := context.WithTimeout(ctx, ss.s.opts.ReadyTimeout)
 	if err := ss.s.r.WaitReady(rctx); err != nil {

@@ -37,6 +37,9 @@ type conn struct {
 	ctx    context.Context // ends when the connection dies
 	cancel context.CancelFunc
 
+	inboundMu sync.Mutex                    // guards inbound
+	inbound   map[string]context.CancelFunc // server-to-client requests being relayed, by raw id
+
 	refreshMu    sync.Mutex // guards refreshKinds and refreshing
 	refreshKinds Kinds
 	refreshing   bool
@@ -65,6 +68,7 @@ func newConn(ctx context.Context, u *Upstream, proc *transport.Process) *conn {
 		log:        u.log.With().Int("pid", proc.Pid()).Logger(),
 		pending:    make(map[int64]*pendingCall),
 		progress:   make(map[string]func(json.RawMessage)),
+		inbound:    make(map[string]context.CancelFunc),
 		readerDone: make(chan struct{}),
 	}
 }
@@ -353,6 +357,22 @@ func (c *conn) notification(msg *jsonrpc.Message) {
 		c.u.refresh(KindPrompts)
 	case mcp.NotificationResourcesListChanged:
 		c.u.refresh(KindResources | KindTemplates)
+	case mcp.NotificationCancelled:
+		// The upstream withdraws one of its own requests to the client.
+		raw, ok, _ := jsonx.Get(msg.Params, "requestId")
+		if !ok {
+			return
+		}
+		var id jsonrpc.ID
+		if id.UnmarshalJSON(raw) != nil {
+			return
+		}
+		c.inboundMu.Lock()
+		cancel := c.inbound[id.Key()]
+		c.inboundMu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
 	default:
 		c.u.events.Notification(c.u, msg)
 	}
@@ -363,7 +383,21 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 	if msg.Method == mcp.MethodPing {
 		reply = jsonrpc.NewResult(msg.ID, nil)
 	} else {
+		ctx, cancel := context.WithCancel(ctx)
+		key := msg.ID.Key()
+		c.inboundMu.Lock()
+		c.inbound[key] = cancel
+		c.inboundMu.Unlock()
+		defer func() {
+			c.inboundMu.Lock()
+			delete(c.inbound, key)
+			c.inboundMu.Unlock()
+			cancel()
+		}()
 		res, rerr := c.u.events.Request(ctx, c.u, msg)
+		if ctx.Err() != nil {
+			return // withdrawn by the upstream, or the connection is gone: no answer
+		}
 		if rerr != nil {
 			reply = jsonrpc.NewErrorResponse(msg.ID, rerr)
 		} else {

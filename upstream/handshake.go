@@ -28,12 +28,16 @@ type initializeResult struct {
 // initialize performs the legacy handshake: initialize, check the version the server
 // chose, notifications/initialized.
 func (c *conn) initialize(ctx context.Context) (Info, error) {
+	c.u.mu.Lock()
+	caps := c.u.spec.ClientCapabilities
+	c.u.mu.Unlock()
+	if len(caps) == 0 {
+		caps = json.RawMessage("{}")
+	}
 	params, err := json.Marshal(map[string]any{
 		"protocolVersion": mcp.LatestLegacyVersion,
-		// No client capabilities: the proxy does not yet promise sampling, roots or
-		// elicitation to upstreams, so it never receives requests it cannot route.
-		"capabilities": map[string]any{},
-		"clientInfo":   map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion},
+		"capabilities":    caps,
+		"clientInfo":      map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion},
 	})
 	if err != nil {
 		return Info{}, err

@@ -30,8 +30,11 @@ type Spec struct {
 	Timeout        time.Duration     // per request; zero means 60s
 	StartupTimeout time.Duration     // spawn + initialize + catalogue; zero means 30s
 	MaxMessage     int               // bytes; zero means jsonrpc.DefaultMaxMessageSize
-	ClientName     string            // clientInfo.name sent in initialize
-	ClientVersion  string            // clientInfo.version sent in initialize
+	// ClientCapabilities is sent in initialize: what the proxy's client can do (roots,
+	// sampling, elicitation), never wider than that client declared. Nil means none.
+	ClientCapabilities json.RawMessage
+	ClientName         string // clientInfo.name sent in initialize
+	ClientVersion      string // clientInfo.version sent in initialize
 	// StopGrace is how long Close waits after closing stdin, and again after SIGTERM,
 	// before escalating. Zero means 2s.
 	StopGrace time.Duration
@@ -281,6 +284,14 @@ func (u *Upstream) Send(ctx context.Context, req *Request, done func(*jsonrpc.Me
 		return
 	}
 	c.send(ctx, req, done)
+}
+
+// SetClientCapabilities sets the client capabilities sent in the next initialize (the
+// first start, or the next restart).
+func (u *Upstream) SetClientCapabilities(caps json.RawMessage) {
+	u.mu.Lock()
+	u.spec.ClientCapabilities = caps
+	u.mu.Unlock()
 }
 
 // Cork holds writes to the upstream back until the returned function is called, so that

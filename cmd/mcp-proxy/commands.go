@@ -42,8 +42,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		defer stop()
 	}
+	// The upstreams start when the client initializes, so that they are told exactly the
+	// client capabilities (roots, sampling, elicitation) the proxy can relay.
 	r := newEngine(cfg, log)
-	r.Start(ctx)
 	defer r.Close()
 	srv := server.New(r, server.Options{
 		Name:         proxyName(cfg),

@@ -15,7 +15,7 @@ const module = "github.com/mcp-proxy/mcp-proxy/"
 var allowed = map[string][]string{
 	"jsonrpc":             {"internal/jsonx"},
 	"internal/jsonx":      {},
-	"mcp":                 {"jsonrpc"},
+	"mcp":                 {"jsonrpc", "internal/jsonx"},
 	"config":              {},
 	"transport":           {"jsonrpc"},
 	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx"},
