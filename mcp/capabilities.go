@@ -56,3 +56,63 @@ func (c *ClientCapabilities) Allows(method string, params json.RawMessage) (ok b
 	}
 	return false, "not a server-to-client request"
 }
+
+// serverFeatures are the server capabilities the proxy can carry for its upstreams.
+var serverFeatures = []string{"tools", "prompts", "resources", "logging", "completions", "tasks"}
+
+// MergeServerCapabilities merges upstreams' ServerCapabilities into the proxy's own: a
+// feature is offered when any upstream offers it, nested objects are merged the same way
+// and true wins over false. Features the proxy cannot route (experimental ones, unknown
+// keys) are left out. The proxy tracks its upstreams' lists and restarts itself, so it
+// always offers listChanged for tools, prompts and resources.
+func MergeServerCapabilities(all []json.RawMessage) json.RawMessage {
+	merged := map[string]any{}
+	for _, raw := range all {
+		var m map[string]any
+		if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		for _, k := range serverFeatures {
+			if v, ok := m[k]; ok && v != nil {
+				merged[k] = mergeValue(merged[k], v)
+			}
+		}
+	}
+	for _, k := range []string{"tools", "prompts", "resources"} {
+		if obj, ok := merged[k].(map[string]any); ok {
+			obj["listChanged"] = true
+		}
+	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+func mergeValue(a, b any) any {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	switch {
+	case a == nil:
+		if bok { // copy, so later merges do not write into an upstream's decoded value
+			c := make(map[string]any, len(bm))
+			for k, v := range bm {
+				c[k] = mergeValue(nil, v)
+			}
+			return c
+		}
+		return b
+	case aok && bok:
+		for k, v := range bm {
+			am[k] = mergeValue(am[k], v)
+		}
+		return am
+	}
+	if ab, ok := a.(bool); ok {
+		if bb, ok := b.(bool); ok {
+			return ab || bb
+		}
+	}
+	return a
+}

@@ -21,6 +21,10 @@ const (
 	MethodCompletionComplete     = "completion/complete"
 	MethodLoggingSetLevel        = "logging/setLevel"
 	MethodServerDiscover         = "server/discover"
+	MethodTasksGet               = "tasks/get"
+	MethodTasksResult            = "tasks/result"
+	MethodTasksList              = "tasks/list"
+	MethodTasksCancel            = "tasks/cancel"
 	MethodSubscriptionsListen    = "subscriptions/listen"
 )
 
@@ -42,6 +46,7 @@ const (
 	NotificationResourcesListChanged = "notifications/resources/list_changed"
 	NotificationResourcesUpdated     = "notifications/resources/updated"
 	NotificationRootsListChanged     = "notifications/roots/list_changed"
+	NotificationTasksStatus          = "notifications/tasks/status"
 )
 
 // Error codes defined by MCP (beyond JSON-RPC's standard ones).

@@ -59,6 +59,10 @@ func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 		r.complete(ctx, req, reply)
 	case mcp.MethodLoggingSetLevel:
 		go func() { reply(r.setLevel(ctx, req)) }()
+	case mcp.MethodTasksGet, mcp.MethodTasksResult, mcp.MethodTasksCancel:
+		r.callTask(ctx, req, reply)
+	case mcp.MethodTasksList:
+		go func() { reply(r.listTasks(ctx, req)) }()
 	default:
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method))
 	}
@@ -78,6 +82,16 @@ func (r *Router) Call(ctx context.Context, req *Request) (json.RawMessage, error
 
 // forward sends params to b and maps the outcome to Dispatch's contract.
 func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+	if _, isTask, _ := jsonx.Get(params, "task"); isTask {
+		// A task-augmented request: remember who owns the task it creates.
+		inner := reply
+		reply = func(res json.RawMessage, err error) {
+			if err == nil {
+				r.noteTask(b, res)
+			}
+			inner(res, err)
+		}
+	}
 	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel},
 		func(resp *jsonrpc.Message, err error) {
 			switch {

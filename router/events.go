@@ -86,6 +86,12 @@ func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 		if p, err := jsonx.Set(params, "logger", jsonrpc.AppendString(nil, logger)); err == nil {
 			params = p
 		}
+	case mcp.NotificationTasksStatus:
+		if b := r.byUp[u]; b != nil {
+			if id, ok, _ := jsonx.GetString(params, "taskId"); ok {
+				r.tasks.record(id, b)
+			}
+		}
 	case mcp.NotificationResourcesUpdated:
 		b := r.byUp[u]
 		if uri, ok, _ := jsonx.GetString(params, "uri"); ok && b != nil {

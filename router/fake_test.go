@@ -63,6 +63,10 @@ func (f *fakeUpstream) Cork() func() { return func() {} }
 
 func (f *fakeUpstream) SetClientCapabilities(json.RawMessage) {}
 
+func (f *fakeUpstream) ListAll(context.Context, string, string) ([]json.RawMessage, error) {
+	return nil, nil
+}
+
 func (f *fakeUpstream) lastCall() *upstream.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()

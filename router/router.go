@@ -35,6 +35,7 @@ type Upstream interface {
 	Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error))
 	Cork() (uncork func())
 	SetClientCapabilities(caps json.RawMessage)
+	ListAll(ctx context.Context, method, key string) ([]json.RawMessage, error)
 	Notify(method string, params json.RawMessage) error
 }
 
@@ -89,6 +90,8 @@ type Router struct {
 	clients   map[Client]struct{}
 
 	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
+
+	tasks taskTable // experimental tasks: task id → creating upstream
 }
 
 // changeSet records which merged lists changed since the last notification.

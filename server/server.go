@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
@@ -74,62 +75,14 @@ func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) e
 	return sess.serve(ctx)
 }
 
-// capabilities merges the upstreams' declared capabilities into the proxy's own: a
-// feature is offered when any ready upstream offers it. The proxy tracks upstream
-// changes and restarts itself, so it always offers listChanged for what it offers.
+// capabilities merges the ready upstreams' declared capabilities into the proxy's own
+// (see mcp.MergeServerCapabilities).
 func (s *Server) capabilities() json.RawMessage {
-	type caps struct {
-		Tools       *struct{} `json:"tools"`
-		Prompts     *struct{} `json:"prompts"`
-		Resources   *struct{} `json:"resources"`
-		Logging     *struct{} `json:"logging"`
-		Completions *struct{} `json:"completions"`
-	}
-	var tools, prompts, resources, logging, completions bool
+	var all []json.RawMessage
 	for _, st := range s.r.Upstreams() {
-		var c caps
-		if len(st.Info.Capabilities) == 0 || json.Unmarshal(st.Info.Capabilities, &c) != nil {
-			continue
-		}
-		tools = tools || c.Tools != nil
-		prompts = prompts || c.Prompts != nil
-		resources = resources || c.Resources != nil
-		logging = logging || c.Logging != nil
-		completions = completions || c.Completions != nil
+		all = append(all, st.Info.Capabilities)
 	}
-	out := map[string]any{}
-	lc := map[string]bool{"listChanged": true}
-	if tools {
-		out["tools"] = lc
-	}
-	if prompts {
-		out["prompts"] = lc
-	}
-	if resources {
-		out["resources"] = map[string]bool{"listChanged": true, "subscribe": s.anyResourceSubscribe()}
-	}
-	if logging {
-		out["logging"] = struct{}{}
-	}
-	if completions {
-		out["completions"] = struct{}{}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-func (s *Server) anyResourceSubscribe() bool {
-	for _, st := range s.r.Upstreams() {
-		var c struct {
-			Resources struct {
-				Subscribe bool `json:"subscribe"`
-			} `json:"resources"`
-		}
-		if json.Unmarshal(st.Info.Capabilities, &c) == nil && c.Resources.Subscribe {
-			return true
-		}
-	}
-	return false
+	return mcp.MergeServerCapabilities(all)
 }
 
 // instructions merges the configured text with each upstream's instructions, each under

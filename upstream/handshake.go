@@ -16,6 +16,9 @@ type capabilities struct {
 	Prompts   *struct{} `json:"prompts"`
 	Resources *struct{} `json:"resources"`
 	Logging   *struct{} `json:"logging"`
+	Tasks     *struct {
+		List *struct{} `json:"list"`
+	} `json:"tasks"`
 }
 
 type initializeResult struct {
@@ -80,6 +83,7 @@ func (i Info) HasTools() bool     { return i.caps.Tools != nil }
 func (i Info) HasPrompts() bool   { return i.caps.Prompts != nil }
 func (i Info) HasResources() bool { return i.caps.Resources != nil }
 func (i Info) HasLogging() bool   { return i.caps.Logging != nil }
+func (i Info) HasTaskList() bool  { return i.caps.Tasks != nil && i.caps.Tasks.List != nil }
 
 // maxPages bounds list pagination against an upstream that never stops paging.
 const maxPages = 1000

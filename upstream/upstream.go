@@ -311,6 +311,17 @@ func (u *Upstream) Cork() (uncork func()) {
 	}
 }
 
+// ListAll fetches every page of a paginated list method and returns the items under key.
+func (u *Upstream) ListAll(ctx context.Context, method, key string) ([]json.RawMessage, error) {
+	u.mu.Lock()
+	c, state, lastErr := u.cur, u.state, u.lastErr
+	u.mu.Unlock()
+	if c == nil {
+		return nil, u.unavailable(state, lastErr)
+	}
+	return c.listAll(ctx, method, key)
+}
+
 // Call is the synchronous form of Send.
 func (u *Upstream) Call(ctx context.Context, req *Request) (*jsonrpc.Message, error) {
 	ch := make(chan callResult, 1)

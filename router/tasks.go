@@ -1,0 +1,122 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// Experimental tasks (2025-11-25): a request carrying params.task may be answered with a
+// CreateTaskResult; the task's later requests (tasks/get, tasks/result, tasks/cancel)
+// carry only its taskId, so the router remembers which upstream created each task.
+
+// maxTasks bounds the task table; the oldest entries go first when it is full.
+const maxTasks = 10000
+
+type taskEntry struct {
+	owner *backend
+	seen  time.Time
+}
+
+// taskTable maps task ids to the upstream that created them.
+type taskTable struct {
+	mu    sync.Mutex // guards tasks
+	tasks map[string]taskEntry
+}
+
+func (t *taskTable) record(id string, b *backend) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tasks == nil {
+		t.tasks = map[string]taskEntry{}
+	}
+	if len(t.tasks) >= maxTasks {
+		var oldestID string
+		var oldest time.Time
+		for k, e := range t.tasks {
+			if oldestID == "" || e.seen.Before(oldest) {
+				oldestID, oldest = k, e.seen
+			}
+		}
+		delete(t.tasks, oldestID)
+	}
+	t.tasks[id] = taskEntry{owner: b, seen: time.Now()}
+}
+
+func (t *taskTable) owner(id string) *backend {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tasks[id].owner
+}
+
+// noteTask records the owner of a task created by a result ({"task":{"taskId":...}}).
+func (r *Router) noteTask(b *backend, result json.RawMessage) {
+	task, ok, err := jsonx.Get(result, "task")
+	if err != nil || !ok {
+		return
+	}
+	if id, ok, _ := jsonx.GetString(task, "taskId"); ok && id != "" {
+		r.tasks.record(id, b)
+	}
+}
+
+// callTask routes tasks/get, tasks/result and tasks/cancel to the task's owner.
+func (r *Router) callTask(ctx context.Context, req *Request, reply Reply) {
+	id, ok, err := jsonx.GetString(req.Params, "taskId")
+	if err != nil || !ok {
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: taskId is required"))
+		return
+	}
+	b := r.tasks.owner(id)
+	if b == nil {
+		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown task: %s", id))
+		return
+	}
+	r.forward(ctx, b, req, req.Params, reply)
+}
+
+// listTasks merges tasks/list from every upstream that lists tasks, draining their pages
+// and answering in one page.
+func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, error) {
+	if cur, ok, _ := jsonx.Get(req.Params, "cursor"); ok && string(cur) != "null" {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: invalid cursor")
+	}
+	var (
+		mu  sync.Mutex
+		all []json.RawMessage
+		wg  sync.WaitGroup
+	)
+	for _, b := range r.backends {
+		if st, _ := b.up.State(); st != upstream.StateReady || !b.up.Info().HasTaskList() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			items, err := b.up.ListAll(ctx, mcp.MethodTasksList, "tasks")
+			if err != nil {
+				r.log.Warn().Err(err).Str("upstream", b.name).Msg("tasks/list failed upstream; its tasks are left out")
+			}
+			for _, it := range items {
+				if id, ok, _ := jsonx.GetString(it, "taskId"); ok {
+					r.tasks.record(id, b)
+				}
+			}
+			mu.Lock()
+			all = append(all, items...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	out, err := json.Marshal(map[string]any{"tasks": all})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
