@@ -47,6 +47,7 @@ const (
 	NotificationResourcesUpdated     = "notifications/resources/updated"
 	NotificationRootsListChanged     = "notifications/roots/list_changed"
 	NotificationTasksStatus          = "notifications/tasks/status"
+	NotificationSubscriptionsAcked   = "notifications/subscriptions/acknowledged"
 )
 
 // Error codes defined by MCP (beyond JSON-RPC's standard ones).
@@ -78,5 +79,17 @@ const MetaPrefix = "dev.mcp-proxy/"
 
 // Reserved _meta keys.
 const (
-	MetaProgressToken = "progressToken"
+	MetaProgressToken      = "progressToken"
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// Result types of the modern era.
+const (
+	ResultTypeComplete      = "complete"
+	ResultTypeInputRequired = "input_required"
 )

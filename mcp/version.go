@@ -31,3 +31,12 @@ func NegotiateLegacy(requested string) string {
 // VersionAtLeast reports whether version v is the same as or newer than min. Versions are
 // dates, so they compare as strings.
 func VersionAtLeast(v, min string) bool { return v >= min }
+
+// ModernVersion is the protocol version of the stateless (modern) era the proxy speaks.
+const ModernVersion = "2026-07-28"
+
+// IsModernVersion reports whether v is a supported modern protocol version.
+func IsModernVersion(v string) bool { return v == ModernVersion }
+
+// SupportedVersions returns every version the proxy serves, newest first.
+func SupportedVersions() []string { return append([]string{ModernVersion}, legacyVersions[:]...) }

@@ -22,7 +22,16 @@ type Request struct {
 	// Cancel, when set, lets the front end cancel the request later; it then completes
 	// with ErrCancelled. Without it, ctx cancels the request.
 	Cancel *Canceller
+	// Input answers server-to-client requests (sampling, elicitation, roots) that the
+	// owning upstream sends while this request is in flight. Client identifies whose
+	// request it is: when every request in flight on that upstream belongs to the same
+	// client, the upstream's request can only be for it.
+	Input  InputFunc
+	Client any
 }
+
+// InputFunc answers one server-to-client request on behalf of a client.
+type InputFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 
 // Canceller cancels one dispatched request (see upstream.Canceller).
 type Canceller = upstream.Canceller
@@ -89,6 +98,14 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 			if err == nil {
 				r.noteTask(b, res)
 			}
+			inner(res, err)
+		}
+	}
+	if req.Input != nil {
+		done := b.track(req)
+		inner := reply
+		reply = func(res json.RawMessage, err error) {
+			done()
 			inner(res, err)
 		}
 	}

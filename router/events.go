@@ -116,6 +116,20 @@ func (e *events) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.M
 	default:
 		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", m.Method)
 	}
+	if b := r.byUp[u]; b != nil {
+		input, ok := b.inputFor()
+		if !ok {
+			r.log.Warn().Str("upstream", u.Name()).Str("method", m.Method).
+				Msg("server-to-client request while several clients have calls in flight on that upstream; refused")
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError,
+				"mcp-proxy cannot tell which of its clients %s is for", m.Method)
+		}
+		if input != nil {
+			return input(ctx, m.Method, m.Params)
+		}
+	}
+	// No call in flight (roots/list after initialization, for example): the request is
+	// for the one connected client, if there is exactly one.
 	r.clientsMu.Lock()
 	var target Client
 	n := len(r.clients)

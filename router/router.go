@@ -69,6 +69,40 @@ type backend struct {
 	name      string
 	namespace string
 	up        Upstream
+
+	mu       sync.Mutex            // guards inflight
+	inflight map[*Request]struct{} // requests in flight that can answer server-to-client requests
+}
+
+// track records req as in flight on b until the returned function is called.
+func (b *backend) track(req *Request) (done func()) {
+	b.mu.Lock()
+	if b.inflight == nil {
+		b.inflight = map[*Request]struct{}{}
+	}
+	b.inflight[req] = struct{}{}
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.inflight, req)
+		b.mu.Unlock()
+	}
+}
+
+// inputFor finds who answers a server-to-client request from b: the one client with
+// requests in flight there. ok is false when several clients have requests in flight
+// (the request cannot be attributed); input is nil when none has.
+func (b *backend) inputFor() (input InputFunc, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var client any
+	for req := range b.inflight {
+		if input != nil && req.Client != client {
+			return nil, false
+		}
+		input, client = req.Input, req.Client
+	}
+	return input, true
 }
 
 // Router merges and routes. Create it with New, Add the upstreams in config order, Start.

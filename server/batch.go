@@ -46,6 +46,9 @@ func (ss *session) handleBatch(ctx context.Context, line []byte) {
 			}
 			wg.Add(1)
 			collect(jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
+		case msg.IsRequest() && isModern(msg):
+			wg.Add(1)
+			collect(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not part of protocol %s", mcp.ModernVersion)))
 		case msg.IsRequest() && msg.Method == mcp.MethodInitialize:
 			wg.Add(1)
 			collect(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize must not be part of a batch")))
@@ -81,4 +84,9 @@ func (ss *session) handleBatch(ctx context.Context, line []byte) {
 			ss.log.Warn().Err(err).Msg("writing batch response")
 		}
 	}()
+}
+
+func isModern(msg *jsonrpc.Message) bool {
+	_, v := modernMeta(msg.Params)
+	return v != "" || msg.Method == mcp.MethodServerDiscover
 }

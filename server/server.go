@@ -13,6 +13,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -43,7 +44,12 @@ type Server struct {
 
 	startOnce sync.Once
 	baseCtx   context.Context // lifetime of the upstreams the server starts
+
+	states  stateKeys     // requestState handles of bridged calls
+	callSeq atomic.Uint64 // ids of bridged calls
 }
+
+func (s *Server) nextCall() uint64 { return s.callSeq.Add(1) }
 
 // New returns a server. It has no side effects.
 func New(r *router.Router, opts Options, log zerolog.Logger) *Server {

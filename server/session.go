@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -32,6 +33,10 @@ type session struct {
 	closed      bool // serve is returning: no new work may start
 	clientCaps  mcp.ClientCapabilities
 	outgoing    map[int64]chan *jsonrpc.Message // relayed server-to-client requests by id
+	listens     map[string]*listenSub           // modern subscriptions by listen id key
+	bridges     map[uint64]*bridgeCall          // modern calls parked for client input
+
+	nonce [16]byte // binds requestState handles to this connection
 
 	outNext atomic.Int64 // ids of requests the proxy sends to this client
 
@@ -39,8 +44,11 @@ type session struct {
 }
 
 func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *session {
-	return &session{s: s, stream: stream, log: log, inflight: map[string]*router.Canceller{},
-		outgoing: map[int64]chan *jsonrpc.Message{}}
+	ss := &session{s: s, stream: stream, log: log, inflight: map[string]*router.Canceller{},
+		outgoing: map[int64]chan *jsonrpc.Message{}, listens: map[string]*listenSub{},
+		bridges: map[uint64]*bridgeCall{}}
+	_, _ = rand.Read(ss.nonce[:]) // never fails since Go 1.24
+	return ss
 }
 
 // track counts one more piece of work in flight, unless the session is closing.
@@ -54,9 +62,20 @@ func (ss *session) track() bool {
 	return true
 }
 
-// Notify implements router.Client: proxy-level notifications reach the client once it
-// is initialized.
+// Notify implements router.Client: proxy-level notifications reach a legacy session as
+// they are, and modern subscriptions that asked for their kind tagged with their id.
 func (ss *session) Notify(method string, params json.RawMessage) {
+	ss.mu.Lock()
+	legacy := ss.initialized
+	ss.mu.Unlock()
+	if legacy {
+		ss.notifyRaw(method, params)
+	}
+	ss.notifyListens(method, params)
+}
+
+// notifyRaw writes a notification to the client.
+func (ss *session) notifyRaw(method string, params json.RawMessage) {
 	if err := ss.stream.Write(jsonrpc.NewNotification(method, params)); err != nil {
 		ss.log.Debug().Err(err).Str("method", method).Msg("could not notify client")
 	}
@@ -197,6 +216,10 @@ func (ss *session) write(m *jsonrpc.Message) {
 // when nothing must be sent). initialize and ping are answered at
 // once; everything else runs in its own goroutine so a slow upstream blocks nobody.
 func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, reply func(*jsonrpc.Message)) {
+	if meta, version := modernMeta(msg.Params); version != "" || msg.Method == mcp.MethodServerDiscover {
+		ss.handleModern(ctx, msg, meta, version, reply)
+		return
+	}
 	switch msg.Method {
 	case mcp.MethodPing:
 		reply(jsonrpc.NewResult(msg.ID, nil))
@@ -239,9 +262,9 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller}
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.Request, Client: ss}
 	if hasProgressToken(msg.Params) {
-		req.Progress = func(p json.RawMessage) { ss.Notify(mcp.NotificationProgress, p) }
+		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }
 	}
 	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
 		defer ss.wg.Done()
@@ -290,6 +313,10 @@ func (ss *session) handleNotification(msg *jsonrpc.Message) {
 		}
 		var id jsonrpc.ID
 		if err := id.UnmarshalJSON(raw); err != nil || !id.IsValid() {
+			return
+		}
+		if ss.endListen(id.Key()) {
+			ss.log.Debug().Str("id", id.String()).Msg("client ended a subscription")
 			return
 		}
 		ss.mu.Lock()
@@ -367,7 +394,9 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	ss.mu.Lock()
 	ss.initialized = true
 	ss.version = version
-	ss.unsubscribe = ss.s.r.Subscribe(ss)
+	if ss.unsubscribe == nil {
+		ss.unsubscribe = ss.s.r.Subscribe(ss)
+	}
 	ss.mu.Unlock()
 	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")

@@ -1,0 +1,278 @@
+package server
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/router"
+)
+
+// Bridging a modern client to a legacy upstream. A legacy upstream asks the client for
+// input (sampling, elicitation, roots) with a request of its own while a call is in
+// flight; a modern client cannot receive requests. The proxy keeps the upstream call
+// open, parks the upstream's request, answers the client's call with an input_required
+// result whose requestState is a proxy-minted, HMAC'd, expiring handle, and when the
+// client retries with inputResponses answers the parked request and goes on waiting for
+// the upstream's result on behalf of the retry.
+
+// parkTTL is how long a parked call waits for the client's retry before it is cancelled
+// upstream.
+const parkTTL = 5 * time.Minute
+
+// inputKey names the one input request of a round.
+const inputKey = "input"
+
+// bridgeCall is one modern call that may go through input rounds.
+type bridgeCall struct {
+	ss        *session
+	id        uint64
+	method    string
+	name      string // tools/call and prompts/get name, or resources/read uri
+	caps      mcp.ClientCapabilities
+	canceller router.Canceller
+
+	mu      sync.Mutex // guards the fields below
+	active  *activeReq // the client request now waiting for this call; nil while parked
+	pending *parked    // the upstream's request awaiting the client's input
+	final   *outcome   // the upstream's result, if it came while no client request waited
+}
+
+type activeReq struct {
+	id    jsonrpc.ID
+	reply func(*jsonrpc.Message)
+}
+
+type parked struct {
+	method string
+	params json.RawMessage
+	answer chan json.RawMessage // the client's input response; nil value means none
+}
+
+type outcome struct {
+	res json.RawMessage
+	err error
+}
+
+// routeKey is what identifies the target of a call: retries must keep it.
+func routeKey(params json.RawMessage) string {
+	if n, ok, _ := jsonx.GetString(params, "name"); ok {
+		return n
+	}
+	u, _, _ := jsonx.GetString(params, "uri")
+	return u
+}
+
+// startModernCall dispatches a modern request; tools/call, prompts/get and resources/read
+// can go through input rounds.
+func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, reply func(*jsonrpc.Message)) {
+	if !ss.track() {
+		reply(nil)
+		return
+	}
+	bc := &bridgeCall{ss: ss, id: ss.s.nextCall(), method: msg.Method, name: routeKey(msg.Params), caps: rm.parsed,
+		active: &activeReq{id: msg.ID, reply: reply}}
+	req := &router.Request{Method: msg.Method, Params: forUpstream(msg.Params), Cancel: &bc.canceller}
+	if hasProgressToken(msg.Params) {
+		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }
+	}
+	switch msg.Method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
+		req.Input, req.Client = bc.input, bc
+	}
+	key := msg.ID.Key()
+	ss.mu.Lock()
+	ss.inflight[key] = &bc.canceller
+	ss.mu.Unlock()
+	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
+		defer ss.wg.Done()
+		ss.mu.Lock()
+		delete(ss.inflight, key)
+		ss.mu.Unlock()
+		bc.complete(res, err)
+	})
+}
+
+// complete delivers the upstream's outcome to the client request waiting for it.
+func (bc *bridgeCall) complete(res json.RawMessage, err error) {
+	bc.mu.Lock()
+	a := bc.active
+	bc.active = nil
+	if a == nil {
+		bc.final = &outcome{res, err} // delivered to the next retry
+		bc.mu.Unlock()
+		return
+	}
+	bc.mu.Unlock()
+	bc.ss.forgetBridge(bc.id)
+	bc.deliver(a, res, err)
+}
+
+func (bc *bridgeCall) deliver(a *activeReq, res json.RawMessage, err error) {
+	if errors.Is(err, router.ErrCancelled) {
+		a.reply(nil)
+		return
+	}
+	if err != nil {
+		a.reply(responseFor(a.id, nil, modernError(err)))
+		return
+	}
+	a.reply(jsonrpc.NewResult(a.id, modernResult(bc.method, res)))
+}
+
+// input is called (on the upstream's goroutine) when the legacy upstream asks for input
+// during this call: the client's request is answered with input_required and the
+// upstream's request waits for the retry.
+func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	if ok, reason := bc.caps.Allows(method, params); !ok {
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "mcp-proxy cannot relay %s: %s", method, reason)
+	}
+	p := &parked{method: method, params: params, answer: make(chan json.RawMessage, 1)}
+	bc.mu.Lock()
+	if bc.pending != nil || bc.active == nil {
+		bc.mu.Unlock()
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcp-proxy relays one input request at a time per call")
+	}
+	bc.pending = p
+	a := bc.active
+	bc.active = nil
+	bc.mu.Unlock()
+
+	bc.ss.keepBridge(bc)
+	state := bc.ss.s.mintState(bc.ss.nonce, bc.id, time.Now().Add(parkTTL))
+	res, _ := json.Marshal(map[string]any{
+		"resultType":    mcp.ResultTypeInputRequired,
+		"inputRequests": map[string]any{inputKey: map[string]any{"method": method, "params": params}},
+		"requestState":  state,
+	})
+	a.reply(jsonrpc.NewResult(a.id, res))
+
+	timer := time.NewTimer(parkTTL)
+	defer timer.Stop()
+	select {
+	case ans := <-p.answer:
+		if ans == nil {
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "the client gave no input for %s", method)
+		}
+		return ans, nil
+	case <-ctx.Done():
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "withdrawn")
+	case <-timer.C:
+		// The client never came back: give up on the whole call.
+		bc.ss.forgetBridge(bc.id)
+		bc.canceller.Cancel()
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the client did not answer %s within %s", method, parkTTL)
+	}
+}
+
+// resume serves a retry carrying requestState: it answers the parked upstream request
+// with the client's input and waits for the call's next outcome on the retry's behalf.
+func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state string, rm requestMeta, reply func(*jsonrpc.Message)) {
+	bad := func(why string) {
+		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState %s", why)))
+	}
+	id, err := ss.s.openState(ss.nonce, state)
+	if err != nil {
+		bad(err.Error())
+		return
+	}
+	ss.mu.Lock()
+	bc := ss.bridges[id]
+	ss.mu.Unlock()
+	if bc == nil {
+		bad("refers to no pending call (finished, expired or from another connection)")
+		return
+	}
+	if bc.method != msg.Method || bc.name != routeKey(msg.Params) {
+		bad("belongs to a different request")
+		return
+	}
+	bc.mu.Lock()
+	if bc.active != nil {
+		bc.mu.Unlock()
+		bad("is already being retried")
+		return
+	}
+	p := bc.pending
+	bc.pending = nil
+	a := &activeReq{id: msg.ID, reply: reply}
+	final := bc.final
+	bc.final = nil
+	if final == nil {
+		bc.active = a
+	}
+	bc.mu.Unlock()
+	if p != nil {
+		var ans json.RawMessage
+		if responses, ok, _ := jsonx.Get(msg.Params, "inputResponses"); ok {
+			ans, _, _ = jsonx.Get(responses, inputKey)
+		}
+		p.answer <- ans
+	}
+	if final != nil {
+		ss.forgetBridge(bc.id)
+		bc.deliver(a, final.res, final.err)
+	}
+}
+
+func (ss *session) keepBridge(bc *bridgeCall) {
+	ss.mu.Lock()
+	ss.bridges[bc.id] = bc
+	ss.mu.Unlock()
+}
+
+func (ss *session) forgetBridge(id uint64) {
+	ss.mu.Lock()
+	delete(ss.bridges, id)
+	ss.mu.Unlock()
+}
+
+// stateKeys mint and check requestState handles: call id and expiry under an HMAC that
+// also binds the connection, so a handle is useless anywhere else or after it expires.
+type stateKeys struct {
+	key  [32]byte
+	once sync.Once
+}
+
+const stateMACLen = 16
+
+func (s *Server) stateKey() []byte {
+	s.states.once.Do(func() { _, _ = rand.Read(s.states.key[:]) }) // never fails since Go 1.24
+	return s.states.key[:]
+}
+
+func (s *Server) mintState(nonce [16]byte, id uint64, expires time.Time) string {
+	var b [16 + stateMACLen]byte
+	binary.BigEndian.PutUint64(b[0:8], id)
+	binary.BigEndian.PutUint64(b[8:16], uint64(expires.Unix()))
+	copy(b[16:], s.stateMAC(nonce, b[:16]))
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+func (s *Server) openState(nonce [16]byte, state string) (uint64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(state)
+	if err != nil || len(b) != 16+stateMACLen || !hmac.Equal(b[16:], s.stateMAC(nonce, b[:16])) {
+		return 0, errors.New("is not one this proxy issued")
+	}
+	if time.Now().Unix() > int64(binary.BigEndian.Uint64(b[8:16])) {
+		return 0, errors.New("has expired")
+	}
+	return binary.BigEndian.Uint64(b[0:8]), nil
+}
+
+func (s *Server) stateMAC(nonce [16]byte, body []byte) []byte {
+	m := hmac.New(sha256.New, s.stateKey())
+	m.Write(nonce[:])
+	m.Write(body)
+	return m.Sum(nil)[:stateMACLen]
+}

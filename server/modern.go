@@ -1,0 +1,205 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+)
+
+// The modern era (2026-07-28): no session, every request carries its protocol version and
+// the client's capabilities in _meta. A stdio connection may serve modern requests and
+// a legacy session at once; a modern request never depends on an earlier one.
+
+// requestMeta is the per-request identity of a modern request.
+type requestMeta struct {
+	version string
+	caps    json.RawMessage
+	parsed  mcp.ClientCapabilities
+}
+
+// modernMeta returns the protocol version a request declares in _meta ("" for a legacy
+// request).
+func modernMeta(params json.RawMessage) (meta json.RawMessage, version string) {
+	if len(params) == 0 {
+		return nil, ""
+	}
+	meta, ok, _ := jsonx.Get(params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		return nil, ""
+	}
+	version, _, _ = jsonx.GetString(meta, mcp.MetaProtocolVersion)
+	return meta, version
+}
+
+// legacyOnly are the methods the modern era removed; a modern request for them is an
+// unknown method.
+var legacyOnly = map[string]bool{
+	mcp.MethodInitialize: true, mcp.MethodPing: true, mcp.MethodLoggingSetLevel: true,
+	mcp.MethodResourcesSubscribe: true, mcp.MethodResourcesUnsubscribe: true,
+	mcp.MethodTasksGet: true, mcp.MethodTasksResult: true, mcp.MethodTasksList: true, mcp.MethodTasksCancel: true,
+}
+
+// cacheable are the results that carry caching hints in the modern era.
+var cacheable = map[string]bool{
+	mcp.MethodToolsList: true, mcp.MethodPromptsList: true, mcp.MethodResourcesList: true,
+	mcp.MethodResourcesTemplatesList: true, mcp.MethodResourcesRead: true,
+}
+
+// handleModern serves one modern request.
+func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, version string, reply func(*jsonrpc.Message)) {
+	fail := func(err *jsonrpc.Error) { reply(jsonrpc.NewErrorResponse(msg.ID, err)) }
+	if version == "" {
+		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta[%q] is required", mcp.MetaProtocolVersion))
+		return
+	}
+	if !mcp.IsModernVersion(version) {
+		// Unknown, or a legacy version, which is negotiated with initialize instead.
+		fail(unsupportedVersion(version))
+		return
+	}
+	caps, ok, _ := jsonx.Get(meta, mcp.MetaClientCapabilities)
+	if !ok || len(caps) == 0 || caps[0] != '{' {
+		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
+			"Invalid params: _meta[%q] is required", mcp.MetaClientCapabilities))
+		return
+	}
+	rm := requestMeta{version: version, caps: caps}
+	if err := json.Unmarshal(caps, &rm.parsed); err != nil {
+		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: client capabilities: %v", err))
+		return
+	}
+	if legacyOnly[msg.Method] {
+		fail(jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s (not part of protocol %s)", msg.Method, version))
+		return
+	}
+	ss.s.startUpstreams(mcp.NarrowClientCapabilities(caps))
+
+	switch msg.Method {
+	case mcp.MethodServerDiscover:
+		if !ss.track() {
+			reply(nil)
+			return
+		}
+		go func() {
+			defer ss.wg.Done()
+			ss.s.waitReady(ctx)
+			reply(jsonrpc.NewResult(msg.ID, ss.s.discover()))
+		}()
+		return
+	case mcp.MethodSubscriptionsListen:
+		ss.listen(ctx, msg, reply)
+		return
+	}
+
+	state, _, _ := jsonx.GetString(msg.Params, "requestState")
+	if state != "" {
+		ss.resume(ctx, msg, state, rm, reply)
+		return
+	}
+	ss.startModernCall(ctx, msg, rm, reply)
+}
+
+// unsupportedVersion is the -32022 error listing what the proxy speaks.
+func unsupportedVersion(requested string) *jsonrpc.Error {
+	return jsonrpc.Errorf(mcp.CodeUnsupportedVersion, "Unsupported protocol version").WithData(map[string]any{
+		"supported": mcp.SupportedVersions(), "requested": requested,
+	})
+}
+
+// forUpstream removes the modern request metadata that legacy upstreams do not speak
+// (they were initialized with the client's identity instead), keeping everything else.
+func forUpstream(params json.RawMessage) json.RawMessage {
+	meta, ok, _ := jsonx.Get(params, "_meta")
+	if !ok {
+		return params
+	}
+	meta, err := jsonx.Edit(meta, []jsonx.Change{
+		{Key: mcp.MetaProtocolVersion, Delete: true}, {Key: mcp.MetaClientCapabilities, Delete: true},
+		{Key: mcp.MetaClientInfo, Delete: true}, {Key: mcp.MetaLogLevel, Delete: true},
+	})
+	if err != nil {
+		return params
+	}
+	changes := []jsonx.Change{{Key: "_meta", Value: meta}}
+	if string(meta) == "{}" {
+		changes[0].Delete = true
+	}
+	// The retry fields of the modern era never reach a legacy upstream either.
+	changes = append(changes, jsonx.Change{Key: "requestState", Delete: true}, jsonx.Change{Key: "inputResponses", Delete: true})
+	if out, err := jsonx.Edit(params, changes); err == nil {
+		return out
+	}
+	return params
+}
+
+// modernResult adapts a result from the engine to the modern era: every result says its
+// resultType, cacheable results carry caching hints (the proxy's upstreams give none, so
+// "do not reuse, and only for this caller").
+func modernResult(method string, res json.RawMessage) json.RawMessage {
+	var changes []jsonx.Change
+	if _, ok, _ := jsonx.Get(res, "resultType"); !ok {
+		changes = append(changes, jsonx.Change{Key: "resultType", Value: []byte(`"complete"`)})
+	}
+	if cacheable[method] {
+		if _, ok, _ := jsonx.Get(res, "ttlMs"); !ok {
+			changes = append(changes, jsonx.Change{Key: "ttlMs", Value: []byte("0")})
+		}
+		if _, ok, _ := jsonx.Get(res, "cacheScope"); !ok {
+			changes = append(changes, jsonx.Change{Key: "cacheScope", Value: []byte(`"private"`)})
+		}
+	}
+	if len(changes) == 0 {
+		return res
+	}
+	if out, err := jsonx.Edit(res, changes); err == nil {
+		return out
+	}
+	return res
+}
+
+// modernError adapts an error to the modern era: legacy resource-not-found (-32002)
+// became -32602.
+func modernError(err error) error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code == mcp.CodeResourceNotFound {
+		c := *je
+		c.Code = jsonrpc.CodeInvalidParams
+		return &c
+	}
+	return err
+}
+
+// discover answers server/discover from the merged upstreams.
+func (s *Server) discover() json.RawMessage {
+	caps := map[string]json.RawMessage{}
+	_ = json.Unmarshal(s.capabilities(), &caps)
+	// Logging reaches modern clients only per request, and legacy tasks are not part of
+	// the modern protocol; the proxy offers neither to modern clients.
+	delete(caps, "logging")
+	delete(caps, "tasks")
+	out, _ := json.Marshal(map[string]any{
+		"resultType":        mcp.ResultTypeComplete,
+		"supportedVersions": mcp.SupportedVersions(),
+		"capabilities":      caps,
+		"instructions":      s.instructions(),
+		"ttlMs":             0,
+		"cacheScope":        "private",
+		"_meta": map[string]any{
+			mcp.MetaServerInfo: map[string]string{"name": s.opts.Name, "version": s.opts.Version},
+		},
+	})
+	return out
+}
+
+// waitReady waits (bounded) for the upstreams' first start.
+func (s *Server) waitReady(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.ReadyTimeout)
+	defer cancel()
+	if err := s.r.WaitReady(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("serving while some upstreams are not ready")
+	}
+}
