@@ -15,6 +15,11 @@ const (
 	DefaultTimeout        = 60 * time.Second
 	DefaultStartupTimeout = 30 * time.Second
 	DefaultMaxMessageSize = 64 << 20
+
+	// Upstream protocol eras.
+	ProtocolAuto   = "auto"
+	ProtocolLegacy = "legacy"
+	ProtocolModern = "modern"
 )
 
 // Limits enforced during validation.
@@ -59,5 +64,6 @@ type Upstream struct {
 	StartupTimeout time.Duration     // for spawning + initialize + first catalogue fetch; default 30s; > 0
 	MaxMessageSize int               // bytes, max size of one message from this upstream; default 64<<20; >= 1024
 	Disabled       bool              // a disabled upstream is decoded and validated but not started
+	Protocol       string            // era: "auto" (probe server/discover, fall back to initialize), "legacy" or "modern"
 	DeclRange      hcl.Range         // where the block is, for diagnostics reported by other packages later
 }

@@ -63,6 +63,7 @@ upstream "github" {
   startup_timeout  = "1m"
   max_message_size = 2048
   disabled         = true
+  protocol         = "modern"
 }
 
 upstream "fs" {
@@ -76,7 +77,7 @@ upstream "defaults" {
 `
 	cfg := mustParse(t, src, fakeEnv(map[string]string{"GITHUB_TOKEN": "tok"}))
 
-	wantLines := []int{11, 22, 27}
+	wantLines := []int{11, 23, 28}
 	for i, u := range cfg.Upstreams {
 		if u.DeclRange.Filename != "p.hcl" || u.DeclRange.Start.Line != wantLines[i] || u.DeclRange.Start.Column != 1 {
 			t.Errorf("upstream %d DeclRange = %v, want p.hcl line %d col 1", i, u.DeclRange, wantLines[i])
@@ -105,6 +106,7 @@ upstream "defaults" {
 				StartupTimeout: time.Minute,
 				MaxMessageSize: 2048,
 				Disabled:       true,
+				Protocol:       ProtocolModern,
 			},
 			{
 				Name:           "fs",
@@ -114,6 +116,7 @@ upstream "defaults" {
 				Timeout:        DefaultTimeout,
 				StartupTimeout: DefaultStartupTimeout,
 				MaxMessageSize: DefaultMaxMessageSize,
+				Protocol:       ProtocolAuto,
 			},
 			{
 				Name:           "defaults",
@@ -123,6 +126,7 @@ upstream "defaults" {
 				Timeout:        60 * time.Second,
 				StartupTimeout: 30 * time.Second,
 				MaxMessageSize: 64 << 20,
+				Protocol:       ProtocolAuto,
 			},
 		},
 	}
@@ -681,4 +685,11 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = FormatDiagnostics(diags)
 	})
+}
+
+func TestProtocolAttribute(t *testing.T) {
+	_, diags := Parse([]byte("upstream \"a\" {\n  command = [\"a\"]\n  protocol = \"newest\"\n}\n"), "p.hcl", "/base")
+	if !diags.HasErrors() || !strings.Contains(FormatDiagnostics(diags), "p.hcl:3:") {
+		t.Errorf("bad protocol not reported at its line: %s", FormatDiagnostics(diags))
+	}
 }

@@ -41,6 +41,7 @@ type rawUpstream struct {
 	StartupTimeout *hcl.Attribute `hcl:"startup_timeout,optional"`
 	MaxMessageSize *hcl.Attribute `hcl:"max_message_size,optional"`
 	Disabled       *hcl.Attribute `hcl:"disabled,optional"`
+	Protocol       *hcl.Attribute `hcl:"protocol,optional"`
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

@@ -88,6 +88,16 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 	if b, ok := e.bool(raw.Disabled); ok {
 		u.Disabled = b
 	}
+	u.Protocol = ProtocolAuto
+	if s, ok := e.string(raw.Protocol); ok {
+		switch s {
+		case ProtocolAuto, ProtocolLegacy, ProtocolModern:
+			u.Protocol = s
+		default:
+			e.errorf(raw.Protocol, "Invalid protocol",
+				"\"protocol\" must be %q, %q or %q, got %q.", ProtocolAuto, ProtocolLegacy, ProtocolModern, s)
+		}
+	}
 	return u
 }
 
