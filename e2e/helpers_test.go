@@ -51,9 +51,16 @@ func writeConfig(t *testing.T, hcl string) string {
 // q quotes a string for HCL.
 func q(s string) string { return strconv.Quote(s) }
 
-// everythingUpstream is an HCL block for the Go SDK everything-server.
+// everythingUpstream is an HCL block for the Go SDK everything-server, whose era the
+// proxy detects (it is dual-era, so it comes out modern).
 func everythingUpstream(label, namespace string) string {
-	return fmt.Sprintf("upstream %q {\n  command = [%s]\n  namespace = %q\n}\n", label, q(everythingBin), namespace)
+	return everythingUpstreamEra(label, namespace, "auto")
+}
+
+// everythingUpstreamEra is everythingUpstream with the era fixed: "legacy" makes the proxy
+// initialize it, so that it sends real server-to-client requests.
+func everythingUpstreamEra(label, namespace, protocol string) string {
+	return fmt.Sprintf("upstream %q {\n  command = [%s]\n  namespace = %q\n  protocol = %q\n}\n", label, q(everythingBin), namespace, protocol)
 }
 
 // npmUpstream is an HCL block for npm's server-everything.
@@ -315,6 +322,9 @@ func errorCode(t *testing.T, m map[string]json.RawMessage) int64 {
 
 // textOf joins the text contents of a tool result.
 func textOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "<no result>"
+	}
 	var parts []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {

@@ -19,7 +19,7 @@ import (
 func TestModernClient(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, `proxy { name = "modern-proxy" }
-`+everythingUpstream("everything", "ev")+npmUpstream("npm", "npm"))
+`+everythingUpstreamEra("everything", "ev", "legacy")+npmUpstream("npm", "npm"))
 	var changed, progress, sampled, elicited atomic.Int32
 	cs, stderr := connectSDK(t, cfg, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },

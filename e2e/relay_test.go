@@ -16,7 +16,7 @@ import (
 // an error to the upstream, not silence) for a client that did not.
 func TestServerToClientRequests(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, everythingUpstream("everything", "ev")+npmUpstream("npm", "npm"))
+	cfg := writeConfig(t, everythingUpstreamEra("everything", "ev", "legacy")+npmUpstream("npm", "npm"))
 
 	t.Run("capable client", func(t *testing.T) {
 		var sampled, elicited atomic.Int32

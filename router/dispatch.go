@@ -28,6 +28,12 @@ type Request struct {
 	// client, the upstream's request can only be for it.
 	Input  InputFunc
 	Client any
+	// Meta identifies the client (capabilities narrowed to what the proxy relays, client
+	// info, log level) for upstreams that want it on every request.
+	Meta *ClientMeta
+	// ClientHandlesInput means the client takes input_required results itself (a modern
+	// client); otherwise the proxy obtains the input through Input and retries.
+	ClientHandlesInput bool
 }
 
 // InputFunc answers one server-to-client request on behalf of a client.
@@ -35,6 +41,9 @@ type InputFunc func(ctx context.Context, method string, params json.RawMessage) 
 
 // Canceller cancels one dispatched request (see upstream.Canceller).
 type Canceller = upstream.Canceller
+
+// ClientMeta identifies the client a request is made for (see upstream.ClientMeta).
+type ClientMeta = upstream.ClientMeta
 
 // ErrCancelled is returned by Dispatch when ctx ended before an answer: the client
 // cancelled or went away, and nothing must be sent back.
@@ -109,7 +118,8 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 			inner(res, err)
 		}
 	}
-	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel},
+	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
+		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.ClientHandlesInput},
 		func(resp *jsonrpc.Message, err error) {
 			switch {
 			case err != nil:

@@ -82,7 +82,8 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	}
 	bc := &bridgeCall{ss: ss, id: ss.s.nextCall(), method: msg.Method, name: routeKey(msg.Params), caps: rm.parsed,
 		active: &activeReq{id: msg.ID, reply: reply}}
-	req := &router.Request{Method: msg.Method, Params: forUpstream(msg.Params), Cancel: &bc.canceller}
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, ClientHandlesInput: true,
+		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if hasProgressToken(msg.Params) {
 		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }
 	}
@@ -183,7 +184,8 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 	}
 	id, err := ss.s.openState(ss.nonce, state)
 	if err != nil {
-		bad(err.Error())
+		// Not a handle of this proxy's: the upstream's own state, passed back to it.
+		ss.startModernCall(ctx, msg, rm, reply)
 		return
 	}
 	ss.mu.Lock()

@@ -16,9 +16,11 @@ import (
 
 // requestMeta is the per-request identity of a modern request.
 type requestMeta struct {
-	version string
-	caps    json.RawMessage
-	parsed  mcp.ClientCapabilities
+	version  string
+	caps     json.RawMessage
+	parsed   mcp.ClientCapabilities
+	info     json.RawMessage
+	logLevel string
 }
 
 // modernMeta returns the protocol version a request declares in _meta ("" for a legacy
@@ -68,6 +70,8 @@ func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta 
 		return
 	}
 	rm := requestMeta{version: version, caps: caps}
+	rm.info, _, _ = jsonx.Get(meta, mcp.MetaClientInfo)
+	rm.logLevel, _, _ = jsonx.GetString(meta, mcp.MetaLogLevel)
 	if err := json.Unmarshal(caps, &rm.parsed); err != nil {
 		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: client capabilities: %v", err))
 		return
@@ -108,32 +112,6 @@ func unsupportedVersion(requested string) *jsonrpc.Error {
 	return jsonrpc.Errorf(mcp.CodeUnsupportedVersion, "Unsupported protocol version").WithData(map[string]any{
 		"supported": mcp.SupportedVersions(), "requested": requested,
 	})
-}
-
-// forUpstream removes the modern request metadata that legacy upstreams do not speak
-// (they were initialized with the client's identity instead), keeping everything else.
-func forUpstream(params json.RawMessage) json.RawMessage {
-	meta, ok, _ := jsonx.Get(params, "_meta")
-	if !ok {
-		return params
-	}
-	meta, err := jsonx.Edit(meta, []jsonx.Change{
-		{Key: mcp.MetaProtocolVersion, Delete: true}, {Key: mcp.MetaClientCapabilities, Delete: true},
-		{Key: mcp.MetaClientInfo, Delete: true}, {Key: mcp.MetaLogLevel, Delete: true},
-	})
-	if err != nil {
-		return params
-	}
-	changes := []jsonx.Change{{Key: "_meta", Value: meta}}
-	if string(meta) == "{}" {
-		changes[0].Delete = true
-	}
-	// The retry fields of the modern era never reach a legacy upstream either.
-	changes = append(changes, jsonx.Change{Key: "requestState", Delete: true}, jsonx.Change{Key: "inputResponses", Delete: true})
-	if out, err := jsonx.Edit(params, changes); err == nil {
-		return out
-	}
-	return params
 }
 
 // modernResult adapts a result from the engine to the modern era: every result says its

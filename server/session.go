@@ -32,6 +32,7 @@ type session struct {
 	unsubscribe func()
 	closed      bool // serve is returning: no new work may start
 	clientCaps  mcp.ClientCapabilities
+	meta        *router.ClientMeta              // the client's identity for modern upstreams
 	outgoing    map[int64]chan *jsonrpc.Message // relayed server-to-client requests by id
 	listens     map[string]*listenSub           // modern subscriptions by listen id key
 	bridges     map[uint64]*bridgeCall          // modern calls parked for client input
@@ -262,7 +263,8 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.Request, Client: ss}
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.Request, Client: ss,
+		Meta: ss.meta}
 	if hasProgressToken(msg.Params) {
 		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }
 	}
@@ -365,8 +367,10 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 				"Invalid params: capabilities: %v", err))
 		}
 	}
+	info, _ := json.Marshal(p.ClientInfo)
 	ss.mu.Lock()
 	ss.clientCaps = caps
+	ss.meta = &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(p.Capabilities), Info: info}
 	ss.mu.Unlock()
 	// Upstreams are told no more than this client can do; they start now unless they
 	// are already running.

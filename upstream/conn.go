@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,13 @@ type conn struct {
 
 	ctx    context.Context // ends when the connection dies
 	cancel context.CancelFunc
+
+	modern   bool   // the upstream speaks the stateless 2026-07-28 protocol
+	version  string // the protocol version spoken
+	logLevel atomic.Pointer[string]
+
+	resMu      sync.Mutex         // guards resListens
+	resListens map[string][]int64 // modern upstream: subscription request ids by resource URI
 
 	inboundMu sync.Mutex                    // guards inbound
 	inbound   map[string]context.CancelFunc // server-to-client requests being relayed, by raw id
@@ -69,6 +77,7 @@ func newConn(ctx context.Context, u *Upstream, proc *transport.Process) *conn {
 		pending:    make(map[int64]*pendingCall),
 		progress:   make(map[string]func(json.RawMessage)),
 		inbound:    make(map[string]context.CancelFunc),
+		resListens: make(map[string][]int64),
 		readerDone: make(chan struct{}),
 	}
 }
@@ -81,36 +90,25 @@ func (c *conn) write(m *jsonrpc.Message) error {
 }
 
 // send implements Upstream.Send on this connection.
-func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Message, error)) {
-	id := c.nextID.Add(1)
+func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Message, error)) (id int64) {
+	if c.modern && c.legacyOnModern(ctx, req, done) {
+		return 0
+	}
+	id = c.nextID.Add(1)
 	idRaw := strconv.FormatInt(id, 10)
 	params := req.Params
 	pc := &pendingCall{done: done, method: req.Method}
 
-	// Progress tokens are ids too: the client's token is replaced by one from this
-	// upstream's id space (the request id itself, unique while the call is in flight).
-	var origToken json.RawMessage
-	if len(params) > 0 {
-		if meta, ok, _ := jsonx.Get(params, "_meta"); ok && len(meta) > 0 && meta[0] == '{' {
-			if tok, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken); ok {
-				var newMeta []byte
-				var err error
-				if req.Progress != nil {
-					newMeta, err = jsonx.Set(meta, mcp.MetaProgressToken, []byte(idRaw))
-					origToken = tok
-					pc.progressKey = idRaw
-				} else {
-					newMeta, err = jsonx.Delete(meta, mcp.MetaProgressToken)
-				}
-				if err == nil {
-					params, err = jsonx.Set(params, "_meta", newMeta)
-				}
-				if err != nil {
-					done(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err))
-					return
-				}
-			}
-		}
+	params, origToken, err := c.adapt(req, idRaw)
+	if err != nil {
+		done(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err))
+		return 0
+	}
+	if origToken != nil {
+		pc.progressKey = idRaw
+	}
+	if c.modern && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
+		done = c.fulfilInputs(ctx, req, done, 0)
 	}
 
 	c.mu.Lock()
@@ -118,7 +116,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		err := c.closed
 		c.mu.Unlock()
 		done(nil, err)
-		return
+		return 0
 	}
 	c.pending[id] = pc
 	if pc.progressKey != "" {
@@ -132,10 +130,13 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	// The deadline (enforced by the sweeper) and the cancellation hooks are set under the
 	// lock so that nothing can complete the call before they exist.
 	pc.timeout = req.Timeout
-	if pc.timeout <= 0 {
+	if pc.timeout == 0 {
 		pc.timeout = c.u.spec.Timeout
 	}
 	pc.deadline = time.Now().Add(pc.timeout).UnixNano()
+	if pc.timeout < 0 {
+		pc.deadline = math.MaxInt64 // no timeout (a subscription)
+	}
 	cancelNow := false
 	switch {
 	case req.Cancel != nil:
@@ -159,7 +160,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		if c.take(id) != nil {
 			done(nil, ErrCancelled)
 		}
-		return
+		return 0
 	}
 
 	if err := c.write(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
@@ -167,6 +168,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
 		}
 	}
+	return id
 }
 
 // take removes a pending call and its timers; nil when another path already took it.
@@ -357,6 +359,8 @@ func (c *conn) notification(msg *jsonrpc.Message) {
 		c.u.refresh(KindPrompts)
 	case mcp.NotificationResourcesListChanged:
 		c.u.refresh(KindResources | KindTemplates)
+	case mcp.NotificationSubscriptionsAcked:
+		// Our own subscriptions (list changes, resources) are in place.
 	case mcp.NotificationCancelled:
 		// The upstream withdraws one of its own requests to the client.
 		raw, ok, _ := jsonx.Get(msg.Params, "requestId")
@@ -374,6 +378,17 @@ func (c *conn) notification(msg *jsonrpc.Message) {
 			cancel()
 		}
 	default:
+		if c.modern {
+			// The upstream tags notifications with our subscription's id; clients have
+			// their own subscriptions (or none), so the tag stays here.
+			if meta, ok, _ := jsonx.Get(msg.Params, "_meta"); ok {
+				if m, err := jsonx.Delete(meta, mcp.MetaSubscriptionID); err == nil {
+					if p, err := jsonx.Set(msg.Params, "_meta", m); err == nil {
+						msg = &jsonrpc.Message{Method: msg.Method, Params: p}
+					}
+				}
+			}
+		}
 		c.u.events.Notification(c.u, msg)
 	}
 }

@@ -100,7 +100,7 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 
 	sctx, cancel := context.WithTimeout(ctx, u.spec.StartupTimeout)
 	defer cancel()
-	info, err := c.initialize(sctx)
+	info, err := c.handshake(sctx)
 	var cat *Catalogue
 	if err == nil {
 		var ferr error
@@ -130,10 +130,13 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 	}
 	u.cur, u.state, u.lastErr, u.info, u.catalogue = c, StateReady, nil, info, cat
 	u.mu.Unlock()
-	u.log.Info().Str("protocol_version", info.ProtocolVersion).
+	u.log.Info().Str("protocol_version", info.ProtocolVersion).Bool("modern", info.Modern).
 		Int("tools", len(cat.Tools)).Int("prompts", len(cat.Prompts)).
 		Int("resources", len(cat.Resources)).Int("templates", len(cat.Templates)).
 		Msg("upstream ready")
+	if info.Modern {
+		c.subscribe(info)
+	}
 	u.events.Changed(u, AllKinds)
 	return c, nil
 }

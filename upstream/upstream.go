@@ -38,6 +38,9 @@ type Spec struct {
 	// StopGrace is how long Close waits after closing stdin, and again after SIGTERM,
 	// before escalating. Zero means 2s.
 	StopGrace time.Duration
+	// Protocol is the upstream's era: ProtocolAuto (the default), ProtocolLegacy or
+	// ProtocolModern.
+	Protocol string
 	// Backoff bounds the delay between restarts; zero values mean 250ms and 30s.
 	BackoffMin, BackoffMax time.Duration
 }
@@ -104,6 +107,7 @@ type Info struct {
 	Capabilities    json.RawMessage // the upstream's ServerCapabilities, raw
 	ServerInfo      json.RawMessage // raw Implementation object
 	Instructions    string
+	Modern          bool // the upstream speaks the stateless 2026-07-28 protocol
 	caps            capabilities
 }
 
@@ -261,6 +265,14 @@ type Request struct {
 	// Cancel, when set, cancels the call instead of ctx (cheaper than a context per
 	// request); the call then completes with ErrCancelled.
 	Cancel *Canceller
+	// Meta identifies the client the request is made for; nil means the proxy itself.
+	Meta *ClientMeta
+	// Input answers input requests of a modern upstream (sampling, elicitation, roots)
+	// by asking the client, for clients that cannot take input_required results.
+	Input func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+	// ClientHandlesInput means the client takes input_required results itself (a modern
+	// client): they are passed through untouched.
+	ClientHandlesInput bool
 }
 
 // ErrUnavailable is wrapped by Call errors when the upstream is not running.

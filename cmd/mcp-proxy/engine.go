@@ -44,6 +44,7 @@ func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
 			Timeout:        uc.Timeout,
 			StartupTimeout: uc.StartupTimeout,
 			MaxMessage:     uc.MaxMessageSize,
+			Protocol:       uc.Protocol,
 			ClientName:     proxyName(cfg),
 			ClientVersion:  buildVersion(),
 		}, log, r.Events())

@@ -1,0 +1,323 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+)
+
+// Protocol eras of an upstream.
+const (
+	ProtocolAuto   = "auto"   // probe with server/discover, fall back to initialize
+	ProtocolLegacy = "legacy" // initialize handshake and a session (2024-11-05 … 2025-11-25)
+	ProtocolModern = "modern" // stateless, _meta on every request (2026-07-28)
+)
+
+// ClientMeta is the identity of the client a request is made for, era-neutral: the
+// upstream side turns it into _meta (modern upstreams) or leaves it to the session's
+// initialize (legacy upstreams).
+type ClientMeta struct {
+	Capabilities json.RawMessage // already narrowed to what the proxy relays
+	Info         json.RawMessage // clientInfo
+	LogLevel     string          // requested log level, "" for none
+}
+
+// modernKeys are the _meta keys of the modern era that identify the client.
+var modernKeys = []string{mcp.MetaProtocolVersion, mcp.MetaClientCapabilities, mcp.MetaClientInfo, mcp.MetaLogLevel}
+
+// adapt builds the params sent upstream: the client's progress token replaced by one from
+// this connection's id space, and the request metadata of this upstream's era (modern:
+// version, capabilities, client info and log level stamped; legacy: the modern keys and
+// retry fields removed). origToken is the client's progress token when one is mapped.
+func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMessage, err error) {
+	params = req.Params
+	meta, hasMeta, _ := jsonx.Get(params, "_meta")
+	if hasMeta && (len(meta) == 0 || meta[0] != '{') {
+		return nil, nil, errors.New("_meta is not an object")
+	}
+	var changes []jsonx.Change
+	if hasMeta {
+		if tok, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken); ok {
+			if req.Progress != nil {
+				origToken = tok
+				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Value: []byte(idRaw)})
+			} else {
+				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Delete: true})
+			}
+		}
+	}
+	if c.modern {
+		changes = append(changes, c.modernMeta(req)...)
+	} else if hasMeta {
+		for _, k := range modernKeys {
+			if _, ok, _ := jsonx.Get(meta, k); ok {
+				changes = append(changes, jsonx.Change{Key: k, Delete: true})
+			}
+		}
+	}
+	var paramChanges []jsonx.Change
+	if len(changes) > 0 {
+		newMeta, err := jsonx.Edit(meta, changes)
+		if err != nil {
+			return nil, nil, err
+		}
+		if string(newMeta) == "{}" {
+			paramChanges = append(paramChanges, jsonx.Change{Key: "_meta", Delete: true})
+		} else {
+			paramChanges = append(paramChanges, jsonx.Change{Key: "_meta", Value: newMeta})
+		}
+	}
+	if !c.modern && len(params) > 0 {
+		for _, k := range []string{"requestState", "inputResponses"} {
+			if _, ok, _ := jsonx.Get(params, k); ok {
+				paramChanges = append(paramChanges, jsonx.Change{Key: k, Delete: true})
+			}
+		}
+	}
+	if len(paramChanges) == 0 {
+		return params, origToken, nil
+	}
+	params, err = jsonx.Edit(params, paramChanges)
+	return params, origToken, err
+}
+
+// modernMeta is the _meta a modern upstream needs on every request.
+func (c *conn) modernMeta(req *Request) []jsonx.Change {
+	c.u.mu.Lock()
+	caps := c.u.spec.ClientCapabilities
+	c.u.mu.Unlock()
+	info, _ := json.Marshal(map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion})
+	level := ""
+	if l := c.logLevel.Load(); l != nil {
+		level = *l
+	}
+	if m := req.Meta; m != nil {
+		if len(m.Capabilities) > 0 {
+			caps = m.Capabilities
+		}
+		if len(m.Info) > 0 {
+			info = m.Info
+		}
+		if m.LogLevel != "" {
+			level = m.LogLevel
+		}
+	}
+	if len(caps) == 0 {
+		caps = json.RawMessage("{}")
+	}
+	out := []jsonx.Change{
+		{Key: mcp.MetaProtocolVersion, Value: jsonrpc.AppendString(nil, c.version)},
+		{Key: mcp.MetaClientCapabilities, Value: caps},
+		{Key: mcp.MetaClientInfo, Value: info},
+	}
+	if level != "" {
+		out = append(out, jsonx.Change{Key: mcp.MetaLogLevel, Value: jsonrpc.AppendString(nil, level)})
+	}
+	return out
+}
+
+// discover probes for a modern upstream. It reports ok=false when the upstream answered
+// anything but a usable DiscoverResult (or nothing in time): the caller then falls back
+// to initialize, whatever the error was.
+func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool) {
+	c.modern, c.version = true, mcp.ModernVersion // so that send stamps the request
+	resp, err := c.call(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}"), Timeout: timeout})
+	c.modern, c.version = false, ""
+	if err != nil || resp.Error != nil {
+		return Info{}, false
+	}
+	var res struct {
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+		Instructions      string          `json:"instructions"`
+		Meta              struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(resp.Result, &res) != nil {
+		return Info{}, false
+	}
+	for _, v := range res.SupportedVersions {
+		if mcp.IsModernVersion(v) {
+			info := Info{ProtocolVersion: v, Capabilities: res.Capabilities, ServerInfo: res.Meta.ServerInfo,
+				Instructions: res.Instructions, Modern: true}
+			if len(info.Capabilities) == 0 || string(info.Capabilities) == "null" {
+				info.Capabilities = json.RawMessage("{}")
+			}
+			if json.Unmarshal(info.Capabilities, &info.caps) != nil {
+				return Info{}, false
+			}
+			return info, true
+		}
+	}
+	return Info{}, false
+}
+
+// handshake establishes the upstream's era and identity.
+func (c *conn) handshake(ctx context.Context) (Info, error) {
+	proto := c.u.spec.Protocol
+	if proto == "" {
+		proto = ProtocolAuto
+	}
+	if proto != ProtocolLegacy {
+		probe := min(c.u.spec.StartupTimeout/2, 10*time.Second)
+		if proto == ProtocolModern {
+			probe = c.u.spec.StartupTimeout
+		}
+		if info, ok := c.discover(ctx, probe); ok {
+			c.modern, c.version = true, info.ProtocolVersion
+			return info, nil
+		}
+		if proto == ProtocolModern {
+			return Info{}, fmt.Errorf("server/discover: no usable answer from an upstream configured as protocol = %q", ProtocolModern)
+		}
+		c.log.Debug().Msg("server/discover probe failed; falling back to initialize")
+	}
+	info, err := c.initialize(ctx)
+	if err == nil {
+		c.version = info.ProtocolVersion
+	}
+	return info, err
+}
+
+// subscribe opens the subscription through which a modern upstream announces list
+// changes; it stays open for the connection's life.
+func (c *conn) subscribe(info Info) {
+	want := map[string]bool{}
+	if info.HasTools() {
+		want["toolsListChanged"] = true
+	}
+	if info.HasPrompts() {
+		want["promptsListChanged"] = true
+	}
+	if info.HasResources() {
+		want["resourcesListChanged"] = true
+	}
+	if len(want) == 0 {
+		return
+	}
+	params, _ := json.Marshal(map[string]any{"notifications": want})
+	c.send(c.ctx, &Request{Method: mcp.MethodSubscriptionsListen, Params: params, Timeout: -1},
+		func(_ *jsonrpc.Message, err error) {
+			if err != nil && c.ctx.Err() == nil {
+				c.log.Warn().Err(err).Msg("the upstream ended its list-change subscription")
+			}
+		})
+}
+
+// maxInputRounds bounds input_required rounds for one call.
+const maxInputRounds = 10
+
+// fulfilInputs wraps done for a client that cannot handle input_required results itself
+// (a legacy client): when a modern upstream asks for input, each input request is put to
+// the client as a real request through req.Input and the call is retried with the
+// answers and the upstream's requestState, until it completes.
+func (c *conn) fulfilInputs(ctx context.Context, req *Request, done func(*jsonrpc.Message, error), round int) func(*jsonrpc.Message, error) {
+	return func(resp *jsonrpc.Message, err error) {
+		if err != nil || resp.Error != nil {
+			done(resp, err)
+			return
+		}
+		if rt, _, _ := jsonx.GetString(resp.Result, "resultType"); rt != mcp.ResultTypeInputRequired {
+			done(resp, nil)
+			return
+		}
+		if req.Input == nil || round >= maxInputRounds {
+			done(nil, mcp.ProxyError(mcp.CodeUpstreamProtocol, c.u.spec.Name,
+				fmt.Sprintf("upstream %q needs input from the client that the proxy cannot obtain", c.u.spec.Name)))
+			return
+		}
+		// Asking the client blocks: do it off the reader goroutine.
+		c.u.wg.Add(1)
+		go func() {
+			defer c.u.wg.Done()
+			retry, err := c.answerInputs(ctx, req, resp.Result)
+			if err != nil {
+				done(nil, err)
+				return
+			}
+			c.send(ctx, retry, c.fulfilInputs(ctx, req, done, round+1))
+		}()
+	}
+}
+
+// answerInputs asks the client for every input request and builds the retry.
+func (c *conn) answerInputs(ctx context.Context, req *Request, result json.RawMessage) (*Request, error) {
+	var ir struct {
+		InputRequests map[string]struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		} `json:"inputRequests"`
+		RequestState *string `json:"requestState"`
+	}
+	if err := json.Unmarshal(result, &ir); err != nil {
+		return nil, mcp.ProxyError(mcp.CodeUpstreamProtocol, c.u.spec.Name, "malformed input_required result: "+err.Error())
+	}
+	responses := map[string]json.RawMessage{}
+	for k, r := range ir.InputRequests {
+		res, rerr := req.Input(ctx, r.Method, r.Params)
+		if rerr != nil {
+			return nil, rerr
+		}
+		responses[k] = res
+	}
+	changes := []jsonx.Change{}
+	if len(responses) > 0 {
+		b, _ := json.Marshal(responses)
+		changes = append(changes, jsonx.Change{Key: "inputResponses", Value: b})
+	}
+	if ir.RequestState != nil {
+		changes = append(changes, jsonx.Change{Key: "requestState", Value: jsonrpc.AppendString(nil, *ir.RequestState)})
+	}
+	params, err := jsonx.Edit(req.Params, changes)
+	if err != nil {
+		return nil, err
+	}
+	retry := *req
+	retry.Params = params
+	return &retry, nil
+}
+
+// legacyOnModern serves the legacy-only requests a modern upstream does not know, and
+// reports whether it did: logging/setLevel becomes the log level stamped on later
+// requests, and resources/subscribe and unsubscribe open and close a subscription with
+// that resource.
+func (c *conn) legacyOnModern(ctx context.Context, req *Request, done func(*jsonrpc.Message, error)) bool {
+	switch req.Method {
+	case mcp.MethodLoggingSetLevel:
+		if level, ok, _ := jsonx.GetString(req.Params, "level"); ok {
+			c.logLevel.Store(&level)
+		}
+	case mcp.MethodResourcesSubscribe:
+		uri, _, _ := jsonx.GetString(req.Params, "uri")
+		params, _ := json.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{uri}}})
+		id := c.send(c.ctx, &Request{Method: mcp.MethodSubscriptionsListen, Params: params, Timeout: -1},
+			func(*jsonrpc.Message, error) {})
+		c.resMu.Lock()
+		c.resListens[uri] = append(c.resListens[uri], id)
+		c.resMu.Unlock()
+	case mcp.MethodResourcesUnsubscribe:
+		uri, _, _ := jsonx.GetString(req.Params, "uri")
+		c.resMu.Lock()
+		ids := c.resListens[uri]
+		var id int64
+		if len(ids) > 0 {
+			id = ids[len(ids)-1]
+			c.resListens[uri] = ids[:len(ids)-1]
+		}
+		c.resMu.Unlock()
+		if id != 0 && c.take(id) != nil {
+			c.sendCancel(id, "unsubscribed")
+		}
+	default:
+		return false
+	}
+	done(jsonrpc.NewResult(jsonrpc.ID{}, nil), nil)
+	return true
+}
