@@ -156,3 +156,51 @@ func TestModernRaw(t *testing.T) {
 		t.Errorf("modern batch not refused: %s", line)
 	}
 }
+
+// TestModernListenRaw opens a subscriptions/listen byte by byte: the acknowledgement comes
+// first with the honoured subset, notifications carry the listen id as subscriptionId,
+// and kinds not asked for are not delivered; cancelling the listen ends it.
+func TestModernListenRaw(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, everythingUpstream("everything", "ev"))
+	rc := startRaw(t, cfg)
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	rc.send(`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + meta + `}}`)
+	ack := rc.next(30 * time.Second)
+	if !strings.Contains(string(ack), `"method":"notifications/subscriptions/acknowledged"`) ||
+		!strings.Contains(string(ack), `"io.modelcontextprotocol/subscriptionId":"sub-1"`) ||
+		!strings.Contains(string(ack), `"toolsListChanged":true`) || strings.Contains(string(ack), "prompts") {
+		t.Fatalf("first message of the subscription: %s", ack)
+	}
+	rc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ev__test_trigger_prompt_change",` + meta + `}}`)
+	rc.response("2")
+	rc.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ev__test_trigger_tool_change",` + meta + `}}`)
+	rc.response("3")
+	var sawTools bool
+	timeout := time.After(10 * time.Second)
+	for !sawTools {
+		select {
+		case l := <-rc.lines:
+			s := string(l)
+			if strings.Contains(s, "prompts/list_changed") {
+				t.Errorf("a kind the subscription did not ask for was delivered: %s", s)
+			}
+			if strings.Contains(s, "notifications/tools/list_changed") {
+				sawTools = true
+				if !strings.Contains(s, `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
+					t.Errorf("notification not tagged with the subscription: %s", s)
+				}
+			}
+		case <-timeout:
+			t.Fatalf("no tools/list_changed on the subscription")
+		}
+	}
+	rc.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1"}}`)
+	rc.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ev__test_trigger_tool_change",` + meta + `}}`)
+	rc.response("4")
+	select {
+	case l := <-rc.lines:
+		t.Errorf("message after the subscription was cancelled: %s", l)
+	case <-time.After(time.Second):
+	}
+}

@@ -25,7 +25,7 @@ func TestModernUpstreamInput(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			var sampled, elicited atomic.Int32
-			cs, stderr := connectSDKWithRoots(t, cfg, &mcp.ClientOptions{
+			cs, stderr, _ := connectSDKWithRoots(t, cfg, &mcp.ClientOptions{
 				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 					sampled.Add(1)
 					return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled answer"}}, nil

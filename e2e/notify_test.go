@@ -15,10 +15,10 @@ import (
 // refreshed catalogue and a notification, and that log messages name their upstream.
 func TestListChangedAndRestart(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, everythingUpstream("everything", "ev")+testUpstream("bad", "bad", nil, ""))
+	cfg := writeConfig(t, everythingUpstream("everything", "ev")+testUpstream("bad", "bad", []string{"-stderr-chatter"}, ""))
 	var changed atomic.Int32
 	var logs atomic.Pointer[string]
-	cs, _ := connectSDK(t, cfg, &mcp.ClientOptions{
+	cs, stderr := connectSDK(t, cfg, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
 			l := r.Params.Logger
@@ -74,5 +74,9 @@ func TestListChangedAndRestart(t *testing.T) {
 			}
 		}
 		return false
+	})
+	// The client's log level reached the upstream again after its restart.
+	waitFor("logging/setLevel re-applied after the restart", func() bool {
+		return strings.Count(stderr.String(), `received method=\"logging/setLevel\"`) >= 2
 	})
 }

@@ -20,7 +20,7 @@ func TestServerToClientRequests(t *testing.T) {
 
 	t.Run("capable client", func(t *testing.T) {
 		var sampled, elicited atomic.Int32
-		client := &mcp.ClientOptions{
+		opts := &mcp.ClientOptions{
 			CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 				sampled.Add(1)
 				return &mcp.CreateMessageResult{Model: "e2e-model", Role: "assistant",
@@ -31,7 +31,7 @@ func TestServerToClientRequests(t *testing.T) {
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "ada", "email": "ada@example.com", "name": "Ada", "age": 36}}, nil
 			},
 		}
-		cs, _ := connectSDKWithRoots(t, cfg, client, "2025-11-25", &mcp.Root{URI: "file:///e2e/workspace", Name: "workspace"})
+		cs, _, client := connectSDKWithRoots(t, cfg, opts, "2025-11-25", &mcp.Root{URI: "file:///e2e/workspace", Name: "workspace"})
 		ctx := ctxT(t, 60*time.Second)
 
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_sampling", Arguments: map[string]any{"prompt": "hi"}})
@@ -52,6 +52,21 @@ func TestServerToClientRequests(t *testing.T) {
 			if err != nil || !strings.Contains(textOf(res), "file:///e2e/workspace") {
 				t.Errorf("roots through the proxy: %v %q", err, textOf(res))
 			}
+			// A new root: the client's roots/list_changed reaches the upstream, which
+			// asks again and sees it.
+			client.AddRoots(&mcp.Root{URI: "file:///e2e/second", Name: "second"})
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "npm__get-roots-list"})
+				if err == nil && strings.Contains(textOf(res), "file:///e2e/second") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("roots/list_changed did not reach the upstream: %v %q", err, textOf(res))
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
 		} else {
 			t.Errorf("npm server-everything did not offer get-roots-list to a roots-capable client: %v", names)
 		}
@@ -69,7 +84,7 @@ func TestServerToClientRequests(t *testing.T) {
 }
 
 // connectSDKWithRoots is connectSDK with roots registered on the client.
-func connectSDKWithRoots(t *testing.T, cfg string, opts *mcp.ClientOptions, version string, roots ...*mcp.Root) (*mcp.ClientSession, *syncBuffer) {
+func connectSDKWithRoots(t *testing.T, cfg string, opts *mcp.ClientOptions, version string, roots ...*mcp.Root) (*mcp.ClientSession, *syncBuffer, *mcp.Client) {
 	t.Helper()
 	cmd, stderr := proxyCmd(cfg)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-go-sdk", Version: "1.0.0"}, opts)
@@ -87,5 +102,5 @@ func connectSDKWithRoots(t *testing.T, cfg string, opts *mcp.ClientOptions, vers
 		checkStderr(t, stderr)
 		assertGone(t, children)
 	})
-	return cs, stderr
+	return cs, stderr, client
 }

@@ -256,11 +256,12 @@ type UpstreamStatus struct {
 	Info      upstream.Info
 }
 
-// NotifyAll sends a client notification to every running upstream (for example
-// notifications/roots/list_changed).
+// NotifyAll sends a client notification to every running upstream of the legacy era
+// (notifications/roots/list_changed: the modern era has no such notification, its
+// servers ask for roots per request).
 func (r *Router) NotifyAll(method string, params json.RawMessage) {
 	for _, b := range r.backends {
-		if st, _ := b.up.State(); st == upstream.StateReady {
+		if st, _ := b.up.State(); st == upstream.StateReady && !b.up.Info().Modern {
 			if err := b.up.Notify(method, params); err != nil {
 				r.log.Debug().Err(err).Str("upstream", b.name).Str("method", method).Msg("fan-out notification")
 			}
