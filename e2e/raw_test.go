@@ -344,3 +344,15 @@ func TestUpstreamVersions(t *testing.T) {
 		t.Errorf("unsupported version not explained in the log:\n%s", rc.stderr)
 	}
 }
+
+// TestUpstreamPing has the upstream ping its client: the proxy answers by itself.
+func TestUpstreamPing(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, testUpstream("t", "t", nil, ""))
+	rc := startRaw(t, cfg)
+	rc.initialize()
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t__ping_client"}}`)
+	if m := rc.response("1"); !strings.Contains(string(m["result"]), "client answered ping: {}") {
+		t.Errorf("upstream ping: %s %s", m["result"], m["error"])
+	}
+}

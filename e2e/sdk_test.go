@@ -306,3 +306,36 @@ func TestDuplicateNames(t *testing.T) {
 		t.Errorf("collision was not logged")
 	}
 }
+
+// TestSDKCancel cancels a call from the Go SDK client (which sends
+// notifications/cancelled): the upstream sees the cancellation with its own request id,
+// and the session goes on.
+func TestSDKCancel(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, testUpstream("t", "t", nil, ""))
+	for _, version := range []string{"2025-11-25", ""} {
+		cs, stderr := connectSDK(t, cfg, nil, version)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__slow", Arguments: map[string]any{"ms": 30000}})
+			done <- err
+		}()
+		time.Sleep(300 * time.Millisecond)
+		cancel()
+		if err := <-done; err == nil {
+			t.Errorf("%q: cancelled call returned no error", version)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(stderr.String(), `"stderr":"cancelled`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%q: the upstream never saw the cancellation\n%s", version, stderr)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Errorf("%q: session did not go on after a cancel: %v", version, err)
+		}
+	}
+}

@@ -370,7 +370,7 @@ func listAllTools(t *testing.T, c *testClient, pageSize int) ([]string, int) {
 }
 
 func TestToolsPagination(t *testing.T) {
-	const builtins = 10
+	const builtins = 11
 	c := startServer(t, "-extra-tools", "25", "-page", "7", "-dup", "shared")
 	names, pages := listAllTools(t, c, 7)
 	total := builtins + 1 + 25

@@ -52,6 +52,8 @@ type server struct {
 	exit  func(*exitError)
 	tools *catalogue
 
+	outgoing outgoing // the server's own requests (ping_client)
+
 	handled atomic.Int64 // requests finished, for -exit-after
 
 	mu       sync.Mutex           // guards inflight, stopping and wg.Add
@@ -73,6 +75,7 @@ func newServer(cfg *config, out *lineWriter, logger *log.Logger, exit func(*exit
 		exit:     exit,
 		tools:    newCatalogue(cfg),
 		inflight: make(map[string]*inflight),
+		outgoing: outgoing{waiting: make(chan incoming, 1)},
 	}
 }
 
@@ -129,7 +132,12 @@ func (s *server) dispatch(ctx context.Context, line []byte) {
 	}
 	switch {
 	case msg.Method == "" && (len(msg.Result) > 0 || len(msg.Error) > 0):
-		// A response; this server sends no requests, so it answers nothing.
+		// A response to the server's own request (ping_client); never answered.
+		select {
+		case s.outgoing.waiting <- msg:
+		default:
+			s.log.Printf("unexpected response %s", msg.ID)
+		}
 	case msg.Method == "":
 		s.writeError(msg.ID, &rpcError{Code: codeInvalidRequest, Message: "Invalid Request: no method"})
 	case len(msg.ID) == 0:

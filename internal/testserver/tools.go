@@ -82,6 +82,7 @@ func newCatalogue(cfg *config) *catalogue {
 		{toolGarbage, "Writes a non-JSON line and a truncated JSON line to stdout, then answers.", schemaNone, garbage},
 		{toolEnv, "Returns the value of an environment variable.", schemaEnvVar, env},
 		{toolCwd, "Returns the server's working directory.", schemaNone, cwd},
+		{toolPingClient, "Pings the client and reports its answer.", schemaNone, pingClient},
 		{longToolName, "Echo under a 70-character name.", schemaAny, echo("")},
 		{veryLongToolName, "Echo under a 140-character name.", schemaAny, echo("")},
 	}
