@@ -57,9 +57,9 @@ func TestAdapt(t *testing.T) {
 func TestHeadID(t *testing.T) {
 	for head, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"xxxx`: "17",
-		`{"id":"s","jsonrpc":"2.0","res`: `"s"`,
-		`{"result":{"a":1},"id":9,`:       "9",
-		`{"jsonrpc":"2.0","resu`:          "",
+		`{"id":"s","jsonrpc":"2.0","res`:                                            `"s"`,
+		`{"result":{"a":1},"id":9,`:                                                 "9",
+		`{"jsonrpc":"2.0","resu`:                                                    "",
 	} {
 		got, ok := headID([]byte(head))
 		if got != want || ok != (want != "") {
