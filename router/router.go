@@ -225,14 +225,19 @@ func (r *Router) Subscribe(c Client) (unsubscribe func()) {
 	}
 }
 
-func (r *Router) broadcast(method string, params json.RawMessage) {
+// clientList returns the subscribed clients at this moment.
+func (r *Router) clientList() []Client {
 	r.clientsMu.Lock()
+	defer r.clientsMu.Unlock()
 	cs := make([]Client, 0, len(r.clients))
 	for c := range r.clients {
 		cs = append(cs, c)
 	}
-	r.clientsMu.Unlock()
-	for _, c := range cs {
+	return cs
+}
+
+func (r *Router) broadcast(method string, params json.RawMessage) {
+	for _, c := range r.clientList() {
 		c.Notify(method, params)
 	}
 }
@@ -305,12 +310,7 @@ func (r *Router) CorkUpstreams() (uncork func()) {
 
 // holdClients corks every subscribed client until the returned function is called.
 func (r *Router) holdClients() (release func()) {
-	r.clientsMu.Lock()
-	cs := make([]Client, 0, len(r.clients))
-	for c := range r.clients {
-		cs = append(cs, c)
-	}
-	r.clientsMu.Unlock()
+	cs := r.clientList()
 	for _, c := range cs {
 		c.Cork()
 	}

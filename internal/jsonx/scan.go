@@ -21,7 +21,7 @@ func scanValue(b []byte, i, depth int) (int, error) {
 		if depth >= maxDepth {
 			return 0, ErrSyntax
 		}
-		return scanObject(b, i, depth, nil)
+		return scanObject(b, i, depth)
 	case c == '[':
 		if depth >= maxDepth {
 			return 0, ErrSyntax
@@ -154,46 +154,15 @@ func scanNumber(b []byte, i int) (int, error) {
 // SkipWS returns the index of the first non-whitespace byte at or after i.
 func SkipWS(b []byte, i int) int { return skipWS(b, i) }
 
-// scanObject validates the object starting at b[i] == '{', calling fn (when not nil) for
-// each member.
-func scanObject(b []byte, i, depth int, fn func(rawKey, value []byte)) (int, error) {
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
+// scanObject validates the object starting at b[i] == '{' at the given depth.
+func scanObject(b []byte, i, depth int) (int, error) {
+	sc := objectScannerAt(b, i, depth)
+	for sc.Next() {
 	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, ErrSyntax
-		}
-		kEnd, err := scanString(b, i)
-		if err != nil {
-			return 0, err
-		}
-		key := b[i:kEnd]
-		i = skipWS(b, kEnd)
-		if i >= len(b) || b[i] != ':' {
-			return 0, ErrSyntax
-		}
-		vStart := skipWS(b, i+1)
-		vEnd, err := scanValue(b, vStart, depth+1)
-		if err != nil {
-			return 0, err
-		}
-		if fn != nil {
-			fn(key, b[vStart:vEnd])
-		}
-		i = skipWS(b, vEnd)
-		if i >= len(b) {
-			return 0, ErrSyntax
-		}
-		if b[i] == '}' {
-			return i + 1, nil
-		}
-		if b[i] != ',' {
-			return 0, ErrSyntax
-		}
-		i = skipWS(b, i+1)
+	if sc.err != nil {
+		return 0, sc.err
 	}
+	return sc.End, nil
 }
 
 // ObjectScanner walks the members of one JSON object while validating it, without
@@ -209,6 +178,7 @@ func scanObject(b []byte, i, depth int, fn func(rawKey, value []byte)) (int, err
 type ObjectScanner struct {
 	b          []byte
 	i          int
+	depth      int
 	key, value []byte
 	err        error
 	done       bool
@@ -218,12 +188,16 @@ type ObjectScanner struct {
 // NewObjectScanner returns a scanner of the object at the start of b (after optional
 // whitespace).
 func NewObjectScanner(b []byte) ObjectScanner {
-	sc := ObjectScanner{b: b}
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		sc.err, sc.done = ErrNotObject, true
-		return sc
+		return ObjectScanner{b: b, err: ErrNotObject, done: true}
 	}
+	return objectScannerAt(b, i, 0)
+}
+
+// objectScannerAt scans the object starting at b[i] == '{', nested depth levels deep.
+func objectScannerAt(b []byte, i, depth int) ObjectScanner {
+	sc := ObjectScanner{b: b, depth: depth}
 	sc.i = skipWS(b, i+1)
 	if sc.i < len(b) && b[sc.i] == '}' {
 		sc.End, sc.done = sc.i+1, true
@@ -251,7 +225,7 @@ func (sc *ObjectScanner) Next() bool {
 		return fail()
 	}
 	vStart := skipWS(b, i+1)
-	vEnd, err := scanValue(b, vStart, 1)
+	vEnd, err := scanValue(b, vStart, sc.depth+1)
 	if err != nil {
 		return fail()
 	}
