@@ -27,7 +27,6 @@ type session struct {
 
 	mu          sync.Mutex // guards the fields below
 	initialized bool       // initialize has been answered
-	version     string     // negotiated protocol version
 	inflight    map[string]*router.Canceller
 	unsubscribe func()
 	closed      bool // serve is returning: no new work may start
@@ -397,7 +396,6 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	}
 	ss.mu.Lock()
 	ss.initialized = true
-	ss.version = version
 	if ss.unsubscribe == nil {
 		ss.unsubscribe = ss.s.r.Subscribe(ss)
 	}
