@@ -68,6 +68,9 @@ func TestListChangedBurst(t *testing.T) {
 	}, "2025-11-25")
 	ctx := ctxT(t, 60*time.Second)
 	toolNames(t, cs)
+	if n := changed.Load(); n != 0 {
+		t.Errorf("%d list_changed before anything changed (the startup is not news)", n)
+	}
 	var wg sync.WaitGroup
 	for _, name := range []string{"one__test_trigger_tool_change", "two__test_trigger_tool_change"} {
 		wg.Add(1)

@@ -45,6 +45,8 @@ func (r *Router) rebuild() {
 	if !ch.tools && !ch.prompts && !ch.resources {
 		return
 	}
+	r.changeSeq++
+	r.pending.seq = r.changeSeq
 	r.pending.tools = r.pending.tools || ch.tools
 	r.pending.prompts = r.pending.prompts || ch.prompts
 	r.pending.resources = r.pending.resources || ch.resources
@@ -62,13 +64,13 @@ func (r *Router) flushNotifications() {
 	r.pending = changeSet{}
 	r.rebuildMu.Unlock()
 	if ch.tools {
-		r.broadcast(mcp.NotificationToolsListChanged, nil)
+		r.notifyChanged(mcp.NotificationToolsListChanged, ch.seq)
 	}
 	if ch.prompts {
-		r.broadcast(mcp.NotificationPromptsListChanged, nil)
+		r.notifyChanged(mcp.NotificationPromptsListChanged, ch.seq)
 	}
 	if ch.resources {
-		r.broadcast(mcp.NotificationResourcesListChanged, nil)
+		r.notifyChanged(mcp.NotificationResourcesListChanged, ch.seq)
 	}
 }
 

@@ -116,20 +116,25 @@ type Router struct {
 
 	snap atomic.Pointer[snapshot]
 
-	rebuildMu sync.Mutex // serialises rebuilds and guards pendingKinds and notifyTimer
+	rebuildMu sync.Mutex // serialises rebuilds and guards changeSeq, pending and timer
+	changeSeq uint64     // counts rebuilds that changed what clients see
 	pending   changeSet
 	timer     *time.Timer
 
-	clientsMu sync.Mutex // guards clients
-	clients   map[Client]struct{}
+	clientsMu sync.Mutex        // guards clients
+	clients   map[Client]uint64 // subscribed clients, with the changeSeq they subscribed at
 
 	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
 
 	tasks taskTable // experimental tasks: task id → creating upstream
 }
 
-// changeSet records which merged lists changed since the last notification.
-type changeSet struct{ tools, prompts, resources bool }
+// changeSet records which merged lists changed since the last notification, and the
+// sequence number of the latest of those changes.
+type changeSet struct {
+	tools, prompts, resources bool
+	seq                       uint64
+}
 
 // New returns a router with no upstreams. It has no side effects.
 func New(opts Options, log zerolog.Logger) *Router {
@@ -150,7 +155,7 @@ func New(opts Options, log zerolog.Logger) *Router {
 		log:     log,
 		cursors: newCursorCodec(),
 		byUp:    map[Upstream]*backend{},
-		clients: map[Client]struct{}{},
+		clients: map[Client]uint64{},
 	}
 	r.snap.Store(&snapshot{toolByName: map[string]*entry{}, promptByName: map[string]*entry{},
 		resByURI: map[string]*resource{}, rewritten: map[ownerURI]string{}})
@@ -215,8 +220,11 @@ func (r *Router) Close() error {
 // Subscribe registers a client for proxy-level notifications until the returned function
 // is called.
 func (r *Router) Subscribe(c Client) (unsubscribe func()) {
+	r.rebuildMu.Lock()
+	seq := r.changeSeq // the client sees the catalogue as of now: older changes are not news
+	r.rebuildMu.Unlock()
 	r.clientsMu.Lock()
-	r.clients[c] = struct{}{}
+	r.clients[c] = seq
 	r.clientsMu.Unlock()
 	return func() {
 		r.clientsMu.Lock()
@@ -239,6 +247,22 @@ func (r *Router) clientList() []Client {
 func (r *Router) broadcast(method string, params json.RawMessage) {
 	for _, c := range r.clientList() {
 		c.Notify(method, params)
+	}
+}
+
+// notifyChanged sends a list_changed notification to the clients that subscribed before
+// the change numbered seq.
+func (r *Router) notifyChanged(method string, seq uint64) {
+	r.clientsMu.Lock()
+	var cs []Client
+	for c, since := range r.clients {
+		if since < seq {
+			cs = append(cs, c)
+		}
+	}
+	r.clientsMu.Unlock()
+	for _, c := range cs {
+		c.Notify(method, nil)
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -232,4 +234,48 @@ func TestTemplateMatching(t *testing.T) {
 			t.Errorf("%s ~ %s = %v, want %v", tt.tmpl, tt.uri, got, tt.match)
 		}
 	}
+}
+
+type recClient struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (c *recClient) Notify(method string, _ json.RawMessage) {
+	c.mu.Lock()
+	c.got = append(c.got, method)
+	c.mu.Unlock()
+}
+func (c *recClient) Cork()   {}
+func (c *recClient) Uncork() {}
+func (c *recClient) Request(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	return nil, nil
+}
+
+// TestListChangedCoalescedAndNotStale checks that a burst of catalogue changes gives one
+// notification per kind, and that a client that subscribed after a change is not told
+// about it.
+func TestListChangedCoalescedAndNotStale(t *testing.T) {
+	a, b := newFake("a", "x"), newFake("b", "y")
+	r := New(Options{NotifyDelay: 20 * time.Millisecond}, zerolog.Nop())
+	r.Add(a, "a")
+	r.Add(b, "b")
+	early := &recClient{}
+	r.Subscribe(early)
+	r.rebuild() // both upstreams' tools appear
+	late := &recClient{}
+	r.Subscribe(late) // sees the catalogue as rebuilt: not news for it
+	a.cat.Tools = append(a.cat.Tools, json.RawMessage(`{"name":"x2","inputSchema":{"type":"object"}}`))
+	r.rebuild()
+	time.Sleep(100 * time.Millisecond)
+	early.mu.Lock()
+	if len(early.got) != 1 || early.got[0] != "notifications/tools/list_changed" {
+		t.Errorf("early client got %v, want one tools/list_changed for the burst", early.got)
+	}
+	early.mu.Unlock()
+	late.mu.Lock()
+	if len(late.got) != 1 {
+		t.Errorf("late client got %v, want only the change after it subscribed", late.got)
+	}
+	late.mu.Unlock()
 }
