@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -103,4 +104,21 @@ func connectSDKWithRoots(t *testing.T, cfg string, opts *mcp.ClientOptions, vers
 		assertGone(t, children)
 	})
 	return cs, stderr, client
+}
+
+// TestSlowClientAnswer: while the client takes its time over an upstream's request (a
+// person answering an elicitation form), the call that triggered it does not time out.
+func TestSlowClientAnswer(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, fmt.Sprintf("upstream \"everything\" {\n  command = [%s]\n  namespace = \"ev\"\n  protocol = \"legacy\"\n  timeout = \"1s\"\n}\n", q(everythingBin)))
+	cs, _ := connectSDK(t, cfg, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			time.Sleep(2500 * time.Millisecond) // longer than the upstream's timeout
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"username": "slow", "email": "s@example.com", "name": "S", "age": 1}}, nil
+		},
+	}, "2025-11-25")
+	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "ev__test_elicitation", Arguments: map[string]any{"message": "take your time"}})
+	if err != nil || res.IsError {
+		t.Errorf("a slow answer timed the call out: %v %q", err, textOf(res))
+	}
 }

@@ -91,15 +91,11 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
 		req.Input, req.Client = bc.input, bc
 	}
-	key := msg.ID.Key()
 	ss.mu.Lock()
-	ss.inflight[key] = &bc.canceller
+	ss.inflight[msg.ID.Key()] = &bc.canceller
 	ss.mu.Unlock()
 	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
 		defer ss.wg.Done()
-		ss.mu.Lock()
-		delete(ss.inflight, key)
-		ss.mu.Unlock()
 		bc.complete(res, err)
 	})
 }
@@ -120,15 +116,26 @@ func (bc *bridgeCall) complete(res json.RawMessage, err error) {
 }
 
 func (bc *bridgeCall) deliver(a *activeReq, res json.RawMessage, err error) {
-	if errors.Is(err, router.ErrCancelled) {
-		a.reply(nil)
-		return
+	switch {
+	case errors.Is(err, router.ErrCancelled):
+		bc.answer(a, nil)
+	case err != nil:
+		bc.answer(a, responseFor(a.id, nil, modernError(err)))
+	default:
+		bc.answer(a, jsonrpc.NewResult(a.id, modernResult(bc.method, res)))
 	}
-	if err != nil {
-		a.reply(responseFor(a.id, nil, modernError(err)))
-		return
+}
+
+// answer replies to one client request of this call; the request is then no longer in
+// flight (a notifications/cancelled naming it does nothing more).
+func (bc *bridgeCall) answer(a *activeReq, m *jsonrpc.Message) {
+	key := a.id.Key()
+	bc.ss.mu.Lock()
+	if bc.ss.inflight[key] == &bc.canceller {
+		delete(bc.ss.inflight, key)
 	}
-	a.reply(jsonrpc.NewResult(a.id, modernResult(bc.method, res)))
+	bc.ss.mu.Unlock()
+	a.reply(m)
 }
 
 // input is called (on the upstream's goroutine) when the legacy upstream asks for input
@@ -156,7 +163,7 @@ func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawM
 		"inputRequests": map[string]any{inputKey: map[string]any{"method": method, "params": params}},
 		"requestState":  state,
 	})
-	a.reply(jsonrpc.NewResult(a.id, res))
+	bc.answer(a, jsonrpc.NewResult(a.id, res))
 
 	timer := time.NewTimer(parkTTL)
 	defer timer.Stop()
@@ -205,6 +212,10 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 		bad("is already being retried")
 		return
 	}
+	// The retry is in flight for the client now: cancelling it cancels the call.
+	ss.mu.Lock()
+	ss.inflight[msg.ID.Key()] = &bc.canceller
+	ss.mu.Unlock()
 	p := bc.pending
 	bc.pending = nil
 	a := &activeReq{id: msg.ID, reply: reply}

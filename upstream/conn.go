@@ -45,6 +45,8 @@ type conn struct {
 	resMu      sync.Mutex         // guards resListens
 	resListens map[string][]int64 // modern upstream: subscription request ids by resource URI
 
+	asking atomic.Int32 // server-to-client requests being answered by a client right now
+
 	inboundMu sync.Mutex                    // guards inbound
 	inbound   map[string]context.CancelFunc // server-to-client requests being relayed, by raw id
 
@@ -193,6 +195,18 @@ func (c *conn) take(id int64) *pendingCall {
 	return pc
 }
 
+// extendDeadlines gives every call in flight its whole timeout again from now.
+func (c *conn) extendDeadlines() {
+	now := time.Now()
+	c.mu.Lock()
+	for _, pc := range c.pending {
+		if pc.deadline != math.MaxInt64 {
+			pc.deadline = now.Add(pc.timeout).UnixNano()
+		}
+	}
+	c.mu.Unlock()
+}
+
 // sweep times out calls past their deadline until the connection dies. One sweeper per
 // connection replaces a timer per call, which is measurably cheaper on the hot path; the
 // price is that a timeout fires up to one tick late.
@@ -206,6 +220,9 @@ func (c *conn) sweep() {
 		case <-c.ctx.Done():
 			return
 		case now := <-t.C:
+			if c.asking.Load() > 0 {
+				continue // a client is answering for this upstream: nothing times out
+			}
 			expired = expired[:0]
 			n := now.UnixNano()
 			c.mu.Lock()
@@ -409,7 +426,13 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 			c.inboundMu.Unlock()
 			cancel()
 		}()
+		// While a client answers (a person reading an elicitation form, a model sampling),
+		// the upstream's calls are waiting on it: their timeouts stop, and restart when
+		// the answer is in.
+		c.asking.Add(1)
 		res, rerr := c.u.events.Request(ctx, c.u, msg)
+		c.asking.Add(-1)
+		c.extendDeadlines()
 		if ctx.Err() != nil {
 			return // withdrawn by the upstream, or the connection is gone: no answer
 		}
