@@ -56,6 +56,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Msg("mcp-proxy serving on stdio")
 	err = srv.ServeStream(ctx, stdin, stdout)
 	log.Info().Msg("client gone; shutting down")
+	start := time.Now()
+	if cerr := r.Close(); cerr != nil {
+		log.Error().Err(cerr).Msg("stopping upstreams")
+	}
+	log.Info().Dur("took", time.Since(start)).Msg("upstreams stopped")
 	return err
 }
 

@@ -62,5 +62,8 @@ func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), exitError{code: 2, msg: fmt.Sprintf("invalid --log-format %q (json or console)", c.logFormat)}
 	}
+	// Milliseconds: a proxy's events are often closer together than a second. (zerolog
+	// keeps the format in a package variable; main owns the process, so it sets it.)
+	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
 }
