@@ -204,3 +204,32 @@ func TestModernListenRaw(t *testing.T) {
 	case <-time.After(time.Second):
 	}
 }
+
+// TestModernFirstRequestAndHints sends a modern tools/list as the very first message
+// (there is no initialize to wait in): it is answered from the started upstreams, with
+// the upstreams' caching hints merged (public only when every upstream says public;
+// a legacy upstream makes the list private).
+func TestModernFirstRequestAndHints(t *testing.T) {
+	t.Parallel()
+	const req = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, tc := range []struct {
+		name, cfg, scope string
+	}{
+		{"modern upstream", everythingUpstream("everything", "ev"), "public"},
+		{"modern and legacy upstreams", everythingUpstream("everything", "ev") + testUpstream("t", "t", nil, ""), "private"},
+	} {
+		rc := startRaw(t, writeConfig(t, tc.cfg))
+		rc.send(req)
+		var l struct {
+			Tools      []struct{ Name string }
+			CacheScope string `json:"cacheScope"`
+			TTLMs      *int   `json:"ttlMs"`
+		}
+		if err := json.Unmarshal(rc.response("1")["result"], &l); err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Tools) < 10 || l.CacheScope != tc.scope || l.TTLMs == nil {
+			t.Errorf("%s: %d tools, cacheScope %q, ttl %v", tc.name, len(l.Tools), l.CacheScope, l.TTLMs)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // entry is one tool or prompt in the merged catalogue.
@@ -53,6 +54,8 @@ type snapshot struct {
 	// rewritten maps (owner, original URI) to the exposed URI for the few URIs that had
 	// to be rewritten because two upstreams claimed them.
 	rewritten map[ownerURI]string
+	// hints are the merged caching hints of each list (indexed by list id).
+	hints [listTemplates + 1]upstream.CacheHint
 }
 
 type ownerURI struct {
@@ -86,6 +89,7 @@ func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot
 			s.templates = append(s.templates, &template{tmpl: ut, owner: b, raw: raw})
 		}
 	}
+	s.hints = mergeHints(bs)
 	for _, t := range s.templates {
 		if t.tmpl != nil {
 			s.byTemplateSpecificity = append(s.byTemplateSpecificity, t)
@@ -221,4 +225,31 @@ func equalLists[T any](a, b []T, raw func(T) json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// mergeHints merges the caching hints of each list over the upstreams serving it: the
+// smallest ttl, and private when any is (legacy upstreams count as ttl 0, private).
+func mergeHints(bs []*backend) (out [listTemplates + 1]upstream.CacheHint) {
+	started := [listTemplates + 1]bool{}
+	add := func(list byte, has bool, h upstream.CacheHint) {
+		if !has {
+			return
+		}
+		if !started[list] {
+			out[list], started[list] = h, true
+			return
+		}
+		out[list] = out[list].Merge(h)
+	}
+	for _, b := range bs {
+		if st, _ := b.up.State(); st != upstream.StateReady {
+			continue
+		}
+		info, cat := b.up.Info(), b.up.Catalogue()
+		add(listTools, info.HasTools(), cat.Hints.Tools)
+		add(listPrompts, info.HasPrompts(), cat.Hints.Prompts)
+		add(listResources, info.HasResources(), cat.Hints.Resources)
+		add(listTemplates, info.HasResources(), cat.Hints.Templates)
+	}
+	return out
 }

@@ -31,9 +31,10 @@ type Request struct {
 	// Meta identifies the client (capabilities narrowed to what the proxy relays, client
 	// info, log level) for upstreams that want it on every request.
 	Meta *ClientMeta
-	// ClientHandlesInput means the client takes input_required results itself (a modern
-	// client); otherwise the proxy obtains the input through Input and retries.
-	ClientHandlesInput bool
+	// Modern means the client speaks the 2026-07-28 era: merged lists carry caching
+	// hints, and input_required results reach it as they are (a legacy client's input is
+	// obtained through Input instead, and the upstream retried).
+	Modern bool
 }
 
 // InputFunc answers one server-to-client request on behalf of a client.
@@ -119,7 +120,7 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 		}
 	}
 	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
-		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.ClientHandlesInput},
+		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.Modern},
 		func(resp *jsonrpc.Message, err error) {
 			switch {
 			case err != nil:

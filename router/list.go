@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -68,6 +69,16 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 	if end < len(items) {
 		out = append(out, `,"nextCursor":`...)
 		out = jsonrpc.AppendString(out, r.cursors.encode(list, end))
+	}
+	if req.Modern {
+		h := snap.hints[list]
+		out = append(out, `,"ttlMs":`...)
+		out = strconv.AppendInt(out, h.TTLMs, 10)
+		if h.Public {
+			out = append(out, `,"cacheScope":"public"`...)
+		} else {
+			out = append(out, `,"cacheScope":"private"`...)
+		}
 	}
 	return append(out, '}'), nil
 }

@@ -127,6 +127,8 @@ type Router struct {
 	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
 
 	tasks taskTable // experimental tasks: task id → creating upstream
+
+	settled atomic.Bool // every upstream's first start attempt has finished
 }
 
 // changeSet records which merged lists changed since the last notification, and the
@@ -188,14 +190,24 @@ func (r *Router) Start(ctx context.Context) {
 // WaitReady waits until every upstream's first start attempt has finished (succeeded or
 // failed) or ctx ends, and returns the upstreams' errors joined.
 func (r *Router) WaitReady(ctx context.Context) error {
+	if r.settled.Load() {
+		return nil
+	}
 	var errs []error
 	for _, b := range r.backends {
 		if err := b.up.WaitFirstAttempt(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	if ctx.Err() == nil {
+		r.settled.Store(true)
+	}
 	return errors.Join(errs...)
 }
+
+// Settled reports, without waiting, whether every upstream's first start attempt has
+// finished (as observed by WaitReady).
+func (r *Router) Settled() bool { return r.settled.Load() }
 
 // Close stops every upstream (concurrently) and waits for them.
 func (r *Router) Close() error {

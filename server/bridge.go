@@ -82,7 +82,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	}
 	bc := &bridgeCall{ss: ss, id: ss.s.nextCall(), method: msg.Method, name: routeKey(msg.Params), caps: rm.parsed,
 		active: &activeReq{id: msg.ID, reply: reply}}
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, ClientHandlesInput: true,
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, Modern: true,
 		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if hasProgressToken(msg.Params) {
 		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }

@@ -99,12 +99,29 @@ func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta 
 		return
 	}
 
-	state, _, _ := jsonx.GetString(msg.Params, "requestState")
-	if state != "" {
-		ss.resume(ctx, msg, state, rm, reply)
+	serve := func() {
+		state, _, _ := jsonx.GetString(msg.Params, "requestState")
+		if state != "" {
+			ss.resume(ctx, msg, state, rm, reply)
+			return
+		}
+		ss.startModernCall(ctx, msg, rm, reply)
+	}
+	if ss.s.r.Settled() {
+		serve()
 		return
 	}
-	ss.startModernCall(ctx, msg, rm, reply)
+	// The first requests of a modern client may come before the upstreams are up (there
+	// is no initialize to wait in): they wait, off the reader, for the first start.
+	if !ss.track() {
+		reply(nil)
+		return
+	}
+	go func() {
+		defer ss.wg.Done()
+		ss.s.waitReady(ctx)
+		serve()
+	}()
 }
 
 // unsupportedVersion is the -32022 error listing what the proxy speaks.

@@ -90,12 +90,24 @@ const maxPages = 1000
 
 // listAll fetches every page of a list method and returns the items of key.
 func (c *conn) listAll(ctx context.Context, method, key string) ([]json.RawMessage, error) {
-	var items []json.RawMessage
+	items, _, err := c.listAllHinted(ctx, method, key)
+	return items, err
+}
+
+// listAllHinted is listAll that also returns the caching hints of the pages (the
+// smallest ttl; private when any page is).
+func (c *conn) listAllHinted(ctx context.Context, method, key string) (items []json.RawMessage, hint CacheHint, err error) {
+	hint = CacheHint{TTLMs: -1}
+	defer func() {
+		if hint.TTLMs < 0 {
+			hint = CacheHint{} // no page said anything: ttl 0
+		}
+	}()
 	var cursor *string
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
 		if page == maxPages {
-			return items, fmt.Errorf("%s: gave up after %d pages", method, maxPages)
+			return items, hint, fmt.Errorf("%s: gave up after %d pages", method, maxPages)
 		}
 		var params json.RawMessage
 		if cursor != nil {
@@ -103,33 +115,34 @@ func (c *conn) listAll(ctx context.Context, method, key string) ([]json.RawMessa
 		}
 		resp, err := c.call(ctx, &Request{Method: method, Params: params})
 		if err != nil {
-			return items, fmt.Errorf("%s: %w", method, err)
+			return items, hint, fmt.Errorf("%s: %w", method, err)
 		}
 		if resp.Error != nil {
-			return items, fmt.Errorf("%s: upstream error %d: %s", method, resp.Error.Code, resp.Error.Message)
+			return items, hint, fmt.Errorf("%s: upstream error %d: %s", method, resp.Error.Code, resp.Error.Message)
 		}
 		raw := map[string]json.RawMessage{}
 		if err := json.Unmarshal(resp.Result, &raw); err != nil {
-			return items, fmt.Errorf("%s: malformed result: %w", method, err)
+			return items, hint, fmt.Errorf("%s: malformed result: %w", method, err)
 		}
 		var next *string
 		if nc, ok := raw["nextCursor"]; ok && string(nc) != "null" {
 			if err := json.Unmarshal(nc, &next); err != nil {
-				return items, fmt.Errorf("%s: nextCursor is not a string: %w", method, err)
+				return items, hint, fmt.Errorf("%s: nextCursor is not a string: %w", method, err)
 			}
 		}
+		hint = hint.merge(pageHint(raw))
 		if list, ok := raw[key]; ok && string(list) != "null" {
 			var got []json.RawMessage
 			if err := json.Unmarshal(list, &got); err != nil {
-				return items, fmt.Errorf("%s: %q is not an array: %w", method, key, err)
+				return items, hint, fmt.Errorf("%s: %q is not an array: %w", method, key, err)
 			}
 			items = append(items, got...)
 		}
 		if next == nil || *next == "" {
-			return items, nil
+			return items, hint, nil
 		}
 		if seen[*next] {
-			return items, fmt.Errorf("%s: upstream repeated cursor %q; stopped paging", method, *next)
+			return items, hint, fmt.Errorf("%s: upstream repeated cursor %q; stopped paging", method, *next)
 		}
 		seen[*next] = true
 		cursor = next
@@ -140,23 +153,57 @@ func (c *conn) listAll(ctx context.Context, method, key string) ([]json.RawMessa
 func (c *conn) fetch(ctx context.Context, info Info, base *Catalogue, kinds Kinds) (*Catalogue, error) {
 	cat := *base
 	var errs []error
-	get := func(k Kinds, has bool, method, key string, dst *[]json.RawMessage) {
+	get := func(k Kinds, has bool, method, key string, dst *[]json.RawMessage, hint *CacheHint) {
 		if kinds&k == 0 {
 			return
 		}
 		if !has {
-			*dst = nil
+			*dst, *hint = nil, CacheHint{}
 			return
 		}
-		items, err := c.listAll(ctx, method, key)
+		items, h, err := c.listAllHinted(ctx, method, key)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		*dst = items
+		*dst, *hint = items, h
 	}
-	get(KindTools, info.HasTools(), mcp.MethodToolsList, "tools", &cat.Tools)
-	get(KindPrompts, info.HasPrompts(), mcp.MethodPromptsList, "prompts", &cat.Prompts)
-	get(KindResources, info.HasResources(), mcp.MethodResourcesList, "resources", &cat.Resources)
-	get(KindTemplates, info.HasResources(), mcp.MethodResourcesTemplatesList, "resourceTemplates", &cat.Templates)
+	get(KindTools, info.HasTools(), mcp.MethodToolsList, "tools", &cat.Tools, &cat.Hints.Tools)
+	get(KindPrompts, info.HasPrompts(), mcp.MethodPromptsList, "prompts", &cat.Prompts, &cat.Hints.Prompts)
+	get(KindResources, info.HasResources(), mcp.MethodResourcesList, "resources", &cat.Resources, &cat.Hints.Resources)
+	get(KindTemplates, info.HasResources(), mcp.MethodResourcesTemplatesList, "resourceTemplates", &cat.Templates, &cat.Hints.Templates)
 	return &cat, errors.Join(errs...)
+}
+
+// CacheHint is what a modern server says about caching a result (ttlMs, cacheScope). The
+// zero value, what legacy servers imply, is "do not reuse; for this caller only".
+type CacheHint struct {
+	TTLMs  int64 // 0: immediately stale
+	Public bool  // cacheScope "public"; false means "private"
+}
+
+// merge combines two hints for a merged result: the smallest ttl, and private wins.
+func (h CacheHint) merge(o CacheHint) CacheHint {
+	if h.TTLMs < 0 { // nothing yet
+		return o
+	}
+	return CacheHint{TTLMs: min(h.TTLMs, o.TTLMs), Public: h.Public && o.Public}
+}
+
+// Merge is merge for other packages.
+func (h CacheHint) Merge(o CacheHint) CacheHint { return h.merge(o) }
+
+func pageHint(raw map[string]json.RawMessage) CacheHint {
+	var h CacheHint
+	if t, ok := raw["ttlMs"]; ok {
+		_ = json.Unmarshal(t, &h.TTLMs)
+		if h.TTLMs < 0 {
+			h.TTLMs = 0
+		}
+	}
+	var scope string
+	if sc, ok := raw["cacheScope"]; ok {
+		_ = json.Unmarshal(sc, &scope)
+	}
+	h.Public = scope == "public"
+	return h
 }

@@ -118,6 +118,8 @@ type Catalogue struct {
 	Prompts   []json.RawMessage
 	Resources []json.RawMessage
 	Templates []json.RawMessage
+	// Hints are the caching hints each list came with (zero for legacy upstreams).
+	Hints struct{ Tools, Prompts, Resources, Templates CacheHint }
 }
 
 // Upstream is one configured MCP server. Create it with New, then Start; Close stops it.
