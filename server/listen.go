@@ -85,7 +85,6 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 		ss.notifyRaw(mcp.NotificationSubscriptionsAcked, ack)
 		// The listen stays open without a response: on stdio the client ends it with
 		// notifications/cancelled, after which nothing more is sent for it.
-		_ = reply
 	}()
 }
 
