@@ -20,6 +20,10 @@ const (
 	ProtocolAuto   = "auto"
 	ProtocolLegacy = "legacy"
 	ProtocolModern = "modern"
+
+	// HTTP upstream transports.
+	TransportAuto           = "auto"
+	TransportStreamableHTTP = "streamable-http"
 )
 
 // Limits enforced during validation.
@@ -65,5 +69,8 @@ type Upstream struct {
 	MaxMessageSize int               // bytes, max size of one message from this upstream; default 64<<20; >= 1024
 	Disabled       bool              // a disabled upstream is decoded and validated but not started
 	Protocol       string            // era: "auto" (probe server/discover, fall back to initialize), "legacy" or "modern"
+	URL            string            // a Streamable HTTP upstream instead of Command
+	Headers        map[string]string // sent to URL on every request (the upstream's own credentials)
+	Transport      string            // for URL: "auto" or "streamable-http"
 	DeclRange      hcl.Range         // where the block is, for diagnostics reported by other packages later
 }

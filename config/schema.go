@@ -42,6 +42,9 @@ type rawUpstream struct {
 	MaxMessageSize *hcl.Attribute `hcl:"max_message_size,optional"`
 	Disabled       *hcl.Attribute `hcl:"disabled,optional"`
 	Protocol       *hcl.Attribute `hcl:"protocol,optional"`
+	URL            *hcl.Attribute `hcl:"url,optional"`
+	Headers        *hcl.Attribute `hcl:"headers,optional"`
+	Transport      *hcl.Attribute `hcl:"transport,optional"`
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

@@ -44,7 +44,35 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 		})
 	}
 
-	u.Command = decodeCommand(e, raw)
+	if raw.URL != nil && raw.Command == nil {
+		if url, ok := e.string(raw.URL); ok {
+			if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+				e.errorf(raw.URL, "Invalid url", "\"url\" must be an http:// or https:// address, got %q.", url)
+			}
+			u.URL = url
+		}
+		if h, ok := e.stringMap(raw.Headers); ok {
+			u.Headers = h
+		}
+		u.Transport = TransportAuto
+		if t, ok := e.string(raw.Transport); ok {
+			if t != TransportAuto && t != TransportStreamableHTTP {
+				e.errorf(raw.Transport, "Invalid transport",
+					"\"transport\" must be %q or %q (legacy HTTP+SSE upstreams are not supported yet), got %q.", TransportAuto, TransportStreamableHTTP, t)
+			}
+			u.Transport = t
+		}
+	} else {
+		if raw.URL != nil {
+			e.errorf(raw.URL, "Conflicting arguments", "An upstream has either \"command\" (a child process) or \"url\" (an HTTP server), not both.")
+		}
+		for _, a := range []*hcl.Attribute{raw.Headers, raw.Transport} {
+			if a != nil {
+				e.errorf(a, "Unexpected argument", "%q applies to upstreams with a \"url\".", a.Name)
+			}
+		}
+		u.Command = decodeCommand(e, raw)
+	}
 
 	if env, ok := e.stringMap(raw.Env); ok {
 		if checkEnv(e, raw.Env, env) {

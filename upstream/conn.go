@@ -23,7 +23,7 @@ import (
 // routes. A restart makes a new conn; ids are never reused within one.
 type conn struct {
 	u    *Upstream
-	proc *transport.Process
+	proc transport.Link
 	log  zerolog.Logger
 
 	nextID atomic.Int64
@@ -68,14 +68,14 @@ type pendingCall struct {
 	stopCtx     func() bool // unregisters the context watcher, or nil
 }
 
-func newConn(ctx context.Context, u *Upstream, proc *transport.Process) *conn {
+func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 	ctx, cancel := context.WithCancel(ctx)
 	return &conn{
 		ctx:        ctx,
 		cancel:     cancel,
 		u:          u,
 		proc:       proc,
-		log:        u.log.With().Int("pid", proc.Pid()).Logger(),
+		log:        u.log.With().Str("peer", proc.Describe()).Logger(),
 		pending:    make(map[int64]*pendingCall),
 		progress:   make(map[string]func(json.RawMessage)),
 		inbound:    make(map[string]context.CancelFunc),

@@ -127,8 +127,10 @@ func (c *conn) modernMeta(req *Request) []jsonx.Change {
 // to initialize, whatever the error was.
 func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool) {
 	c.modern, c.version = true, mcp.ModernVersion // so that send stamps the request
+	c.proc.SetProtocolVersion(mcp.ModernVersion)
 	resp, err := c.call(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}"), Timeout: timeout})
 	c.modern, c.version = false, ""
+	c.proc.SetProtocolVersion("")
 	if err != nil || resp.Error != nil {
 		return Info{}, false
 	}
@@ -172,6 +174,7 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 		}
 		if info, ok := c.discover(ctx, probe); ok {
 			c.modern, c.version = true, info.ProtocolVersion
+			c.proc.SetProtocolVersion(info.ProtocolVersion)
 			return info, nil
 		}
 		if proto == ProtocolModern {
@@ -182,6 +185,7 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 	info, err := c.initialize(ctx)
 	if err == nil {
 		c.version = info.ProtocolVersion
+		c.proc.SetProtocolVersion(info.ProtocolVersion)
 	}
 	return info, err
 }

@@ -68,17 +68,23 @@ func recoverClose(ch chan struct{}) {
 // connect spawns the child, runs the handshake and fetches the catalogue, and publishes the
 // connection as ready.
 func (u *Upstream) connect(ctx context.Context) (*conn, error) {
-	proc, err := transport.StartProcess(transport.ProcessSpec{
-		Command:    u.spec.Command,
-		Env:        u.spec.Env,
-		Dir:        u.spec.Dir,
-		MaxMessage: u.spec.MaxMessage,
-		Stderr: func(line string) {
-			u.log.Info().Str("stderr", line).Msg("upstream stderr")
-		},
-	})
-	if err != nil {
-		return nil, err
+	var proc transport.Link
+	if u.spec.URL != "" {
+		proc = transport.DialHTTP(transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage})
+	} else {
+		p, err := transport.StartProcess(transport.ProcessSpec{
+			Command:    u.spec.Command,
+			Env:        u.spec.Env,
+			Dir:        u.spec.Dir,
+			MaxMessage: u.spec.MaxMessage,
+			Stderr: func(line string) {
+				u.log.Info().Str("stderr", line).Msg("upstream stderr")
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		proc = p
 	}
 	c := newConn(ctx, u, proc)
 	u.wg.Add(2)
@@ -162,13 +168,13 @@ func (u *Upstream) serve(ctx context.Context, c *conn) error {
 	}
 }
 
-func (u *Upstream) stopProcess(p *transport.Process) {
+func (u *Upstream) stopProcess(p transport.Link) {
 	if err := p.Stop(u.spec.StopGrace); err != nil {
 		u.log.Error().Err(err).Msg("stopping upstream process")
 	}
 }
 
-func (u *Upstream) exitError(p *transport.Process) error {
+func (u *Upstream) exitError(p transport.Link) error {
 	select {
 	case <-p.Done():
 		if err := p.ExitErr(); err != nil {

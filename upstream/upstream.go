@@ -24,7 +24,9 @@ import (
 // Spec is the static description of one upstream.
 type Spec struct {
 	Name           string            // the configured label, used in logs and errors
-	Command        []string          // program and arguments
+	Command        []string          // program and arguments (a child process), or
+	URL            string            // a Streamable HTTP endpoint
+	Headers        map[string]string // sent to the URL on every request
 	Env            map[string]string // added to the proxy's environment
 	Dir            string            // working directory
 	Timeout        time.Duration     // per request; zero means 60s

@@ -45,6 +45,8 @@ func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
 			StartupTimeout: uc.StartupTimeout,
 			MaxMessage:     uc.MaxMessageSize,
 			Protocol:       uc.Protocol,
+			URL:            uc.URL,
+			Headers:        uc.Headers,
 			ClientName:     proxyName(cfg),
 			ClientVersion:  buildVersion(),
 		}, log, r.Events())

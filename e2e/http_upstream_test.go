@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// startHTTPEverything runs the Go SDK everything-server over Streamable HTTP on a free
+// loopback port and returns its URL.
+func startHTTPEverything(t *testing.T, stateless bool) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(everythingBin, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless))
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("everything-server -http did not listen: %s", stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/mcp"
+}
+
+// TestHTTPUpstream reaches the Go SDK everything-server over Streamable HTTP, stateless
+// (2026-07-28) and with legacy sessions, from stdio clients of both eras: listing,
+// calling, progress over SSE, resources, and for the legacy session a server-to-client
+// request carried on the POST's SSE stream.
+func TestHTTPUpstream(t *testing.T) {
+	t.Parallel()
+	for _, stateless := range []bool{true, false} {
+		url := startHTTPEverything(t, stateless)
+		cfg := writeConfig(t, fmt.Sprintf("upstream \"remote\" {\n  url = %q\n  namespace = \"ev\"\n  headers = { X-Test = \"e2e\" }\n}\n", url))
+		for _, version := range []string{"2025-11-25", ""} {
+			t.Run(fmt.Sprintf("stateless=%v client=%q", stateless, version), func(t *testing.T) {
+				var progress, sampled atomic.Int32
+				cs, stderr := connectSDK(t, cfg, &mcp.ClientOptions{
+					ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+					CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+						sampled.Add(1)
+						return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "over http"}}, nil
+					},
+				}, version)
+				ctx := ctxT(t, 60*time.Second)
+				names := toolNames(t, cs)
+				if !slices.Contains(names, "ev__test_simple_text") {
+					t.Fatalf("tools over HTTP: %v\n%s", names, stderr)
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_simple_text"})
+				if err != nil || !strings.Contains(textOf(res), "simple text") {
+					t.Errorf("call over HTTP: %v %q", err, textOf(res))
+				}
+				p := &mcp.CallToolParams{Name: "ev__test_tool_with_progress"}
+				p.SetProgressToken("http-progress")
+				if _, err := cs.CallTool(ctx, p); err != nil || progress.Load() == 0 {
+					t.Errorf("progress over HTTP: %v (%d)", err, progress.Load())
+				}
+				if rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err != nil || len(rr.Contents) == 0 {
+					t.Errorf("read over HTTP: %v", err)
+				}
+				tool := "ev__test_input_required_result_sampling"
+				if !stateless {
+					tool = "ev__test_sampling"
+				}
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"prompt": "hi"}})
+				if err != nil || !strings.Contains(textOf(res), "over http") || sampled.Load() == 0 {
+					t.Errorf("sampling over HTTP (%s): %v %q", tool, err, textOf(res))
+				}
+			})
+		}
+	}
+}

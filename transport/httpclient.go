@@ -1,0 +1,369 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// HTTPSpec describes a Streamable HTTP upstream.
+type HTTPSpec struct {
+	URL        string
+	Headers    map[string]string // sent on every request (the upstream's own credentials)
+	MaxMessage int
+}
+
+// HTTPLink speaks Streamable HTTP to one upstream: every message is a POST; the answer
+// (JSON, or an SSE stream carrying related messages before the response) is queued for
+// ReadLine. A legacy session's id is kept and sent back, the server's GET stream is
+// followed when it offers one, and a 404 for the session ends the link (so the upstream
+// is re-initialized). Connections are pooled and reused.
+type HTTPLink struct {
+	spec   HTTPSpec
+	client *http.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	in chan []byte // messages from the server, in arrival order
+
+	mu        sync.Mutex // guards session, version, getting, err
+	session   string
+	version   string
+	getting   bool
+	err       error
+	done      chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // in-flight POSTs and the GET stream
+}
+
+var _ Link = (*HTTPLink)(nil)
+
+// sharedTransport pools connections across upstreams: Go's default keeps two idle
+// connections per host, far too few for a proxy.
+var sharedTransport = &http.Transport{
+	Proxy:               http.ProxyFromEnvironment,
+	DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	MaxIdleConns:        1024,
+	MaxIdleConnsPerHost: 256,
+	IdleConnTimeout:     90 * time.Second,
+	ForceAttemptHTTP2:   true,
+}
+
+// DialHTTP returns a link to a Streamable HTTP endpoint; nothing is sent yet.
+func DialHTTP(spec HTTPSpec) *HTTPLink {
+	ctx, cancel := context.WithCancel(context.Background())
+	if spec.MaxMessage <= 0 {
+		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
+	}
+	return &HTTPLink{spec: spec, client: &http.Client{Transport: sharedTransport}, ctx: ctx, cancel: cancel,
+		in: make(chan []byte, 1024), done: make(chan struct{})}
+}
+
+// Describe implements Link.
+func (l *HTTPLink) Describe() string { return l.spec.URL }
+
+// SetProtocolVersion implements Link: the version goes in MCP-Protocol-Version.
+func (l *HTTPLink) SetProtocolVersion(v string) {
+	l.mu.Lock()
+	l.version = v
+	l.mu.Unlock()
+}
+
+// Done implements Link.
+func (l *HTTPLink) Done() <-chan struct{} { return l.done }
+
+// ExitErr implements Link.
+func (l *HTTPLink) ExitErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Buffered implements Link.
+func (l *HTTPLink) Buffered() int { return len(l.in) }
+
+// Cork implements Link; every HTTP message is its own request.
+func (l *HTTPLink) Cork() {}
+
+// Uncork implements Link.
+func (l *HTTPLink) Uncork() error { return nil }
+
+// ReadLine implements Link.
+func (l *HTTPLink) ReadLine() ([]byte, error) {
+	select {
+	case b := <-l.in:
+		return b, nil
+	case <-l.done:
+		select { // drain what arrived before the end
+		case b := <-l.in:
+			return b, nil
+		default:
+		}
+		return nil, io.EOF
+	}
+}
+
+func (l *HTTPLink) fail(err error) {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
+		close(l.done)
+	})
+}
+
+// Write implements Link: the message is POSTed, and its answer read in the background.
+func (l *HTTPLink) Write(m *jsonrpc.Message) error {
+	select {
+	case <-l.done:
+		return fmt.Errorf("http link to %s is closed", l.spec.URL)
+	default:
+	}
+	body, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.spec.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	l.setHeaders(req)
+	// The 2026-07-28 request headers mirror the body; servers of earlier versions ignore
+	// them.
+	if m.Method != "" {
+		req.Header.Set("Mcp-Method", m.Method)
+		if name, ok, _ := jsonx.GetString(m.Params, "name"); ok {
+			req.Header.Set("Mcp-Name", headerValue(name))
+		} else if uri, ok, _ := jsonx.GetString(m.Params, "uri"); ok {
+			req.Header.Set("Mcp-Name", headerValue(uri))
+		}
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		l.post(req, m)
+	}()
+	return nil
+}
+
+func (l *HTTPLink) setHeaders(req *http.Request) {
+	for k, v := range l.spec.Headers {
+		req.Header.Set(k, v)
+	}
+	l.mu.Lock()
+	if l.session != "" {
+		req.Header.Set("Mcp-Session-Id", l.session)
+	}
+	if l.version != "" {
+		req.Header.Set("MCP-Protocol-Version", l.version)
+	}
+	l.mu.Unlock()
+}
+
+// post sends one request and queues what comes back.
+func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
+	resp, err := l.client.Do(req)
+	if err != nil {
+		if l.ctx.Err() == nil && m.IsRequest() {
+			l.synthesize(m, fmt.Sprintf("HTTP request to %s failed: %v", l.spec.URL, err))
+		}
+		return
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		l.mu.Lock()
+		first := l.session == ""
+		l.session = sid
+		l.mu.Unlock()
+		if first {
+			l.openGET()
+		}
+	}
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		return
+	case resp.StatusCode == http.StatusNotFound && l.hasSession():
+		// The server ended our session: this link is done; the upstream re-initializes.
+		l.fail(errors.New("the upstream ended its HTTP session (404)"))
+		return
+	}
+	ct := resp.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "text/event-stream"):
+		l.readSSE(resp.Body)
+	default:
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.spec.MaxMessage)+1))
+		switch {
+		case err != nil:
+			l.synthesize(m, fmt.Sprintf("reading the answer from %s: %v", l.spec.URL, err))
+		case len(b) > l.spec.MaxMessage:
+			l.synthesize(m, fmt.Sprintf("the answer from %s exceeds %d bytes", l.spec.URL, l.spec.MaxMessage))
+		case len(bytes.TrimSpace(b)) > 0 && jsonish(b):
+			l.push(b)
+		case m.IsRequest():
+			l.synthesize(m, fmt.Sprintf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
+		}
+	}
+}
+
+func jsonish(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && (b[0] == '{' || b[0] == '[')
+}
+
+func (l *HTTPLink) hasSession() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.session != ""
+}
+
+// push queues one message (compacted to one line) from the server.
+func (l *HTTPLink) push(b []byte) {
+	if bytes.IndexByte(b, '\n') >= 0 {
+		var c bytes.Buffer
+		if json.Compact(&c, b) == nil {
+			b = c.Bytes()
+		}
+	}
+	select {
+	case l.in <- b:
+	case <-l.done:
+	case <-l.ctx.Done():
+	}
+}
+
+// synthesize answers request m with a transport error, so that its caller is not left
+// waiting.
+func (l *HTTPLink) synthesize(m *jsonrpc.Message, msg string) {
+	if !m.IsRequest() {
+		return
+	}
+	e := jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -31002, Message: msg})
+	if b, err := e.Encode(); err == nil {
+		l.push(b)
+	}
+}
+
+// readSSE queues the data of every event of a stream until it ends.
+func (l *HTTPLink) readSSE(r io.Reader) (lastID string) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var data bytes.Buffer
+	for {
+		line, err := br.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0 && err == nil:
+			if data.Len() > 0 {
+				l.push(append([]byte(nil), data.Bytes()...))
+				data.Reset()
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		case bytes.HasPrefix(line, []byte("id:")):
+			lastID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+		}
+		if err != nil {
+			if data.Len() > 0 {
+				l.push(append([]byte(nil), data.Bytes()...))
+			}
+			return lastID
+		}
+	}
+}
+
+// openGET follows the server's GET stream (messages not tied to a request) while the
+// link lives, resuming after a break with Last-Event-ID.
+func (l *HTTPLink) openGET() {
+	l.mu.Lock()
+	if l.getting {
+		l.mu.Unlock()
+		return
+	}
+	l.getting = true
+	l.mu.Unlock()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		lastID := ""
+		for attempt := 0; l.ctx.Err() == nil; attempt++ {
+			req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.spec.URL, nil)
+			if err != nil {
+				return
+			}
+			req.Header.Set("Accept", "text/event-stream")
+			l.setHeaders(req)
+			if lastID != "" {
+				req.Header.Set("Last-Event-ID", lastID)
+			}
+			resp, err := l.client.Do(req)
+			if err == nil {
+				if resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotFound {
+					resp.Body.Close()
+					return // the server offers no GET stream
+				}
+				if id := l.readSSE(resp.Body); id != "" {
+					lastID = id
+				}
+				resp.Body.Close()
+			}
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+}
+
+// Stop implements Link: it ends the session (DELETE), then cancels what is in flight.
+func (l *HTTPLink) Stop(grace time.Duration) error {
+	l.mu.Lock()
+	sid := l.session
+	l.mu.Unlock()
+	if sid != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		req, err := http.NewRequestWithContext(ctx, http.MethodDelete, l.spec.URL, nil)
+		if err == nil {
+			l.setHeaders(req)
+			if resp, err := l.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		cancel()
+	}
+	l.cancel()
+	l.fail(errors.New("closed"))
+	l.wg.Wait()
+	return nil
+}
+
+// headerValue encodes a value for an Mcp-* header: plain visible ASCII as it is,
+// anything else as =?base64?...?=.
+func headerValue(s string) string {
+	plain := s != "" && s == strings.TrimSpace(s) && !strings.HasPrefix(s, "=?base64?")
+	for i := 0; plain && i < len(s); i++ {
+		plain = s[i] >= 0x21 && s[i] <= 0x7e || s[i] == ' '
+	}
+	if plain {
+		return s
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
+}
