@@ -97,3 +97,23 @@ func TestHTTPUpstream(t *testing.T) {
 		}
 	}
 }
+
+// TestBridgeURL exposes a remote server on stdin/stdout with `mcp-proxy bridge --url`,
+// without a config file, its names unprefixed.
+func TestBridgeURL(t *testing.T) {
+	t.Parallel()
+	url := startHTTPEverything(t, false)
+	cmd := exec.Command(proxyBin, "bridge", "--url", url, "--header", "X-Test=bridge", "--log-level", "debug")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctxT(t, 60*time.Second), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect through bridge: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "test_simple_text"})
+	if err != nil || !strings.Contains(textOf(res), "simple text") {
+		t.Errorf("call through bridge: %v %q\n%s", err, textOf(res), stderr)
+	}
+}

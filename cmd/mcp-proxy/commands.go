@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/router"
@@ -35,6 +37,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	return serveStdio(ctx, cfg, c.config, log, stdin, stdout)
+}
+
+// serveStdio serves the configured upstreams to one client on stdin/stdout.
+func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
 	if path := os.Getenv("MCP_PROXY_CPUPROFILE"); path != "" {
 		stop, err := startCPUProfile(path)
 		if err != nil {
@@ -52,9 +59,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		Instructions: cfg.Proxy.Instructions,
 		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
 	}, log)
-	log.Info().Str("config", c.config).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
+	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
-	err = srv.ServeStream(ctx, stdin, stdout)
+	err := srv.ServeStream(ctx, stdin, stdout)
 	log.Info().Msg("client gone; shutting down")
 	start := time.Now()
 	if cerr := r.Close(); cerr != nil {

@@ -63,6 +63,7 @@ Usage:
   mcp-proxy validate [--config FILE]               check a config file; exit 1 with diagnostics
   mcp-proxy tools    [--config FILE] [--json]      start the upstreams, print the merged tools
   mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
+  mcp-proxy bridge   --url URL [--header K=V]      expose one remote (Streamable HTTP) server on stdin/stdout
   mcp-proxy version                                print the version
 
 Common flags (after the command):
@@ -87,6 +88,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
+	case "bridge":
+		return cmdBridge(ctx, rest, stdin, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcp-proxy", buildVersion())
 		return nil
