@@ -117,3 +117,24 @@ func TestBridgeURL(t *testing.T) {
 		t.Errorf("call through bridge: %v %q\n%s", err, textOf(res), stderr)
 	}
 }
+
+// TestHTTPUpstreamParamHeaders calls a tool whose schema mirrors an argument into an
+// Mcp-Param-* header on a modern HTTP upstream: the proxy derives the header from the
+// upstream's own schema (the server rejects a mismatch with -32020).
+func TestHTTPUpstreamParamHeaders(t *testing.T) {
+	t.Parallel()
+	url := startHTTPEverything(t, true)
+	cfg := writeConfig(t, fmt.Sprintf("upstream \"remote\" {\n  url = %q\n  namespace = \"ev\"\n}\n", url))
+	cs, stderr := connectSDK(t, cfg, nil, "2025-11-25")
+	ctx := ctxT(t, 30*time.Second)
+	for _, args := range []map[string]any{
+		{"region": "eu-west", "level": 3},
+		{"region": "zürich (ü)", "level": 1}, // not plain ASCII: base64-encoded in the header
+		{"level": 2},                         // absent: no header
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_x_mcp_header", Arguments: args})
+		if err != nil || res.IsError {
+			t.Errorf("%v: %v %q\n%s", args, err, textOf(res), stderr)
+		}
+	}
+}

@@ -126,7 +126,11 @@ func (l *HTTPLink) fail(err error) {
 }
 
 // Write implements Link: the message is POSTed, and its answer read in the background.
-func (l *HTTPLink) Write(m *jsonrpc.Message) error {
+func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.WriteWithHeaders(m, nil) }
+
+// WriteWithHeaders is Write with extra request headers (the Mcp-Param-* mirrors of
+// tool arguments).
+func (l *HTTPLink) WriteWithHeaders(m *jsonrpc.Message, extra map[string]string) error {
 	select {
 	case <-l.done:
 		return fmt.Errorf("http link to %s is closed", l.spec.URL)
@@ -148,10 +152,13 @@ func (l *HTTPLink) Write(m *jsonrpc.Message) error {
 	if m.Method != "" {
 		req.Header.Set("Mcp-Method", m.Method)
 		if name, ok, _ := jsonx.GetString(m.Params, "name"); ok {
-			req.Header.Set("Mcp-Name", headerValue(name))
+			req.Header.Set("Mcp-Name", HeaderValue(name))
 		} else if uri, ok, _ := jsonx.GetString(m.Params, "uri"); ok {
-			req.Header.Set("Mcp-Name", headerValue(uri))
+			req.Header.Set("Mcp-Name", HeaderValue(uri))
 		}
+	}
+	for k, v := range extra {
+		req.Header.Set(k, v)
 	}
 	l.wg.Add(1)
 	go func() {
@@ -355,12 +362,12 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 	return nil
 }
 
-// headerValue encodes a value for an Mcp-* header: plain visible ASCII as it is,
-// anything else as =?base64?...?=.
-func headerValue(s string) string {
+// HeaderValue encodes a value for an Mcp-* header (2026-07-28): printable ASCII without
+// leading or trailing space as it is, anything else as =?base64?...?=.
+func HeaderValue(s string) string {
 	plain := s != "" && s == strings.TrimSpace(s) && !strings.HasPrefix(s, "=?base64?")
 	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x21 && s[i] <= 0x7e || s[i] == ' '
+		plain = s[i] >= 0x20 && s[i] <= 0x7e
 	}
 	if plain {
 		return s

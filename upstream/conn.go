@@ -84,6 +84,29 @@ func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 	}
 }
 
+// headerWriter is implemented by links that carry request headers (HTTP).
+type headerWriter interface {
+	WriteWithHeaders(m *jsonrpc.Message, headers map[string]string) error
+}
+
+// writeRequest writes a request, with the Mcp-Param-* headers a modern HTTP upstream's
+// tool schema asks for.
+func (c *conn) writeRequest(m *jsonrpc.Message) error {
+	if hw, ok := c.proc.(headerWriter); ok && c.modern && m.Method == mcp.MethodToolsCall {
+		name, _, _ := jsonx.GetString(m.Params, "name")
+		c.u.mu.Lock()
+		phs := c.u.paramHeaders[name]
+		c.u.mu.Unlock()
+		if h := headersFor(phs, m.Params); h != nil {
+			if err := hw.WriteWithHeaders(m, h); err != nil {
+				return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
+			}
+			return nil
+		}
+	}
+	return c.write(m)
+}
+
 func (c *conn) write(m *jsonrpc.Message) error {
 	if err := c.proc.Write(m); err != nil {
 		return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
@@ -165,7 +188,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		return 0
 	}
 
-	if err := c.write(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
+	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
 		if c.take(id) != nil {
 			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
 		}
@@ -543,6 +566,7 @@ func (c *conn) refreshLoop() {
 		current := u.cur == c
 		if current {
 			u.catalogue = cat
+			u.paramHeaders = paramHeaders(cat.Tools)
 		}
 		u.mu.Unlock()
 		if current {

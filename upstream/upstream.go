@@ -138,8 +138,10 @@ type Upstream struct {
 	info      Info
 	catalogue *Catalogue
 	restarts  int
-	started   bool
-	cancel    context.CancelFunc
+	// paramHeaders are the x-mcp-header annotations of the current catalogue's tools.
+	paramHeaders map[string][]paramHeader
+	started      bool
+	cancel       context.CancelFunc
 
 	firstDone chan struct{} // closed when the first start attempt has finished
 	wg        sync.WaitGroup
