@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,16 +25,27 @@ func startHTTPEverything(t *testing.T, stateless bool) string {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	stop := serveEverythingAt(t, addr, stateless)
+	t.Cleanup(stop)
+	return "http://" + addr + "/mcp"
+}
+
+// serveEverythingAt runs the everything-server over HTTP at addr until stop is called.
+func serveEverythingAt(t *testing.T, addr string, stateless bool) (stop func()) {
+	t.Helper()
 	cmd := exec.Command(everythingBin, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless))
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+		})
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		c, err := net.Dial("tcp", addr)
@@ -46,7 +58,7 @@ func startHTTPEverything(t *testing.T, stateless bool) string {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
+	return stop
 }
 
 // TestHTTPUpstream reaches the Go SDK everything-server over Streamable HTTP, stateless
@@ -136,5 +148,40 @@ func TestHTTPUpstreamParamHeaders(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Errorf("%v: %v %q\n%s", args, err, textOf(res), stderr)
 		}
+	}
+}
+
+// TestHTTPUpstreamSessionLost restarts a stateful HTTP upstream under the proxy: its
+// sessions are gone (404), and the proxy re-initializes and serves again.
+func TestHTTPUpstreamSessionLost(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	stop := serveEverythingAt(t, addr, false)
+	cfg := writeConfig(t, fmt.Sprintf("upstream \"remote\" {\n  url = %q\n  namespace = \"ev\"\n  protocol = \"legacy\"\n}\n", "http://"+addr+"/mcp"))
+	cs, stderr := connectSDK(t, cfg, nil, "2025-11-25")
+	ctx := ctxT(t, 60*time.Second)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_simple_text"}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	t.Cleanup(serveEverythingAt(t, addr, false)) // same address, no sessions
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_simple_text"})
+		if err == nil && !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy did not re-initialize the upstream: %v\n%s", err, stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), "404") && !strings.Contains(stderr.String(), "restarting") {
+		t.Errorf("the lost session was not logged:\n%s", stderr)
 	}
 }
