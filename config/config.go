@@ -24,6 +24,7 @@ const (
 	// HTTP upstream transports.
 	TransportAuto           = "auto"
 	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
 )
 
 // Limits enforced during validation.
@@ -71,6 +72,6 @@ type Upstream struct {
 	Protocol       string            // era: "auto" (probe server/discover, fall back to initialize), "legacy" or "modern"
 	URL            string            // a Streamable HTTP upstream instead of Command
 	Headers        map[string]string // sent to URL on every request (the upstream's own credentials)
-	Transport      string            // for URL: "auto" or "streamable-http"
+	Transport      string            // for URL: "auto", "streamable-http" or "sse" (legacy HTTP+SSE)
 	DeclRange      hcl.Range         // where the block is, for diagnostics reported by other packages later
 }

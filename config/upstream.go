@@ -56,9 +56,9 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 		}
 		u.Transport = TransportAuto
 		if t, ok := e.string(raw.Transport); ok {
-			if t != TransportAuto && t != TransportStreamableHTTP {
+			if t != TransportAuto && t != TransportStreamableHTTP && t != TransportSSE {
 				e.errorf(raw.Transport, "Invalid transport",
-					"\"transport\" must be %q or %q (legacy HTTP+SSE upstreams are not supported yet), got %q.", TransportAuto, TransportStreamableHTTP, t)
+					"\"transport\" must be %q, %q or %q, got %q.", TransportAuto, TransportStreamableHTTP, TransportSSE, t)
 			}
 			u.Transport = t
 		}

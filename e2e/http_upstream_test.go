@@ -185,3 +185,46 @@ func TestHTTPUpstreamSessionLost(t *testing.T) {
 		t.Errorf("the lost session was not logged:\n%s", stderr)
 	}
 }
+
+// TestSSEUpstream reaches npm's server-everything over the legacy HTTP+SSE transport
+// (2024-11-05), found by transport = "auto" after Streamable HTTP fails, and configured
+// explicitly.
+func TestSSEUpstream(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	l.Close()
+	cmd := exec.Command("node", npmEverything, "sse")
+	cmd.Env = append(cmd.Environ(), "PORT="+port)
+	srvErr := &syncBuffer{}
+	cmd.Stderr = srvErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything sse did not listen: %s", srvErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, transport := range []string{"auto", "sse"} {
+		t.Run(transport, func(t *testing.T) {
+			cfg := writeConfig(t, fmt.Sprintf("upstream \"old\" {\n  url = %q\n  transport = %q\n  namespace = \"old\"\n}\n", "http://"+addr+"/sse", transport))
+			cs, stderr := connectSDK(t, cfg, nil, "2025-11-25")
+			res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "old__echo", Arguments: map[string]any{"message": "over sse"}})
+			if err != nil || textOf(res) != "Echo: over sse" {
+				t.Errorf("call over HTTP+SSE: %v %q\n%s", err, textOf(res), stderr)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -266,34 +265,13 @@ func (l *HTTPLink) synthesize(m *jsonrpc.Message, msg string) {
 	}
 }
 
-// readSSE queues the data of every event of a stream until it ends.
+// readSSE queues the data of every message event of a stream until it ends.
 func (l *HTTPLink) readSSE(r io.Reader) (lastID string) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var data bytes.Buffer
-	for {
-		line, err := br.ReadBytes('\n')
-		line = bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(line) == 0 && err == nil:
-			if data.Len() > 0 {
-				l.push(append([]byte(nil), data.Bytes()...))
-				data.Reset()
-			}
-		case bytes.HasPrefix(line, []byte("data:")):
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
-		case bytes.HasPrefix(line, []byte("id:")):
-			lastID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+	return readEvents(r, func(event string, data []byte) {
+		if event == "" || event == "message" {
+			l.push(data)
 		}
-		if err != nil {
-			if data.Len() > 0 {
-				l.push(append([]byte(nil), data.Bytes()...))
-			}
-			return lastID
-		}
-	}
+	})
 }
 
 // openGET follows the server's GET stream (messages not tied to a request) while the

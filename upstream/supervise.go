@@ -70,7 +70,16 @@ func recoverClose(ch chan struct{}) {
 func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 	var proc transport.Link
 	if u.spec.URL != "" {
-		proc = transport.DialHTTP(transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage})
+		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage}
+		if u.httpKind() == TransportSSE {
+			l, err := transport.DialSSE(hs, u.spec.StartupTimeout)
+			if err != nil {
+				return nil, err
+			}
+			proc = l
+		} else {
+			proc = transport.DialHTTP(hs)
+		}
 	} else {
 		p, err := transport.StartProcess(transport.ProcessSpec{
 			Command:    u.spec.Command,
@@ -125,7 +134,20 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 		}
 		c.fail(err)
 		u.stopProcess(proc)
+		if u.spec.URL != "" && u.spec.Transport == TransportAuto && u.httpKind() == "" && ctx.Err() == nil {
+			// Not Streamable HTTP: try the legacy HTTP+SSE transport (2024-11-05).
+			u.setHTTPKind(TransportSSE)
+			c2, err2 := u.connect(ctx)
+			if err2 == nil {
+				return c2, nil
+			}
+			u.setHTTPKind("")
+			return nil, fmt.Errorf("neither Streamable HTTP (%v) nor HTTP+SSE (%v)", err, err2)
+		}
 		return nil, err
+	}
+	if u.spec.URL != "" && u.httpKind() == "" {
+		u.setHTTPKind(TransportStreamableHTTP) // the answer to auto, kept for restarts
 	}
 	u.mu.Lock()
 	if u.state == StateStopped {
@@ -220,4 +242,27 @@ func (u *Upstream) refresh(kinds Kinds) {
 			c.refreshLoop()
 		}()
 	}
+}
+
+// HTTP transports of an upstream with a URL.
+const (
+	TransportAuto           = "auto"
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// httpKind is the HTTP transport in use: configured, or learned by the first probe.
+func (u *Upstream) httpKind() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.spec.Transport != "" && u.spec.Transport != TransportAuto {
+		return u.spec.Transport
+	}
+	return u.learnedKind
+}
+
+func (u *Upstream) setHTTPKind(k string) {
+	u.mu.Lock()
+	u.learnedKind = k
+	u.mu.Unlock()
 }

@@ -27,6 +27,7 @@ type Spec struct {
 	Command        []string          // program and arguments (a child process), or
 	URL            string            // a Streamable HTTP endpoint
 	Headers        map[string]string // sent to the URL on every request
+	Transport      string            // for URL: TransportAuto (default), TransportStreamableHTTP or TransportSSE
 	Env            map[string]string // added to the proxy's environment
 	Dir            string            // working directory
 	Timeout        time.Duration     // per request; zero means 60s
@@ -131,13 +132,14 @@ type Upstream struct {
 	log    zerolog.Logger
 	events Events
 
-	mu        sync.Mutex // guards the fields below
-	cur       *conn      // live connection; nil unless state is StateReady
-	state     State
-	lastErr   error
-	info      Info
-	catalogue *Catalogue
-	restarts  int
+	mu          sync.Mutex // guards the fields below
+	cur         *conn      // live connection; nil unless state is StateReady
+	state       State
+	lastErr     error
+	info        Info
+	catalogue   *Catalogue
+	restarts    int
+	learnedKind string // the HTTP transport auto found
 	// paramHeaders are the x-mcp-header annotations of the current catalogue's tools.
 	paramHeaders map[string][]paramHeader
 	started      bool

@@ -47,6 +47,7 @@ func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
 			Protocol:       uc.Protocol,
 			URL:            uc.URL,
 			Headers:        uc.Headers,
+			Transport:      uc.Transport,
 			ClientName:     proxyName(cfg),
 			ClientVersion:  buildVersion(),
 		}, log, r.Events())

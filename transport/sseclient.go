@@ -1,0 +1,240 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// SSELink speaks the legacy HTTP+SSE transport (2024-11-05): one GET stream carries
+// every server message, and the first event names the URL to POST client messages to.
+type SSELink struct {
+	spec   HTTPSpec
+	client *http.Client
+	ctx    context.Context
+	cancel context.CancelFunc
+	post   string // from the endpoint event
+
+	in        chan []byte
+	done      chan struct{}
+	closeOnce sync.Once
+	mu        sync.Mutex // guards err
+	err       error
+	wg        sync.WaitGroup
+}
+
+var _ Link = (*SSELink)(nil)
+
+// DialSSE opens the event stream and waits (up to timeout) for the endpoint event.
+func DialSSE(spec HTTPSpec, timeout time.Duration) (*SSELink, error) {
+	if spec.MaxMessage <= 0 {
+		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &SSELink{spec: spec, client: &http.Client{Transport: sharedTransport}, ctx: ctx, cancel: cancel,
+		in: make(chan []byte, 1024), done: make(chan struct{})}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, spec.URL, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range spec.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("opening the SSE stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("GET %s: HTTP %d %s, not an event stream", spec.URL, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	endpoint := make(chan string, 1)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer resp.Body.Close()
+		readEvents(resp.Body, func(event string, data []byte) {
+			switch event {
+			case "endpoint":
+				select {
+				case endpoint <- string(data):
+				default:
+				}
+			case "", "message":
+				select {
+				case l.in <- data:
+				case <-ctx.Done():
+				}
+			}
+		})
+		l.fail(errors.New("the SSE stream ended"))
+	}()
+	select {
+	case ep := <-endpoint:
+		base, _ := url.Parse(spec.URL)
+		ref, err := url.Parse(ep)
+		if err != nil {
+			l.Stop(0)
+			return nil, fmt.Errorf("endpoint event %q: %w", ep, err)
+		}
+		l.post = base.ResolveReference(ref).String()
+		return l, nil
+	case <-l.done:
+		l.Stop(0)
+		return nil, errors.New("the SSE stream ended before its endpoint event")
+	case <-time.After(timeout):
+		l.Stop(0)
+		return nil, fmt.Errorf("no endpoint event from %s within %s", spec.URL, timeout)
+	}
+}
+
+// readEvents calls fn for every event of an SSE stream until it ends, and returns the
+// last event id seen (for Last-Event-ID).
+func readEvents(r io.Reader, fn func(event string, data []byte)) (lastID string) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var data bytes.Buffer
+	event := ""
+	for {
+		line, err := br.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0 && err == nil:
+			if data.Len() > 0 {
+				fn(event, append([]byte(nil), data.Bytes()...))
+			}
+			data.Reset()
+			event = ""
+		case bytes.HasPrefix(line, []byte("id:")):
+			lastID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		case bytes.HasPrefix(line, []byte("event:")):
+			event = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("event:"))))
+		}
+		if err != nil {
+			if data.Len() > 0 {
+				fn(event, append([]byte(nil), data.Bytes()...))
+			}
+			return lastID
+		}
+	}
+}
+
+// Write implements Link: the message is POSTed to the endpoint; the answer comes on the
+// stream.
+func (l *SSELink) Write(m *jsonrpc.Message) error {
+	select {
+	case <-l.done:
+		return fmt.Errorf("SSE link to %s is closed", l.spec.URL)
+	default:
+	}
+	body, err := m.Encode()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.post, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range l.spec.Headers {
+		req.Header.Set(k, v)
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		resp, err := l.client.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if resp.StatusCode < 300 {
+				return
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		if l.ctx.Err() == nil && m.IsRequest() {
+			e := jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -31002, Message: fmt.Sprintf("POST to %s failed: %v", l.post, err)})
+			if b, err := e.Encode(); err == nil {
+				select {
+				case l.in <- b:
+				case <-l.ctx.Done():
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// ReadLine implements Link.
+func (l *SSELink) ReadLine() ([]byte, error) {
+	select {
+	case b := <-l.in:
+		return b, nil
+	case <-l.done:
+		select {
+		case b := <-l.in:
+			return b, nil
+		default:
+		}
+		return nil, io.EOF
+	}
+}
+
+func (l *SSELink) fail(err error) {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
+		close(l.done)
+	})
+}
+
+// Stop implements Link.
+func (l *SSELink) Stop(time.Duration) error {
+	l.cancel()
+	l.fail(errors.New("closed"))
+	l.wg.Wait()
+	return nil
+}
+
+// Buffered implements Link.
+func (l *SSELink) Buffered() int { return len(l.in) }
+
+// Cork implements Link.
+func (l *SSELink) Cork() {}
+
+// Uncork implements Link.
+func (l *SSELink) Uncork() error { return nil }
+
+// Done implements Link.
+func (l *SSELink) Done() <-chan struct{} { return l.done }
+
+// ExitErr implements Link.
+func (l *SSELink) ExitErr() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Describe implements Link.
+func (l *SSELink) Describe() string { return l.spec.URL + " (HTTP+SSE)" }
+
+// SetProtocolVersion implements Link; this transport carries no version header.
+func (l *SSELink) SetProtocolVersion(string) {}
