@@ -84,15 +84,7 @@ func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta 
 
 	switch msg.Method {
 	case mcp.MethodServerDiscover:
-		if !ss.track() {
-			reply(nil)
-			return
-		}
-		go func() {
-			defer ss.wg.Done()
-			ss.s.waitReady(ctx)
-			reply(jsonrpc.NewResult(msg.ID, ss.s.discover()))
-		}()
+		ss.whenReady(ctx, reply, func() { reply(jsonrpc.NewResult(msg.ID, ss.s.discover())) })
 		return
 	case mcp.MethodSubscriptionsListen:
 		ss.listen(ctx, msg, reply)
@@ -107,12 +99,18 @@ func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta 
 		}
 		ss.startModernCall(ctx, msg, rm, reply)
 	}
+	// The first requests of a modern client may come before the upstreams are up (there
+	// is no initialize to wait in).
+	ss.whenReady(ctx, reply, serve)
+}
+
+// whenReady runs fn once the upstreams' first start has finished: at once when it has,
+// otherwise on a goroutine of its own, so that the reader goes on meanwhile.
+func (ss *session) whenReady(ctx context.Context, reply func(*jsonrpc.Message), fn func()) {
 	if ss.s.r.Settled() {
-		serve()
+		fn()
 		return
 	}
-	// The first requests of a modern client may come before the upstreams are up (there
-	// is no initialize to wait in): they wait, off the reader, for the first start.
 	if !ss.track() {
 		reply(nil)
 		return
@@ -120,7 +118,7 @@ func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta 
 	go func() {
 		defer ss.wg.Done()
 		ss.s.waitReady(ctx)
-		serve()
+		fn()
 	}()
 }
 
