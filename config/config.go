@@ -46,6 +46,7 @@ type Config struct {
 	Filename  string     // path of the file it came from
 	Proxy     Proxy      // the proxy block, or all defaults when the file has none
 	Upstreams []Upstream // in file order
+	Listen    []Listen   // at most one; none means stdin/stdout
 }
 
 // Proxy holds the settings of the optional proxy block.

@@ -93,6 +93,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Filename:  filename,
 		Proxy:     decodeProxies(e, raw.Proxies),
 		Upstreams: decodeUpstreams(e, raw.Upstreams, absBase),
+		Listen:    decodeListens(e, raw.Listens),
 	}
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{

@@ -15,6 +15,7 @@ import "github.com/hashicorp/hcl/v2"
 type rawFile struct {
 	Proxies   []rawProxy    `hcl:"proxy,block"`
 	Upstreams []rawUpstream `hcl:"upstream,block"`
+	Listens   []rawListen   `hcl:"listen,block"`
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be

@@ -85,7 +85,8 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, Modern: true,
 		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if hasProgressToken(msg.Params) {
-		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }
+		notify := ss.requestNotifier(ctx)
+		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
 	switch msg.Method {
 	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:

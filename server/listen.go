@@ -16,6 +16,7 @@ type listenSub struct {
 	id                        jsonrpc.ID
 	tools, prompts, resources bool
 	uris                      map[string]bool
+	notify                    func(method string, params json.RawMessage) // where its messages go
 }
 
 type subscriptionFilter struct {
@@ -52,7 +53,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 		}
 		_ = json.Unmarshal(ss.s.capabilities(), &caps)
 		want := p.Notifications
-		l := &listenSub{id: msg.ID, uris: map[string]bool{}}
+		l := &listenSub{id: msg.ID, uris: map[string]bool{}, notify: ss.requestNotifier(ctx)}
 		l.tools = want.ToolsListChanged && caps.Tools != nil
 		l.prompts = want.PromptsListChanged && caps.Prompts != nil
 		l.resources = want.ResourcesListChanged && caps.Resources != nil
@@ -82,7 +83,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 			"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: json.RawMessage(msg.ID.Raw())},
 			"notifications": honoured,
 		})
-		ss.notifyRaw(mcp.NotificationSubscriptionsAcked, ack)
+		l.notify(mcp.NotificationSubscriptionsAcked, ack)
 		// The listen stays open without a response: on stdio the client ends it with
 		// notifications/cancelled, after which nothing more is sent for it.
 	}()
@@ -148,7 +149,7 @@ func (ss *session) notifyListens(method string, params json.RawMessage) {
 			continue
 		}
 		if p, err = jsonx.Set(p, "_meta", meta); err == nil {
-			ss.notifyRaw(method, p)
+			l.notify(method, p)
 		}
 	}
 }

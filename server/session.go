@@ -97,22 +97,7 @@ func (ss *session) serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
-		ss.mu.Lock()
-		ss.closed = true
-		inflight := make([]*router.Canceller, 0, len(ss.inflight))
-		for _, c := range ss.inflight {
-			inflight = append(inflight, c)
-		}
-		ss.mu.Unlock()
-		for _, c := range inflight {
-			c.Cancel() // the client is gone: stop its requests upstream
-		}
-		ss.wg.Wait()
-		ss.mu.Lock()
-		if ss.unsubscribe != nil {
-			ss.unsubscribe()
-		}
-		ss.mu.Unlock()
+		ss.shutdown()
 	}()
 	// Lines are handled on the reading goroutine itself: routing a request writes it
 	// upstream without waiting, so there is no hand-off between reading and forwarding.
@@ -162,6 +147,28 @@ func (ss *session) serve(ctx context.Context) error {
 		// whatever it still reads is refused by track.
 		return nil
 	}
+}
+
+// shutdown ends the session: no new work starts, requests in flight are cancelled
+// upstream, and it returns once they have finished.
+func (ss *session) shutdown() {
+	ss.mu.Lock()
+	ss.closed = true
+	inflight := make([]*router.Canceller, 0, len(ss.inflight))
+	for _, c := range ss.inflight {
+		inflight = append(inflight, c)
+	}
+	ss.mu.Unlock()
+	for _, c := range inflight {
+		c.Cancel() // the client is gone: stop its requests upstream
+	}
+	ss.wg.Wait()
+	ss.mu.Lock()
+	if ss.unsubscribe != nil {
+		ss.unsubscribe()
+		ss.unsubscribe = nil
+	}
+	ss.mu.Unlock()
 }
 
 // handleLine decodes one line and acts on it. Nothing a client sends ends the session.
@@ -265,7 +272,8 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.Request, Client: ss,
 		Meta: ss.meta}
 	if hasProgressToken(msg.Params) {
-		req.Progress = func(p json.RawMessage) { ss.notifyRaw(mcp.NotificationProgress, p) }
+		notify := ss.requestNotifier(ctx)
+		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
 	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
 		defer ss.wg.Done()
@@ -403,4 +411,20 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")
 	return jsonrpc.NewResult(msg.ID, b)
+}
+
+// requestSinkKey carries, in a request's context, where notifications related to that
+// request go (an HTTP POST's event stream); without it they go to the session's stream.
+type requestSinkKey struct{}
+
+func withRequestSink(ctx context.Context, notify func(method string, params json.RawMessage)) context.Context {
+	return context.WithValue(ctx, requestSinkKey{}, notify)
+}
+
+// requestNotifier returns where the notifications of the request handled under ctx go.
+func (ss *session) requestNotifier(ctx context.Context) func(method string, params json.RawMessage) {
+	if f, ok := ctx.Value(requestSinkKey{}).(func(string, json.RawMessage)); ok {
+		return f
+	}
+	return ss.notifyRaw
 }

@@ -37,6 +37,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	if len(cfg.Listen) > 0 {
+		return serveHTTP(ctx, cfg, c.config, log)
+	}
 	return serveStdio(ctx, cfg, c.config, log, stdin, stdout)
 }
 

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/server"
+)
+
+// serveHTTP serves the configured upstreams over Streamable HTTP until ctx ends, then
+// drains: it stops accepting, lets requests in flight finish (up to 10 s), ends the
+// sessions and stops the upstreams.
+func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger) error {
+	l := cfg.Listen[0]
+	r := newEngine(cfg, log)
+	defer r.Close()
+	srv := server.New(r, server.Options{
+		Name:         proxyName(cfg),
+		Version:      proxyVersion(cfg),
+		Instructions: cfg.Proxy.Instructions,
+		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
+	}, log)
+	host, _, _ := net.SplitHostPort(l.Address)
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	h := srv.NewHTTPHandler(ctx, server.HTTPOptions{
+		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
+		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
+	})
+	ln, err := net.Listen("tcp", l.Address)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Info().Str("config", source).Str("address", ln.Addr().String()).Str("path", l.Path).
+		Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).Msg("mcp-proxy serving on HTTP")
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		h.Close()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info().Msg("shutting down: draining HTTP requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.Close() // ends sessions and their event streams, so Shutdown is not held by them
+	err = hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		hs.Close()
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"net"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Listen is a listen "http" block: the proxy serves MCP over Streamable HTTP (and the
+// legacy HTTP+SSE transport) instead of stdin/stdout.
+type Listen struct {
+	Address        string        // host:port; default 127.0.0.1:8080 (loopback)
+	Path           string        // the MCP endpoint; default /mcp
+	AllowedOrigins []string      // Origin patterns allowed ("http://localhost:*"); other origins get 403
+	MaxBodySize    int           // bytes of one POST body; default 4 MiB
+	KeepAlive      time.Duration // comment lines on idle event streams; default 15s
+	SessionIdle    time.Duration // legacy sessions idle this long are ended; default 30m
+	MaxSessions    int           // default 1000
+	DeclRange      hcl.Range
+}
+
+type rawListen struct {
+	Kind           string         `hcl:"kind,label"`
+	Address        *hcl.Attribute `hcl:"address,optional"`
+	Path           *hcl.Attribute `hcl:"path,optional"`
+	AllowedOrigins *hcl.Attribute `hcl:"allowed_origins,optional"`
+	MaxBodySize    *hcl.Attribute `hcl:"max_body_size,optional"`
+	KeepAlive      *hcl.Attribute `hcl:"keepalive,optional"`
+	SessionIdle    *hcl.Attribute `hcl:"session_idle_timeout,optional"`
+	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
+
+	KindRange hcl.Range `hcl:"kind,label_range"`
+	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+func decodeListens(e *evaluator, raws []rawListen) []Listen {
+	var out []Listen
+	for i := range raws {
+		raw := &raws[i]
+		if raw.Kind != "http" {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid listen kind",
+				Detail: `The only listen kind is "http": listen "http" { address = "127.0.0.1:8080" }.`, Subject: raw.KindRange.Ptr()})
+			continue
+		}
+		if len(out) == 1 {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate listen block",
+				Detail: "Only one listen \"http\" block is supported.", Subject: raw.DefRange.Ptr()})
+			continue
+		}
+		l := Listen{Address: "127.0.0.1:8080", Path: "/mcp", MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
+			SessionIdle: 30 * time.Minute, MaxSessions: 1000, DeclRange: raw.DefRange}
+		if s, ok := e.string(raw.Address); ok {
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				e.errorf(raw.Address, "Invalid address", "\"address\" must be host:port, such as \"127.0.0.1:8080\": %v.", err)
+			}
+			l.Address = s
+		}
+		if s, ok := e.string(raw.Path); ok {
+			if !strings.HasPrefix(s, "/") {
+				e.errorf(raw.Path, "Invalid path", "\"path\" must start with /, got %q.", s)
+			}
+			l.Path = s
+		}
+		if list, ok := e.stringList(raw.AllowedOrigins); ok {
+			l.AllowedOrigins = list
+		}
+		if n, ok := e.int(raw.MaxBodySize); ok {
+			if n < 1024 {
+				e.errorf(raw.MaxBodySize, "Invalid max_body_size", "\"max_body_size\" must be at least 1024 bytes, got %d.", n)
+			}
+			l.MaxBodySize = n
+		}
+		if d, ok := e.duration(raw.KeepAlive); ok {
+			l.KeepAlive = d
+		}
+		if d, ok := e.duration(raw.SessionIdle); ok {
+			l.SessionIdle = d
+		}
+		if n, ok := e.int(raw.MaxSessions); ok {
+			if n < 1 {
+				e.errorf(raw.MaxSessions, "Invalid max_sessions", "\"max_sessions\" must be at least 1, got %d.", n)
+			}
+			l.MaxSessions = n
+		}
+		out = append(out, l)
+	}
+	return out
+}

@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// startHTTPProxy runs `mcp-proxy run` with a listen "http" block and returns its URL.
+func startHTTPProxy(t *testing.T, upstreams string) (string, *syncBuffer) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := writeConfig(t, fmt.Sprintf("listen \"http\" {\n  address = %q\n  path = \"/mcp\"\n}\n", addr)+upstreams)
+	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		children := childPIDs(cmd.Process.Pid)
+		cmd.Process.Signal(interruptSignal())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("the HTTP proxy did not stop on SIGINT\n%s", stderr)
+		}
+		checkStderr(t, stderr)
+		assertGone(t, children)
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy did not listen:\n%s", stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/mcp", stderr
+}
+
+// TestHTTPFrontEnd serves stdio upstreams over Streamable HTTP to the Go SDK client in
+// both eras: list, call, progress and sampling on the request's event stream, and the
+// security checks on Origin and Host.
+func TestHTTPFrontEnd(t *testing.T) {
+	t.Parallel()
+	url, stderr := startHTTPProxy(t, everythingUpstreamEra("everything", "ev", "legacy")+testUpstream("t", "t", nil, ""))
+	for _, version := range []string{"2025-11-25", ""} {
+		t.Run(fmt.Sprintf("client=%q", version), func(t *testing.T) {
+			var progress, sampled atomic.Int32
+			client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					sampled.Add(1)
+					return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "via http front"}}, nil
+				},
+			})
+			var sopts *mcp.ClientSessionOptions
+			if version != "" {
+				sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+			}
+			cs, err := client.Connect(ctxT(t, 60*time.Second), &mcp.StreamableClientTransport{Endpoint: url}, sopts)
+			if err != nil {
+				t.Fatalf("connect over HTTP: %v\n%s", err, stderr)
+			}
+			defer cs.Close()
+			ctx := ctxT(t, 60*time.Second)
+			names := toolNames(t, cs)
+			if !slices.Contains(names, "ev__test_simple_text") || !slices.Contains(names, "t__echo") {
+				t.Fatalf("tools over the HTTP front end: %v", names)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"over": "http"}})
+			if err != nil || !strings.Contains(textOf(res), "http") {
+				t.Errorf("call: %v %q", err, textOf(res))
+			}
+			p := &mcp.CallToolParams{Name: "ev__test_tool_with_progress"}
+			p.SetProgressToken("front-progress")
+			if _, err := cs.CallTool(ctx, p); err != nil || progress.Load() == 0 {
+				t.Errorf("progress over the HTTP front end: %v (%d)", err, progress.Load())
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_sampling", Arguments: map[string]any{"prompt": "hi"}})
+			if err != nil || !strings.Contains(textOf(res), "via http front") || sampled.Load() == 0 {
+				t.Errorf("sampling over the HTTP front end: %v %q\n%s", err, textOf(res), stderr)
+			}
+		})
+	}
+
+	t.Run("security and protocol checks", func(t *testing.T) {
+		post := func(headers map[string]string, body string) int {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			if h, ok := headers["Host"]; ok {
+				req.Host = h
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+		for _, c := range []struct {
+			name    string
+			headers map[string]string
+			body    string
+			want    int
+		}{
+			{"foreign Origin", map[string]string{"Origin": "http://evil.example"}, ping, 403},
+			{"foreign Host", map[string]string{"Host": "evil.example:80"}, ping, 403},
+			{"missing session", nil, ping, 400},
+			{"unknown session", map[string]string{"Mcp-Session-Id": "nope"}, ping, 404},
+			{"bad Accept", map[string]string{"Accept": "text/plain"}, ping, 406},
+			{"malformed JSON", nil, `{"jsonrpc":`, 400},
+		} {
+			if got := post(c.headers, c.body); got != c.want {
+				t.Errorf("%s: HTTP %d, want %d", c.name, got, c.want)
+			}
+		}
+	})
+}
+
+func interruptSignal() os.Signal { return os.Interrupt }
