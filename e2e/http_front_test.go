@@ -146,3 +146,46 @@ func TestHTTPFrontEnd(t *testing.T) {
 }
 
 func interruptSignal() os.Signal { return os.Interrupt }
+
+// TestBridgeListen serves one stdio server over Streamable HTTP with
+// `mcp-proxy bridge --listen ADDR -- CMD`, names unprefixed.
+func TestBridgeListen(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(proxyBin, "bridge", "--listen", addr, "--", testserverBin, "-name", "bridged")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bridge did not listen:\n%s", stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctxT(t, 30*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"via": "bridge"}})
+	if err != nil || !strings.Contains(textOf(res), "bridge") {
+		t.Errorf("call through bridge --listen: %v %q\n%s", err, textOf(res), stderr)
+	}
+}

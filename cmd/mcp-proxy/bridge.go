@@ -30,6 +30,8 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	var c common
 	fs := newFlagSet("bridge", stderr, &c)
 	url := fs.String("url", "", "the Streamable HTTP endpoint to expose on stdin/stdout")
+	listen := fs.String("listen", "", "serve the command after -- over Streamable HTTP at this host:port")
+	path := fs.String("path", "/mcp", "the HTTP endpoint path with --listen")
 	headers := headerFlags{}
 	fs.Var(headers, "header", "NAME=VALUE sent to the server on every request (repeatable)")
 	timeout := fs.Duration("timeout", 60*time.Second, "per request")
@@ -37,8 +39,22 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
+	const usage = "usage: mcp-proxy bridge --url URL [--header NAME=VALUE]...\n   or: mcp-proxy bridge --listen HOST:PORT [--path /mcp] -- COMMAND [ARGS...]"
+	if *listen != "" {
+		if *url != "" || len(pos) == 0 {
+			return exitError{code: 2, msg: usage}
+		}
+		log, err := c.logger(stderr)
+		if err != nil {
+			return err
+		}
+		cfg := bridgeConfig(config.Upstream{Name: "local", Command: pos}, *timeout)
+		cfg.Listen = []config.Listen{{Address: *listen, Path: *path, MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
+			SessionIdle: 30 * time.Minute, MaxSessions: 1000}}
+		return serveHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
+	}
 	if *url == "" || len(pos) > 0 {
-		return exitError{code: 2, msg: "usage: mcp-proxy bridge --url URL [--header NAME=VALUE]...  (serving a stdio server over HTTP needs the HTTP front end, not built yet)"}
+		return exitError{code: 2, msg: usage}
 	}
 	if !strings.HasPrefix(*url, "http://") && !strings.HasPrefix(*url, "https://") {
 		return exitError{code: 2, msg: fmt.Sprintf("--url must be an http:// or https:// address, got %q", *url)}
@@ -47,14 +63,21 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	cfg := &config.Config{
+	cfg := bridgeConfig(config.Upstream{Name: "remote", URL: *url, Headers: headers, Transport: config.TransportAuto}, *timeout)
+	return serveStdio(ctx, cfg, "bridge "+*url, log, stdin, stdout)
+}
+
+// bridgeConfig is the configuration of a bridge: one upstream, names unprefixed,
+// everything else at its defaults.
+func bridgeConfig(u config.Upstream, timeout time.Duration) *config.Config {
+	u.Namespace, u.Timeout, u.StartupTimeout = "", timeout, config.DefaultStartupTimeout
+	u.MaxMessageSize, u.Protocol = config.DefaultMaxMessageSize, config.ProtocolAuto
+	if u.Cwd == "" {
+		u.Cwd = "."
+	}
+	return &config.Config{
 		Proxy: config.Proxy{Name: config.DefaultName, Separator: config.DefaultSeparator,
 			PageSize: config.DefaultPageSize, MaxNameLength: config.DefaultMaxNameLength},
-		Upstreams: []config.Upstream{{
-			Name: "remote", URL: *url, Headers: headers, Transport: config.TransportAuto,
-			Namespace: "", Timeout: *timeout, StartupTimeout: config.DefaultStartupTimeout,
-			MaxMessageSize: config.DefaultMaxMessageSize, Protocol: config.ProtocolAuto,
-		}},
+		Upstreams: []config.Upstream{u},
 	}
-	return serveStdio(ctx, cfg, "bridge "+*url, log, stdin, stdout)
 }

@@ -26,8 +26,24 @@ func newFlagSet(name string, stderr io.Writer, c *common) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args, allowing flags after positional arguments too.
+// parseFlags parses args, allowing flags after positional arguments too; everything
+// after "--" is positional, as it is (a command and its own flags).
 func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for i, a := range args {
+		if a == "--" {
+			args, rest = args[:i], args[i+1:]
+			break
+		}
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return append(pos, rest...), nil
+}
+
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

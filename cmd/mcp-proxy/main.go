@@ -64,6 +64,7 @@ Usage:
   mcp-proxy tools    [--config FILE] [--json]      start the upstreams, print the merged tools
   mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
   mcp-proxy bridge   --url URL [--header K=V]      expose one remote (Streamable HTTP) server on stdin/stdout
+  mcp-proxy bridge   --listen ADDR -- CMD ARGS...  serve one stdio server over Streamable HTTP
   mcp-proxy version                                print the version
 
 Common flags (after the command):
