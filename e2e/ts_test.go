@@ -14,8 +14,20 @@ import (
 // elicitation relayed from a legacy upstream, read, get, and an unknown tool.
 func TestTypeScriptClient(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, everythingUpstreamEra("everything", "ev", "legacy")+npmUpstream("npm", "npm"))
-	cmd := exec.Command("node", filepath.Join("testdata", "ts-client.mjs"), proxyBin, cfg)
+	upstreams := everythingUpstreamEra("everything", "ev", "legacy") + npmUpstream("npm", "npm")
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		runTSClient(t, proxyBin, writeConfig(t, upstreams))
+	})
+	t.Run("streamable-http", func(t *testing.T) {
+		t.Parallel()
+		url, _ := startHTTPProxy(t, upstreams)
+		runTSClient(t, "--http", url)
+	})
+}
+
+func runTSClient(t *testing.T, arg1, arg2 string) {
+	cmd := exec.Command("node", filepath.Join("testdata", "ts-client.mjs"), arg1, arg2)
 	cmd.Dir = "." // node resolves the SDK from the repository's node_modules
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

@@ -1,8 +1,10 @@
 // A TypeScript SDK client (legacy era, 2025-11-25) driving mcp-proxy over stdio.
-// Usage: node ts-client.mjs PROXY_BIN CONFIG
+// Usage: node ts-client.mjs PROXY_BIN CONFIG     (stdio: spawns the proxy)
+//        node ts-client.mjs --http URL             (Streamable HTTP: a running proxy)
 // Prints one JSON object with what it observed; exits non-zero on any failure.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
@@ -28,7 +30,10 @@ client.setRequestHandler(ElicitRequestSchema, async () => {
 client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///ts/root", name: "ts" }] }));
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => out.logs.push(n.params.logger ?? ""));
 
-const transport = new StdioClientTransport({ command: proxy, args: ["run", "--config", config, "--log-level", "warn"], stderr: "inherit" });
+const transport =
+  proxy === "--http"
+    ? new StreamableHTTPClientTransport(new URL(config))
+    : new StdioClientTransport({ command: proxy, args: ["run", "--config", config, "--log-level", "warn"], stderr: "inherit" });
 await client.connect(transport);
 out.server = client.getServerVersion();
 out.protocolVersion = transport._protocolVersion ?? null;
