@@ -189,3 +189,21 @@ func TestBridgeListen(t *testing.T) {
 		t.Errorf("call through bridge --listen: %v %q\n%s", err, textOf(res), stderr)
 	}
 }
+
+// TestLegacySSEFrontEnd serves old (2024-11-05 HTTP+SSE) clients: the Go SDK's SSE
+// client transport opens /sse, gets the endpoint event and POSTs to it.
+func TestLegacySSEFrontEnd(t *testing.T) {
+	t.Parallel()
+	url, stderr := startHTTPProxy(t, testUpstream("t", "t", nil, ""))
+	base := strings.TrimSuffix(url, "/mcp")
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-sse", Version: "1"}, nil)
+	cs, err := client.Connect(ctxT(t, 30*time.Second), &mcp.SSEClientTransport{Endpoint: base + "/sse"}, nil)
+	if err != nil {
+		t.Fatalf("connect over HTTP+SSE: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"old": "sse"}})
+	if err != nil || !strings.Contains(textOf(res), "sse") {
+		t.Errorf("call over HTTP+SSE: %v %q\n%s", err, textOf(res), stderr)
+	}
+}

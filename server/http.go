@@ -136,7 +136,7 @@ func (h *HTTPHandler) expire() {
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != h.opts.Path {
+	if r.URL.Path != h.opts.Path && r.URL.Path != legacySSEPath && r.URL.Path != legacyMessagePath {
 		http.NotFound(w, r)
 		return
 	}
@@ -146,6 +146,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
 		httpError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Forbidden: Origin not allowed")
+		return
+	}
+	switch {
+	case r.URL.Path == legacySSEPath && r.Method == http.MethodGet:
+		h.legacySSE(w, r)
+		return
+	case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
+		h.legacyMessage(w, r)
+		return
+	case r.URL.Path != h.opts.Path:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	switch r.Method {
@@ -476,6 +487,20 @@ func (o *streamOut) send(m *jsonrpc.Message) {
 	}
 }
 
+func (o *streamOut) event(name string, data []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	o.w.Write([]byte("event: " + name + "\ndata: "))
+	o.w.Write(data)
+	o.w.Write([]byte("\n\n"))
+	if o.f != nil {
+		o.f.Flush()
+	}
+}
+
 func (o *streamOut) comment() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -532,6 +557,11 @@ func (e *eventSink) Write(p []byte) (int, error) {
 }
 
 func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Context) {
+	e.serveWith(w, r, ctx, nil)
+}
+
+// serveWith is serve with a first event written before anything else.
+func (e *eventSink) serveWith(w http.ResponseWriter, r *http.Request, ctx context.Context, first func(*streamOut)) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -541,6 +571,9 @@ func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Co
 		flusher.Flush()
 	}
 	out := &streamOut{w: w, f: flusher}
+	if first != nil {
+		first(out)
+	}
 	e.mu.Lock()
 	e.out = out // the newest GET stream wins: each message goes on exactly one stream
 	e.mu.Unlock()
@@ -563,4 +596,58 @@ func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Co
 			return
 		}
 	}
+}
+
+// The legacy HTTP+SSE transport (2024-11-05), for old clients: GET /sse opens the stream
+// of everything the server says, its first event names where to POST messages.
+const (
+	legacySSEPath     = "/sse"
+	legacyMessagePath = "/message"
+)
+
+// legacySSE opens a legacy HTTP+SSE session: the session's whole output is this stream.
+func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	if len(h.sessions) >= h.opts.MaxSessions {
+		h.mu.Unlock()
+		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
+		return
+	}
+	h.mu.Unlock()
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	id := hex.EncodeToString(b[:])
+	hs := &httpSession{id: id, get: newEventSink(h.opts.KeepAlive)}
+	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
+	hs.ss = newSession(h.s, transport.NewStream(strings.NewReader(""), hs.get, 0), h.s.log.With().Str("session", id[:8]).Logger())
+	hs.lastUsed.Store(time.Now().UnixNano())
+	h.mu.Lock()
+	h.sessions[id] = hs
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.sessions, id)
+		h.mu.Unlock()
+		hs.close()
+	}()
+	hs.get.serveWith(w, r, hs.ctx, func(out *streamOut) {
+		out.event("endpoint", []byte(legacyMessagePath+"?sessionId="+id))
+	})
+}
+
+// legacyMessage takes one message for a legacy HTTP+SSE session; the answer goes on the
+// session's stream.
+func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
+	hs := h.lookup(r.URL.Query().Get("sessionId"))
+	if hs == nil {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.opts.MaxBody)+1))
+	if err != nil || len(body) > h.opts.MaxBody {
+		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+		return
+	}
+	hs.ss.handleLine(hs.ctx, bytes.TrimSpace(body))
+	w.WriteHeader(http.StatusAccepted)
 }
