@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -205,5 +206,29 @@ func TestLegacySSEFrontEnd(t *testing.T) {
 	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"old": "sse"}})
 	if err != nil || !strings.Contains(textOf(res), "sse") {
 		t.Errorf("call over HTTP+SSE: %v %q\n%s", err, textOf(res), stderr)
+	}
+}
+
+// TestInspectorCLI lists and calls tools with the MCP Inspector CLI (npm) over the
+// legacy HTTP+SSE transport.
+func TestInspectorCLI(t *testing.T) {
+	t.Parallel()
+	url, stderr := startHTTPProxy(t, testUpstream("t", "t", nil, ""))
+	sse := strings.TrimSuffix(url, "/mcp") + "/sse"
+	cli := filepath.Join(repoRoot, "node_modules", ".bin", "mcp-inspector-cli")
+	run := func(args ...string) string {
+		cmd := exec.Command(cli, append([]string{"--cli", sse, "--transport", "sse"}, args...)...)
+		cmd.Dir = "." // the CLI looks for a package.json in the parent directory
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s\nproxy:\n%s", args, err, out, stderr)
+		}
+		return string(out)
+	}
+	if out := run("--method", "tools/list"); !strings.Contains(out, `"t__echo"`) {
+		t.Errorf("inspector tools/list: %s", out)
+	}
+	if out := run("--method", "tools/call", "--tool-name", "t__echo", "--tool-arg", "a=1"); !strings.Contains(out, `"structuredContent"`) {
+		t.Errorf("inspector tools/call: %s", out)
 	}
 }

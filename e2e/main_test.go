@@ -60,12 +60,14 @@ func setup(m *testing.M) (int, error) {
 		}
 	}
 	npmEverything = filepath.Join(repoRoot, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := os.Stat(npmEverything); err != nil {
+	_, errEverything := os.Stat(npmEverything)
+	_, errInspector := os.Stat(filepath.Join(repoRoot, "node_modules", ".bin", "mcp-inspector-cli"))
+	if errEverything != nil || errInspector != nil {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
 		cmd.Dir = repoRoot
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
-			return 0, fmt.Errorf("npm ci (installing server-everything from package-lock.json): %w", err)
+			return 0, fmt.Errorf("npm ci (installing the npm peers from package-lock.json): %w", err)
 		}
 	}
 	return m.Run(), nil
