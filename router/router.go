@@ -60,7 +60,7 @@ type Options struct {
 	PageSize      int    // items per page of merged lists; default 100
 	MaxNameLength int    // longest exposed tool or prompt name; default 128
 	// NotifyDelay coalesces bursts of catalogue changes into one list_changed per kind;
-	// default 200ms.
+	// default 300ms.
 	NotifyDelay time.Duration
 }
 
@@ -150,7 +150,7 @@ func New(opts Options, log zerolog.Logger) *Router {
 		opts.MaxNameLength = specMaxNameLength
 	}
 	if opts.NotifyDelay <= 0 {
-		opts.NotifyDelay = 200 * time.Millisecond
+		opts.NotifyDelay = 300 * time.Millisecond
 	}
 	r := &Router{
 		opts:    opts,

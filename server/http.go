@@ -100,6 +100,7 @@ func (h *HTTPHandler) Close() {
 	for _, hs := range all {
 		hs.close()
 	}
+	h.modern.shutdown()
 	h.wg.Wait()
 }
 
@@ -256,7 +257,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusBadRequest, msg.ID, mcp.CodeHeaderMismatch, "Header mismatch: Mcp-Method differs from the body")
 			return
 		}
-		h.serveRequest(w, r, h.modern, msg, true)
+		h.serveRequest(w, r, h.s.baseCtx, h.modern, msg, true)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -289,7 +290,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		hs.ss.deliverResponse(msg)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		h.serveRequest(w, r, hs.ss, msg, false)
+		h.serveRequest(w, r, hs.ctx, hs.ss, msg, false)
 	}
 }
 
@@ -351,7 +352,7 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 // serveRequest answers one request on an event stream: its related notifications first,
 // then its response. For a modern request a closed stream cancels it; a legacy request
 // goes on (the spec's rule) but its answer is lost.
-func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, ss *session, msg *jsonrpc.Message, modern bool) {
+func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, ss *session, msg *jsonrpc.Message, modern bool) {
 	flusher, _ := w.(http.Flusher)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
@@ -378,10 +379,6 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, ss *s
 			}
 			close(done)
 		})
-	}
-	base := ss.s.baseCtx
-	if hsCtx, ok := sessionContext(ss, h); ok {
-		base = hsCtx
 	}
 	ctx := withRequestSink(base, func(method string, params json.RawMessage) {
 		out.send(jsonrpc.NewNotification(method, params))
@@ -411,17 +408,6 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, ss *s
 			return
 		}
 	}
-}
-
-func sessionContext(ss *session, h *HTTPHandler) (context.Context, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, hs := range h.sessions {
-		if hs.ss == ss {
-			return hs.ctx, true
-		}
-	}
-	return nil, false
 }
 
 // getStream serves a legacy session's GET stream: messages tied to no request.
