@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,4 +347,32 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 		names = append(names, tool.Name)
 	}
 	return names
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// waitListening waits until something accepts connections at addr.
+func waitListening(t *testing.T, addr string, logs fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens at %s:\n%s", addr, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

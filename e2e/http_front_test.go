@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,12 +19,7 @@ import (
 // startHTTPProxy runs `mcp-proxy run` with a listen "http" block and returns its URL.
 func startHTTPProxy(t *testing.T, upstreams string) (string, *syncBuffer) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf("listen \"http\" {\n  address = %q\n  path = \"/mcp\"\n}\n", addr)+upstreams)
 	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
 	stderr := &syncBuffer{}
@@ -47,17 +41,7 @@ func startHTTPProxy(t *testing.T, upstreams string) (string, *syncBuffer) {
 		checkStderr(t, stderr)
 		assertGone(t, children)
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the proxy did not listen:\n%s", stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(t, addr, stderr)
 	return "http://" + addr + "/mcp", stderr
 }
 
@@ -152,12 +136,7 @@ func interruptSignal() os.Signal { return os.Interrupt }
 // `mcp-proxy bridge --listen ADDR -- CMD`, names unprefixed.
 func TestBridgeListen(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	cmd := exec.Command(proxyBin, "bridge", "--listen", addr, "--", testserverBin, "-name", "bridged")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -168,17 +147,7 @@ func TestBridgeListen(t *testing.T) {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bridge did not listen:\n%s", stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(t, addr, stderr)
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	cs, err := client.Connect(ctxT(t, 30*time.Second), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
 	if err != nil {

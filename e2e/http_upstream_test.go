@@ -19,12 +19,7 @@ import (
 // loopback port and returns its URL.
 func startHTTPEverything(t *testing.T, stateless bool) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	stop := serveEverythingAt(t, addr, stateless)
 	t.Cleanup(stop)
 	return "http://" + addr + "/mcp"
@@ -46,18 +41,7 @@ func serveEverythingAt(t *testing.T, addr string, stateless bool) (stop func()) 
 			cmd.Wait()
 		})
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("everything-server -http did not listen: %s", stderr)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitListening(t, addr, stderr)
 	return stop
 }
 
@@ -155,12 +139,7 @@ func TestHTTPUpstreamParamHeaders(t *testing.T) {
 // sessions are gone (404), and the proxy re-initializes and serves again.
 func TestHTTPUpstreamSessionLost(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddr(t)
 	stop := serveEverythingAt(t, addr, false)
 	cfg := writeConfig(t, fmt.Sprintf("upstream \"remote\" {\n  url = %q\n  namespace = \"ev\"\n  protocol = \"legacy\"\n}\n", "http://"+addr+"/mcp"))
 	cs, stderr := connectSDK(t, cfg, nil, "2025-11-25")
@@ -191,13 +170,8 @@ func TestHTTPUpstreamSessionLost(t *testing.T) {
 // explicitly.
 func TestSSEUpstream(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
+	addr := freeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
-	l.Close()
 	cmd := exec.Command("node", npmEverything, "sse")
 	cmd.Env = append(cmd.Environ(), "PORT="+port)
 	srvErr := &syncBuffer{}
@@ -206,17 +180,7 @@ func TestSSEUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything sse did not listen: %s", srvErr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitListening(t, addr, srvErr)
 	for _, transport := range []string{"auto", "sse"} {
 		t.Run(transport, func(t *testing.T) {
 			cfg := writeConfig(t, fmt.Sprintf("upstream \"old\" {\n  url = %q\n  transport = %q\n  namespace = \"old\"\n}\n", "http://"+addr+"/sse", transport))

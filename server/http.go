@@ -304,15 +304,15 @@ func (h *HTTPHandler) lookup(id string) *httpSession {
 	return hs
 }
 
-// initialize creates a legacy session and answers its handshake as JSON.
-func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+// newHTTPSession makes a session (not yet registered) with a cryptographically random
+// id, whose output goes to its event sink; nil when the cap on sessions is reached.
+func (h *HTTPHandler) newHTTPSession() *httpSession {
 	h.mu.Lock()
-	if len(h.sessions) >= h.opts.MaxSessions {
-		h.mu.Unlock()
-		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeInternalError, "Too many sessions")
-		return
-	}
+	full := len(h.sessions) >= h.opts.MaxSessions
 	h.mu.Unlock()
+	if full {
+		return nil
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	id := hex.EncodeToString(b[:])
@@ -320,6 +320,17 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.ss = newSession(h.s, transport.NewStream(strings.NewReader(""), hs.get, 0), h.s.log.With().Str("session", id[:8]).Logger())
 	hs.lastUsed.Store(time.Now().UnixNano())
+	return hs
+}
+
+// initialize creates a legacy session and answers its handshake as JSON.
+func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+	hs := h.newHTTPSession()
+	if hs == nil {
+		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeInternalError, "Too many sessions")
+		return
+	}
+	id := hs.id
 	done := make(chan *jsonrpc.Message, 1)
 	hs.ss.handleRequest(hs.ctx, msg, func(m *jsonrpc.Message) { done <- m })
 	resp := <-done
@@ -593,20 +604,12 @@ const (
 
 // legacySSE opens a legacy HTTP+SSE session: the session's whole output is this stream.
 func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	if len(h.sessions) >= h.opts.MaxSessions {
-		h.mu.Unlock()
+	hs := h.newHTTPSession()
+	if hs == nil {
 		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
 		return
 	}
-	h.mu.Unlock()
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails since Go 1.24
-	id := hex.EncodeToString(b[:])
-	hs := &httpSession{id: id, get: newEventSink(h.opts.KeepAlive)}
-	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
-	hs.ss = newSession(h.s, transport.NewStream(strings.NewReader(""), hs.get, 0), h.s.log.With().Str("session", id[:8]).Logger())
-	hs.lastUsed.Store(time.Now().UnixNano())
+	id := hs.id
 	h.mu.Lock()
 	h.sessions[id] = hs
 	h.mu.Unlock()

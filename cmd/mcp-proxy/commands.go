@@ -15,7 +15,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/router"
-	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
 // cmdRun serves the merged upstreams to one client on stdin/stdout.
@@ -56,12 +55,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, source string, log zero
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
 	r := newEngine(cfg, log)
 	defer r.Close()
-	srv := server.New(r, server.Options{
-		Name:         proxyName(cfg),
-		Version:      proxyVersion(cfg),
-		Instructions: cfg.Proxy.Instructions,
-		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
-	}, log)
+	srv := newServer(cfg, r, log)
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
 	err := srv.ServeStream(ctx, stdin, stdout)

@@ -3,11 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/server"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -68,4 +70,14 @@ func proxyVersion(cfg *config.Config) string {
 		return cfg.Proxy.Version
 	}
 	return buildVersion()
+}
+
+// newServer is the front end for cfg over r.
+func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger) *server.Server {
+	return server.New(r, server.Options{
+		Name:         proxyName(cfg),
+		Version:      proxyVersion(cfg),
+		Instructions: cfg.Proxy.Instructions,
+		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
+	}, log)
 }

@@ -20,12 +20,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	l := cfg.Listen[0]
 	r := newEngine(cfg, log)
 	defer r.Close()
-	srv := server.New(r, server.Options{
-		Name:         proxyName(cfg),
-		Version:      proxyVersion(cfg),
-		Instructions: cfg.Proxy.Instructions,
-		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
-	}, log)
+	srv := newServer(cfg, r, log)
 	host, _, _ := net.SplitHostPort(l.Address)
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
