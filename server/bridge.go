@@ -84,7 +84,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 		active: &activeReq{id: msg.ID, reply: reply}}
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, Modern: true,
 		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
-	if hasProgressToken(msg.Params) {
+	if meta, _ := modernMeta(msg.Params); hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}

@@ -364,15 +364,7 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 // then its response. For a modern request a closed stream cancels it; a legacy request
 // goes on (the spec's rule) but its answer is lost.
 func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, ss *session, msg *jsonrpc.Message, modern bool) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	out := &streamOut{w: w, f: flusher}
+	out := openEventStream(w)
 	clientID := msg.ID
 	inner := *msg
 	if modern {
@@ -458,6 +450,19 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// openEventStream answers with an event stream (not buffered by proxies in between).
+func openEventStream(w http.ResponseWriter) *streamOut {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return &streamOut{w: w, f: flusher}
+}
+
 // streamOut writes events to one response stream.
 type streamOut struct {
 	mu     sync.Mutex
@@ -467,20 +472,8 @@ type streamOut struct {
 }
 
 func (o *streamOut) send(m *jsonrpc.Message) {
-	b, err := m.Encode()
-	if err != nil {
-		return
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return
-	}
-	o.w.Write([]byte("event: message\ndata: "))
-	o.w.Write(b)
-	o.w.Write([]byte("\n\n"))
-	if o.f != nil {
-		o.f.Flush()
+	if b, err := m.Encode(); err == nil {
+		o.event("message", b)
 	}
 }
 
@@ -539,16 +532,7 @@ func (e *eventSink) Write(p []byte) (int, error) {
 		if len(line) == 0 {
 			continue
 		}
-		out.mu.Lock()
-		if !out.closed {
-			out.w.Write([]byte("event: message\ndata: "))
-			out.w.Write(line)
-			out.w.Write([]byte("\n\n"))
-			if out.f != nil {
-				out.f.Flush()
-			}
-		}
-		out.mu.Unlock()
+		out.event("message", line)
 	}
 	return len(p), nil
 }
@@ -559,15 +543,7 @@ func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Co
 
 // serveWith is serve with a first event written before anything else.
 func (e *eventSink) serveWith(w http.ResponseWriter, r *http.Request, ctx context.Context, first func(*streamOut)) {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
-	}
-	out := &streamOut{w: w, f: flusher}
+	out := openEventStream(w)
 	if first != nil {
 		first(out)
 	}

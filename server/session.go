@@ -223,7 +223,8 @@ func (ss *session) write(m *jsonrpc.Message) {
 // when nothing must be sent). initialize and ping are answered at
 // once; everything else runs in its own goroutine so a slow upstream blocks nobody.
 func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, reply func(*jsonrpc.Message)) {
-	if meta, version := modernMeta(msg.Params); version != "" || msg.Method == mcp.MethodServerDiscover {
+	meta, version := modernMeta(msg.Params)
+	if version != "" || msg.Method == mcp.MethodServerDiscover {
 		ss.handleModern(ctx, msg, meta, version, reply)
 		return
 	}
@@ -271,7 +272,7 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.Request, Client: ss,
 		Meta: ss.meta}
-	if hasProgressToken(msg.Params) {
+	if hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
@@ -300,15 +301,13 @@ func responseFor(id jsonrpc.ID, res json.RawMessage, err error) *jsonrpc.Message
 	return jsonrpc.NewErrorResponse(id, mcp.ProxyError(jsonrpc.CodeInternalError, "", err.Error()))
 }
 
-func hasProgressToken(params json.RawMessage) bool {
-	if len(params) == 0 {
+// hasProgressToken reports whether a request's _meta (nil when it has none) carries a
+// progress token.
+func hasProgressToken(meta json.RawMessage) bool {
+	if len(meta) == 0 {
 		return false
 	}
-	meta, ok, _ := jsonx.Get(params, "_meta")
-	if !ok {
-		return false
-	}
-	_, ok, _ = jsonx.Get(meta, mcp.MetaProgressToken)
+	_, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken)
 	return ok
 }
 
