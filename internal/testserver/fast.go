@@ -37,6 +37,7 @@ const (
 	fastToolsList
 	fastToolsCall
 	fastInitialized
+	fastAbsent // no method at all: a response, or not a message
 )
 
 func (m fastMethod) String() string {
@@ -87,7 +88,7 @@ type fastMessage struct {
 
 func (m *fastMessage) reset() {
 	m.ID = m.ID[:0]
-	m.Method = fastUnknown
+	m.Method = fastAbsent
 	m.Params.Name = m.Params.Name[:0]
 	m.Params.ProtocolVersion = m.Params.ProtocolVersion[:0]
 }
@@ -133,7 +134,7 @@ func (f *fastServer) serve(ctx context.Context, stdin io.Reader) error {
 			}
 			continue
 		}
-		f.respond(&msg)
+		f.respond(f.out, &msg)
 		if handled++; f.cfg.exitAfter > 0 && handled == f.cfg.exitAfter {
 			f.log.Printf("exiting after %d requests", handled)
 			f.out.close()
@@ -144,32 +145,34 @@ func (f *fastServer) serve(ctx context.Context, stdin io.Reader) error {
 	return nil
 }
 
-func (f *fastServer) respond(msg *fastMessage) {
+// respond writes the response to the request msg on out: stdout in stdio mode, the HTTP
+// response body in -http mode.
+func (f *fastServer) respond(out *lineWriter, msg *fastMessage) {
 	var err error
 	switch msg.Method {
 	case fastPing:
-		err = writeResult(f.out, msg.ID, fastPingResult)
+		err = writeResult(out, msg.ID, fastPingResult)
 	case fastToolsList:
-		err = writeResult(f.out, msg.ID, fastToolsResult)
+		err = writeResult(out, msg.ID, fastToolsResult)
 	case fastToolsCall:
 		if string(msg.Params.Name) == fastEchoName {
-			err = writeResult(f.out, msg.ID, fastEchoResult)
+			err = writeResult(out, msg.ID, fastEchoResult)
 		} else {
 			var name string
 			_ = json.Unmarshal(msg.Params.Name, &name) // absent or not a string: reported as ""
-			err = writeError(f.out, msg.ID, &rpcError{Code: codeInvalidParams, Message: "Unknown tool: " + name})
+			err = writeError(out, msg.ID, &rpcError{Code: codeInvalidParams, Message: "Unknown tool: " + name})
 		}
 	case fastInitialize:
-		err = f.initialize(msg)
+		err = f.initialize(out, msg)
 	default:
-		err = f.out.writeLine(responsePrefix, msg.ID, errorInfix, fastMethodNotFound, responseSuffix)
+		err = out.writeLine(responsePrefix, msg.ID, errorInfix, fastMethodNotFound, responseSuffix)
 	}
 	if err != nil && !errors.Is(err, errOutputClosed) {
 		f.log.Printf("writing response: %v", err)
 	}
 }
 
-func (f *fastServer) initialize(msg *fastMessage) error {
+func (f *fastServer) initialize(out *lineWriter, msg *fastMessage) error {
 	var requested string
 	_ = json.Unmarshal(msg.Params.ProtocolVersion, &requested) // absent or not a string: the latest
 	result, err := encode(initializeResult{
@@ -181,7 +184,7 @@ func (f *fastServer) initialize(msg *fastMessage) error {
 	if err != nil {
 		return err
 	}
-	return writeResult(f.out, msg.ID, result)
+	return writeResult(out, msg.ID, result)
 }
 
 func (f *fastServer) write(line []byte) {

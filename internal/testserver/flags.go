@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 )
 
 // config is the server's behaviour as chosen on the command line.
@@ -20,6 +21,11 @@ type config struct {
 	page             int    // tools per tools/list page; 0 means all at once
 	extraTools       int    // number of extra echo tools t0001..tNNNN
 	exitAfter        int64  // exit with status 4 after this many requests; 0 never
+
+	httpAddr      string        // serve Streamable HTTP on this host:port instead of stdio
+	httpAddrFile  string        // write the bound host:port here once listening
+	httpKeepAlive time.Duration // comment lines on idle GET streams
+	httpGet       bool          // serve GET streams; false answers 405
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -40,10 +46,16 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&cfg.page, "page", 0, "tools per tools/list page (`N`); 0 means one page")
 	fs.IntVar(&cfg.extraTools, "extra-tools", 0, "add `N` echo tools named t0001..tNNNN")
 	fs.Int64Var(&cfg.exitAfter, "exit-after", 0, "exit with status 4 after handling `N` requests; 0 means never")
+	fs.StringVar(&cfg.httpAddr, "http", "", "serve Streamable HTTP at http://`ADDR`/mcp (host:port; port 0 picks a free one) instead of stdin/stdout;\n"+
+		"GET /stats answers JSON counters (connections accepted, requests, sessions)")
+	fs.StringVar(&cfg.httpAddrFile, "http-addr-file", "", "with -http: write the bound host:port to this `file` once listening (written atomically)")
+	fs.DurationVar(&cfg.httpKeepAlive, "http-keepalive", 15*time.Second, "with -http: interval of the ': keep-alive' comments on idle GET streams")
+	fs.BoolVar(&cfg.httpGet, "http-get", true, "with -http: serve the GET event stream of a session (false answers 405)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: misbehave [flags]\n\n"+
-			"An MCP stdio server for tests. Tools: echo, slow, crash, big, fail,\n"+
-			"garbage, env, cwd, two very long names, and the -dup and -extra-tools ones.\n\nFlags:\n")
+			"An MCP server for tests, on stdio or (with -http) Streamable HTTP. Tools: echo,\n"+
+			"slow, crash, big, fail, garbage, env, cwd, two very long names, and the -dup and\n"+
+			"-extra-tools ones.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if len(args) > 0 {
@@ -64,6 +76,12 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.extraTools < 0 {
 		problems = append(problems, fmt.Errorf("-extra-tools must not be negative, got %d", cfg.extraTools))
+	}
+	if cfg.httpKeepAlive <= 0 {
+		problems = append(problems, fmt.Errorf("-http-keepalive must be positive, got %v", cfg.httpKeepAlive))
+	}
+	if cfg.httpAddr == "" && cfg.httpAddrFile != "" {
+		problems = append(problems, errors.New("-http-addr-file needs -http"))
 	}
 	if cfg.exitAfter < 0 {
 		problems = append(problems, fmt.Errorf("-exit-after must not be negative, got %d", cfg.exitAfter))

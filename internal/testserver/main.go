@@ -1,12 +1,14 @@
-// Command misbehave is a configurable MCP server over stdio for tests. The
-// end-to-end tests run it as an upstream that misbehaves on demand (it
-// crashes, prints garbage on stdout, exits after N requests, answers
-// notifications), and the load tool runs it with -fast as a trivial upstream.
+// Command misbehave is a configurable MCP server over stdio (or, with -http,
+// Streamable HTTP) for tests. The end-to-end tests run it as an upstream that
+// misbehaves on demand (it crashes, prints garbage on stdout, exits after N
+// requests, answers notifications), and the load tool runs it with -fast as a
+// trivial upstream, over stdio or HTTP.
 //
 // It speaks legacy MCP (2024-11-05 to 2025-11-25) as newline-delimited
-// JSON-RPC 2.0 on stdin and stdout and logs to stderr. It uses only the
-// standard library, never an MCP SDK, so that it can break the protocol in
-// ways an SDK would refuse. It is not a real server and must not be used as
+// JSON-RPC 2.0 on stdin and stdout and logs to stderr; -http ADDR serves the
+// same tools over Streamable HTTP at /mcp instead (see http.go). It uses only
+// the standard library, never an MCP SDK, so that it can break the protocol
+// in ways an SDK would refuse. It is not a real server and must not be used as
 // one: several of its tools are hostile on purpose.
 //
 // Build it with:
@@ -118,6 +120,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fmt.Errorf("writing banner: %w", err)
 		}
 		logger.Printf("%s: starting; the banner on stdout is deliberate", cfg.name)
+	}
+	if cfg.httpAddr != "" {
+		// Streamable HTTP instead of stdio: stdin is not read; SIGINT or SIGTERM (or
+		// ctx) ends the server.
+		return serveHTTP(ctx, cfg, logger)
 	}
 
 	parent := ctx

@@ -781,6 +781,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"-no-such-flag"}, 2},
 		{[]string{"-page", "-1"}, 2},
 		{[]string{"positional"}, 2},
+		{[]string{"-http-addr-file", "x"}, 2},
+		{[]string{"-http", "127.0.0.1:0", "-http-keepalive", "0s"}, 2},
 	} {
 		var stderr lockedBuffer
 		err := run(context.Background(), append([]string{"misbehave"}, tc.args...), strings.NewReader(""), io.Discard, &stderr)

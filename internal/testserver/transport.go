@@ -65,7 +65,20 @@ type lineWriter struct {
 }
 
 func newLineWriter(w io.Writer) *lineWriter {
-	return &lineWriter{bw: bufio.NewWriterSize(w, readBufferSize)}
+	return newLineWriterSize(w, readBufferSize)
+}
+
+func newLineWriterSize(w io.Writer, size int) *lineWriter {
+	return &lineWriter{bw: bufio.NewWriterSize(w, size)}
+}
+
+// reset points w at dst and reopens it, keeping its buffer: -http mode pools
+// one lineWriter per request in flight.
+func (w *lineWriter) reset(dst io.Writer) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.bw.Reset(dst)
+	w.closed = false
 }
 
 // writeLine writes the concatenation of parts and a newline, then flushes.
