@@ -10,16 +10,18 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // entry is one tool or prompt in the merged catalogue.
 type entry struct {
-	exposed  string          // the name clients see and call
-	original string          // the upstream's own name
-	quoted   []byte          // original as a JSON string, ready to splice into params
-	owner    *backend        // who serves it
-	raw      json.RawMessage // the item as clients see it (name rewritten)
+	exposed  string            // the name clients see and call
+	original string            // the upstream's own name
+	quoted   []byte            // original as a JSON string, ready to splice into params
+	owner    *backend          // who serves it
+	raw      json.RawMessage   // the item as clients see it (name rewritten)
+	headers  []mcp.ParamHeader // a tool's x-mcp-header annotations (2026-07-28 HTTP)
 }
 
 // resource is one listed resource.
@@ -155,6 +157,10 @@ func appendNamed(list []*entry, index map[string]*entry, b *backend, items []jso
 			}
 		}
 		e := &entry{exposed: exposed, original: name, quoted: jsonrpc.AppendString(nil, name), owner: b, raw: out}
+		if what == "tool" {
+			schema, _, _ := jsonx.Get(raw, "inputSchema")
+			e.headers, _ = mcp.ParamHeaders(schema) // an invalid annotation mirrors nothing
+		}
 		index[exposed] = e
 		list = append(list, e)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -327,6 +328,16 @@ func (r *Router) Tools() []Tool {
 		out[i] = Tool{Name: e.exposed, Upstream: e.owner.name, OriginalName: e.original, Description: desc}
 	}
 	return out
+}
+
+// ToolHeaders returns the x-mcp-header annotations of an exposed tool (nil when it has
+// none); ok is false when there is no such tool.
+func (r *Router) ToolHeaders(name string) (headers []mcp.ParamHeader, ok bool) {
+	e := r.snap.Load().toolByName[name]
+	if e == nil {
+		return nil, false
+	}
+	return e.headers, true
 }
 
 // CorkUpstreams holds writes to every upstream back until the returned function is

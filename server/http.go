@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/transport"
@@ -50,11 +51,17 @@ type HTTPHandler struct {
 
 type httpSession struct {
 	id       string
+	version  string // negotiated at initialize
 	ss       *session
 	get      *eventSink // the client's GET stream sink
 	ctx      context.Context
 	cancel   context.CancelFunc
 	lastUsed atomic.Int64
+
+	mu         sync.Mutex              // guards the fields below
+	streams    map[string]*eventStream // resumable POST answer streams by id
+	order      []string                // stream ids, oldest first
+	nextStream uint64
 }
 
 // NewHTTPHandler returns the handler; Close ends its sessions.
@@ -76,7 +83,7 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 	}
 	s.baseCtx = ctx
 	h := &HTTPHandler{s: s, opts: opts, sessions: map[string]*httpSession{}, stop: make(chan struct{})}
-	h.modern = newSession(s, transport.NewStream(strings.NewReader(""), io.Discard, 0), s.log.With().Str("session", "http-modern").Logger())
+	h.modern = newSession(s, transport.NewOutputStream(io.Discard), s.log.With().Str("session", "http-modern").Logger())
 	h.wg.Add(1)
 	go h.expire()
 	return h
@@ -232,7 +239,10 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
-		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not supported over HTTP by mcp-proxy")
+		hs := h.sessionOf(w, r, jsonrpc.ID{})
+		if hs != nil {
+			h.serveBatch(w, r, hs, t)
+		}
 		return
 	}
 	msg, err := jsonrpc.Decode(body)
@@ -248,16 +258,23 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, id, code, err.Error())
 		return
 	}
-	if _, version := modernMeta(msg.Params); msg.IsRequest() && (version != "" || msg.Method == mcp.MethodServerDiscover) {
-		if hv := r.Header.Get("MCP-Protocol-Version"); hv != "" && hv != version && version != "" {
-			httpError(w, http.StatusBadRequest, msg.ID, mcp.CodeHeaderMismatch, "Header mismatch: MCP-Protocol-Version differs from _meta")
+	if meta, version := modernMeta(msg.Params); msg.IsRequest() && (version != "" || msg.Method == mcp.MethodServerDiscover) {
+		rm, jerr := h.modern.modernPrecheck(msg, meta, version)
+		if jerr == nil {
+			jerr = h.checkHeaders(r, msg, version)
+		}
+		if jerr != nil {
+			status := http.StatusBadRequest
+			if jerr.Code == jsonrpc.CodeMethodNotFound {
+				status = http.StatusNotFound
+			}
+			b, _ := jsonrpc.NewErrorResponse(msg.ID, jerr).Encode()
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			w.Write(b)
 			return
 		}
-		if hm := r.Header.Get("Mcp-Method"); hm != "" && hm != msg.Method {
-			httpError(w, http.StatusBadRequest, msg.ID, mcp.CodeHeaderMismatch, "Header mismatch: Mcp-Method differs from the body")
-			return
-		}
-		h.serveRequest(w, r, h.s.baseCtx, h.modern, msg, true)
+		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, &rm)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -269,17 +286,8 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		h.initialize(w, r, msg)
 		return
 	}
-	if sid == "" {
-		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
-		return
-	}
-	hs := h.lookup(sid)
+	hs := h.sessionOf(w, r, msg.ID)
 	if hs == nil {
-		httpError(w, http.StatusNotFound, msg.ID, jsonrpc.CodeInvalidRequest, "Session not found")
-		return
-	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !mcp.IsLegacyVersion(v) {
-		httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version "+v)
 		return
 	}
 	switch {
@@ -290,8 +298,28 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		hs.ss.deliverResponse(msg)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		h.serveRequest(w, r, hs.ctx, hs.ss, msg, false)
+		h.serveRequest(w, r, hs.ctx, hs, hs.ss, msg, nil)
 	}
+}
+
+// sessionOf finds the legacy session a POST belongs to, or answers the error: 400
+// without Mcp-Session-Id or with a bad MCP-Protocol-Version, 404 for an unknown session.
+func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonrpc.ID) *httpSession {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		return nil
+	}
+	hs := h.lookup(sid)
+	if hs == nil {
+		httpError(w, http.StatusNotFound, id, jsonrpc.CodeInvalidRequest, "Session not found")
+		return nil
+	}
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !mcp.IsLegacyVersion(v) {
+		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version "+v)
+		return nil
+	}
+	return hs
 }
 
 func (h *HTTPHandler) lookup(id string) *httpSession {
@@ -316,9 +344,10 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	id := hex.EncodeToString(b[:])
-	hs := &httpSession{id: id, get: newEventSink(h.opts.KeepAlive)}
+	hs := &httpSession{id: id}
+	hs.get = newEventSink(newEventStream(getStreamID, keepEvents), h.opts.KeepAlive)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
-	hs.ss = newSession(h.s, transport.NewStream(strings.NewReader(""), hs.get, 0), h.s.log.With().Str("session", id[:8]).Logger())
+	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), h.s.log.With().Str("session", id[:8]).Logger())
 	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs
 }
@@ -339,6 +368,7 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 		hs.close()
 		return
 	}
+	hs.version, _, _ = jsonx.GetString(resp.Result, "protocolVersion")
 	h.mu.Lock()
 	h.sessions[id] = hs
 	h.mu.Unlock()
@@ -360,60 +390,99 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 	w.Write(b)
 }
 
-// serveRequest answers one request on an event stream: its related notifications first,
-// then its response. For a modern request a closed stream cancels it; a legacy request
-// goes on (the spec's rule) but its answer is lost.
-func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, ss *session, msg *jsonrpc.Message, modern bool) {
-	out := openEventStream(w)
+// serveRequest answers one request: as JSON, or as an event stream carrying its related
+// messages before its response. For a modern request a closed stream cancels it; a
+// legacy request goes on (the spec's rule) and its stream can be resumed.
+func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, rm *requestMeta) {
+	a := newAnswer(w, hs, 1)
+	if hs != nil {
+		a.prime = hs.primes()
+	}
 	clientID := msg.ID
 	inner := *msg
-	if modern {
+	if rm != nil {
 		// Many clients share the modern session: give the request an id of its own.
 		inner.ID = jsonrpc.StringID("h" + strconv.FormatUint(h.seq.Add(1), 10))
 	}
-	done := make(chan struct{})
-	var once sync.Once
 	reply := func(m *jsonrpc.Message) {
-		once.Do(func() {
-			if m != nil {
-				c := *m
-				c.ID = clientID
-				out.send(&c)
-			}
-			close(done)
-		})
+		if m != nil {
+			c := *m
+			c.ID = clientID
+			m = &c
+		}
+		a.finish(m)
 	}
-	ctx := withRequestSink(base, func(method string, params json.RawMessage) {
-		out.send(jsonrpc.NewNotification(method, params))
-	})
-	ss.handleRequest(ctx, &inner, reply)
-	ka := time.NewTicker(h.opts.KeepAlive)
-	defer ka.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-ka.C:
-			out.comment()
-		case <-r.Context().Done():
-			if modern {
-				key := inner.ID.Key()
-				if !ss.endListen(key) {
-					ss.mu.Lock()
-					c := ss.inflight[key]
-					ss.mu.Unlock()
-					if c != nil {
-						c.Cancel() // closing the stream cancels a modern request
-					}
-				}
+	ctx := withRequestSink(base, a)
+	if rm != nil {
+		ss.serveModern(ctx, &inner, *rm, reply)
+	} else {
+		ss.handleRequest(ctx, &inner, reply)
+	}
+	if a.wait(r.Context(), h.opts.KeepAlive) && rm != nil {
+		key := inner.ID.Key()
+		if !ss.endListen(key) {
+			ss.mu.Lock()
+			c := ss.inflight[key]
+			ss.mu.Unlock()
+			if c != nil {
+				c.Cancel() // closing the stream cancels a modern request
 			}
-			out.close()
-			return
 		}
 	}
 }
 
-// getStream serves a legacy session's GET stream: messages tied to no request.
+// serveBatch answers a JSON-RPC batch in a legacy session (2025-03-26 allowed them;
+// later versions did not, but clients still send them): notifications and responses
+// are taken, and the requests answered together as an array or one event stream.
+func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *httpSession, body []byte) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil {
+		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "Parse error: "+err.Error())
+		return
+	}
+	if len(items) == 0 {
+		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Invalid Request: empty batch")
+		return
+	}
+	var requests []*jsonrpc.Message
+	var refusals []*jsonrpc.Message
+	for _, raw := range items {
+		m, err := jsonrpc.Decode(raw)
+		switch {
+		case err != nil:
+			var id jsonrpc.ID
+			if m != nil {
+				id = m.ID
+			}
+			refusals = append(refusals, jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
+		case m.IsRequest() && m.Method == mcp.MethodInitialize:
+			refusals = append(refusals, jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize cannot be batched")))
+		case m.IsRequest():
+			requests = append(requests, m)
+		case m.IsNotification():
+			hs.ss.handleNotification(m)
+		default:
+			hs.ss.deliverResponse(m)
+		}
+	}
+	a := newAnswer(w, hs, len(requests)+len(refusals))
+	a.batch, a.prime = true, hs.primes()
+	for _, m := range refusals {
+		a.finish(m)
+	}
+	if len(requests)+len(refusals) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	ctx := withRequestSink(hs.ctx, a)
+	for _, m := range requests {
+		hs.ss.handleRequest(ctx, m, a.finish)
+	}
+	a.wait(r.Context(), h.opts.KeepAlive)
+}
+
+// getStream serves a legacy session's GET stream (messages tied to no request), or
+// resumes a stream whose connection broke when Last-Event-ID names one.
 func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
@@ -429,7 +498,51 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	hs.get.serve(w, r, hs.ctx)
+	after := int64(-1)
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if stream, seq, ok := parseEventID(last); ok {
+			if stream != getStreamID {
+				if es := hs.findStream(stream); es != nil {
+					h.resume(w, r, hs, es, seq)
+					return
+				}
+			} else {
+				after = seq
+			}
+		}
+	}
+	hs.get.serve(w, r, hs.ctx, after, nil)
+}
+
+// resume carries on a POST's answer stream on a GET request: what the client missed,
+// then the rest as it comes.
+func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, hs *httpSession, es *eventStream, after int64) {
+	out := openEventStream(w)
+	if es.attach(out, after) {
+		es.detach(out)
+		hs.dropStream(es)
+		return
+	}
+	ka := time.NewTicker(h.opts.KeepAlive)
+	defer ka.Stop()
+	for {
+		select {
+		case <-es.endCh:
+			es.detach(out)
+			if es.delivered() {
+				hs.dropStream(es)
+			}
+			return
+		case <-ka.C:
+			out.comment()
+		case <-r.Context().Done():
+			es.detach(out)
+			return
+		case <-hs.ctx.Done():
+			es.detach(out)
+			return
+		}
+	}
 }
 
 func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
@@ -450,125 +563,53 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// openEventStream answers with an event stream (not buffered by proxies in between).
-func openEventStream(w http.ResponseWriter) *streamOut {
-	flusher, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if flusher != nil {
-		flusher.Flush()
+// getStreamID names the GET stream in event ids; POST streams are numbered.
+const getStreamID = "g"
+
+// newStream registers a new resumable stream for a POST's answer.
+func (hs *httpSession) newStream() *eventStream {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.nextStream++
+	es := newEventStream("p"+strconv.FormatUint(hs.nextStream, 10), keepEvents)
+	if hs.streams == nil {
+		hs.streams = map[string]*eventStream{}
 	}
-	return &streamOut{w: w, f: flusher}
-}
-
-// streamOut writes events to one response stream.
-type streamOut struct {
-	mu     sync.Mutex
-	w      http.ResponseWriter
-	f      http.Flusher
-	closed bool
-}
-
-func (o *streamOut) send(m *jsonrpc.Message) {
-	if b, err := m.Encode(); err == nil {
-		o.event("message", b)
+	hs.streams[es.id] = es
+	hs.order = append(hs.order, es.id)
+	for len(hs.order) > keepDetachedStreams { // forget the oldest
+		delete(hs.streams, hs.order[0])
+		hs.order = hs.order[1:]
 	}
+	return es
 }
 
-func (o *streamOut) event(name string, data []byte) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
+func (hs *httpSession) findStream(id string) *eventStream {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.streams[id]
+}
+
+// dropStream forgets a stream that has nothing more to say.
+func (hs *httpSession) dropStream(es *eventStream) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.streams[es.id] != es {
 		return
 	}
-	o.w.Write([]byte("event: " + name + "\ndata: "))
-	o.w.Write(data)
-	o.w.Write([]byte("\n\n"))
-	if o.f != nil {
-		o.f.Flush()
-	}
-}
-
-func (o *streamOut) comment() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closed {
-		return
-	}
-	o.w.Write([]byte(": keep-alive\n\n"))
-	if o.f != nil {
-		o.f.Flush()
-	}
-}
-
-func (o *streamOut) close() {
-	o.mu.Lock()
-	o.closed = true
-	o.mu.Unlock()
-}
-
-// eventSink is a session's GET stream: the session writes lines to it (as to stdout);
-// they go out as events to the client's open GET request, and are dropped while none is
-// open.
-type eventSink struct {
-	mu        sync.Mutex
-	out       *streamOut
-	keepAlive time.Duration
-}
-
-func newEventSink(keepAlive time.Duration) *eventSink { return &eventSink{keepAlive: keepAlive} }
-
-// Write implements io.Writer for the session's line writer: one line per message.
-func (e *eventSink) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	out := e.out
-	e.mu.Unlock()
-	if out == nil {
-		return len(p), nil
-	}
-	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		out.event("message", line)
-	}
-	return len(p), nil
-}
-
-func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Context) {
-	e.serveWith(w, r, ctx, nil)
-}
-
-// serveWith is serve with a first event written before anything else.
-func (e *eventSink) serveWith(w http.ResponseWriter, r *http.Request, ctx context.Context, first func(*streamOut)) {
-	out := openEventStream(w)
-	if first != nil {
-		first(out)
-	}
-	e.mu.Lock()
-	e.out = out // the newest GET stream wins: each message goes on exactly one stream
-	e.mu.Unlock()
-	ka := time.NewTicker(e.keepAlive)
-	defer ka.Stop()
-	for {
-		select {
-		case <-ka.C:
-			out.comment()
-		case <-r.Context().Done():
-			out.close()
-			e.mu.Lock()
-			if e.out == out {
-				e.out = nil
-			}
-			e.mu.Unlock()
-			return
-		case <-ctx.Done():
-			out.close()
-			return
+	delete(hs.streams, es.id)
+	for i, id := range hs.order {
+		if id == es.id {
+			hs.order = append(hs.order[:i], hs.order[i+1:]...)
+			break
 		}
 	}
+}
+
+// primes reports whether the session's answer streams start with a priming event
+// (2025-11-25 and later; earlier clients may not expect an event without data).
+func (hs *httpSession) primes() bool {
+	return hs.version >= "2025-11-25"
 }
 
 // The legacy HTTP+SSE transport (2024-11-05), for old clients: GET /sse opens the stream
@@ -595,8 +636,9 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 		hs.close()
 	}()
-	hs.get.serveWith(w, r, hs.ctx, func(out *streamOut) {
-		out.event("endpoint", []byte(legacyMessagePath+"?sessionId="+id))
+	hs.get.es.id = "" // no resumption in the 2024-11-05 transport
+	hs.get.serve(w, r, hs.ctx, -1, func(out *streamOut) {
+		out.event("", "endpoint", []byte(legacyMessagePath+"?sessionId="+id))
 	})
 }
 
@@ -615,4 +657,62 @@ func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	hs.ss.handleLine(hs.ctx, bytes.TrimSpace(body))
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// checkHeaders validates the request headers a modern POST must carry against its body
+// (2026-07-28): MCP-Protocol-Version, Mcp-Method, Mcp-Name, and the Mcp-Param-* mirrors
+// of a tool's annotated arguments. A mismatch is -32020 HeaderMismatch: intermediaries
+// may route on the headers, so the proxy must not act on a body that says otherwise.
+func (h *HTTPHandler) checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) *jsonrpc.Error {
+	mismatch := func(format string, args ...any) *jsonrpc.Error {
+		return jsonrpc.Errorf(mcp.CodeHeaderMismatch, "Header mismatch: "+format, args...)
+	}
+	get := func(name string) (string, bool) {
+		v := r.Header.Values(name)
+		if len(v) == 0 {
+			return "", false
+		}
+		return v[0], true
+	}
+	switch hv, ok := get("MCP-Protocol-Version"); {
+	case !ok:
+		return mismatch("the MCP-Protocol-Version header is required")
+	case hv != version:
+		return mismatch("MCP-Protocol-Version header %q does not match the body's %q", hv, version)
+	}
+	switch hm, ok := get("Mcp-Method"); {
+	case !ok:
+		return mismatch("the Mcp-Method header is required")
+	case hm != msg.Method:
+		return mismatch("Mcp-Method header %q does not match the body's %q", hm, msg.Method)
+	}
+	var key string
+	switch msg.Method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
+		key = "name"
+	case mcp.MethodResourcesRead:
+		key = "uri"
+	default:
+		return nil
+	}
+	want, _, _ := jsonx.GetString(msg.Params, key)
+	raw, ok := get("Mcp-Name")
+	if !ok {
+		return mismatch("the Mcp-Name header is required for %s", msg.Method)
+	}
+	got, err := mcp.DecodeHeaderValue(raw)
+	if err != nil {
+		return mismatch("Mcp-Name header: %v", err)
+	}
+	if got != want {
+		return mismatch("Mcp-Name header value %q does not match the body's %q", got, want)
+	}
+	if msg.Method == mcp.MethodToolsCall {
+		if phs, _ := h.s.r.ToolHeaders(want); len(phs) > 0 {
+			if err := mcp.CheckParamHeaders(phs, msg.Params, get); err != nil {
+				return mismatch("%v", err)
+			}
+		}
+	}
+	return nil
 }

@@ -37,49 +37,64 @@ func modernMeta(params json.RawMessage) (meta json.RawMessage, version string) {
 	return meta, version
 }
 
-// legacyOnly are the methods the modern era removed; a modern request for them is an
-// unknown method.
-var legacyOnly = map[string]bool{
-	mcp.MethodInitialize: true, mcp.MethodPing: true, mcp.MethodLoggingSetLevel: true,
-	mcp.MethodResourcesSubscribe: true, mcp.MethodResourcesUnsubscribe: true,
-	mcp.MethodTasksGet: true, mcp.MethodTasksResult: true, mcp.MethodTasksList: true, mcp.MethodTasksCancel: true,
-}
-
 // cacheable are the results that carry caching hints in the modern era.
 var cacheable = map[string]bool{
 	mcp.MethodToolsList: true, mcp.MethodPromptsList: true, mcp.MethodResourcesList: true,
 	mcp.MethodResourcesTemplatesList: true, mcp.MethodResourcesRead: true,
 }
 
+// modernMethods are the requests of the modern era (2026-07-28); anything else from a
+// modern client is an unknown method.
+var modernMethods = map[string]bool{
+	mcp.MethodServerDiscover: true, mcp.MethodSubscriptionsListen: true,
+	mcp.MethodToolsList: true, mcp.MethodToolsCall: true,
+	mcp.MethodResourcesList: true, mcp.MethodResourcesRead: true, mcp.MethodResourcesTemplatesList: true,
+	mcp.MethodPromptsList: true, mcp.MethodPromptsGet: true, mcp.MethodCompletionComplete: true,
+}
+
 // handleModern serves one modern request.
 func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, version string, reply func(*jsonrpc.Message)) {
-	fail := func(err *jsonrpc.Error) { reply(jsonrpc.NewErrorResponse(msg.ID, err)) }
-	if version == "" {
-		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta[%q] is required", mcp.MetaProtocolVersion))
+	rm, err := ss.modernPrecheck(msg, meta, version)
+	if err != nil {
+		reply(jsonrpc.NewErrorResponse(msg.ID, err))
 		return
+	}
+	ss.serveModern(ctx, msg, rm, reply)
+}
+
+// modernPrecheck validates what every modern request must carry: a supported version,
+// the client's capabilities in _meta, and a method of the modern era. Over HTTP its
+// errors are HTTP statuses (400, or 404 for an unknown method), so it runs before the
+// answer starts.
+func (ss *session) modernPrecheck(msg *jsonrpc.Message, meta json.RawMessage, version string) (requestMeta, *jsonrpc.Error) {
+	var rm requestMeta
+	if version == "" {
+		return rm, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: _meta[%q] is required", mcp.MetaProtocolVersion)
 	}
 	if !mcp.IsModernVersion(version) {
 		// Unknown, or a legacy version, which is negotiated with initialize instead.
-		fail(unsupportedVersion(version))
-		return
+		return rm, unsupportedVersion(version)
+	}
+	if !modernMethods[msg.Method] {
+		return rm, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s (not part of protocol %s)", msg.Method, version)
 	}
 	caps, ok, _ := jsonx.Get(meta, mcp.MetaClientCapabilities)
 	if !ok || len(caps) == 0 || caps[0] != '{' {
-		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
-			"Invalid params: _meta[%q] is required", mcp.MetaClientCapabilities))
-		return
+		return rm, jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
+			"Invalid params: _meta[%q] is required", mcp.MetaClientCapabilities)
 	}
-	rm := requestMeta{version: version, caps: caps}
+	rm = requestMeta{version: version, caps: caps}
 	rm.info, _, _ = jsonx.Get(meta, mcp.MetaClientInfo)
 	rm.logLevel, _, _ = jsonx.GetString(meta, mcp.MetaLogLevel)
 	if err := json.Unmarshal(caps, &rm.parsed); err != nil {
-		fail(jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: client capabilities: %v", err))
-		return
+		return rm, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: client capabilities: %v", err)
 	}
-	if legacyOnly[msg.Method] {
-		fail(jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s (not part of protocol %s)", msg.Method, version))
-		return
-	}
+	return rm, nil
+}
+
+// serveModern serves a modern request that passed modernPrecheck.
+func (ss *session) serveModern(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, reply func(*jsonrpc.Message)) {
+	caps := rm.caps
 	ss.s.startUpstreams(mcp.NarrowClientCapabilities(caps))
 
 	switch msg.Method {

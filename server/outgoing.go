@@ -17,6 +17,12 @@ const maxClientWait = 10 * time.Minute
 // with an id from the session's own outgoing id space and waits for the answer. What the
 // client did not declare at initialize is refused without asking it.
 func (ss *session) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	return ss.requestVia(ctx, ss.stream.Write, method, params)
+}
+
+// requestVia is Request with the request written by send (the session's stream, or the
+// answer stream of the client request it is tied to).
+func (ss *session) requestVia(ctx context.Context, send func(*jsonrpc.Message) error, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	ss.mu.Lock()
 	caps := ss.clientCaps
 	ss.mu.Unlock()
@@ -34,7 +40,7 @@ func (ss *session) Request(ctx context.Context, method string, params json.RawMe
 		delete(ss.outgoing, id)
 		ss.mu.Unlock()
 	}()
-	if err := ss.stream.Write(jsonrpc.NewRequest(jsonrpc.IntID(id), method, params)); err != nil {
+	if err := send(jsonrpc.NewRequest(jsonrpc.IntID(id), method, params)); err != nil {
 		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcp-proxy could not reach the client: %v", err)
 	}
 	timer := time.NewTimer(maxClientWait)

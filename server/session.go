@@ -270,7 +270,7 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.Request, Client: ss,
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss,
 		Meta: ss.meta}
 	if hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
@@ -412,18 +412,22 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	return jsonrpc.NewResult(msg.ID, b)
 }
 
-// requestSinkKey carries, in a request's context, where notifications related to that
-// request go (an HTTP POST's event stream); without it they go to the session's stream.
-type requestSinkKey struct{}
-
-func withRequestSink(ctx context.Context, notify func(method string, params json.RawMessage)) context.Context {
-	return context.WithValue(ctx, requestSinkKey{}, notify)
-}
-
-// requestNotifier returns where the notifications of the request handled under ctx go.
+// requestNotifier returns where the notifications of the request handled under ctx go:
+// its answer stream (HTTP), or the session's stream.
 func (ss *session) requestNotifier(ctx context.Context) func(method string, params json.RawMessage) {
-	if f, ok := ctx.Value(requestSinkKey{}).(func(string, json.RawMessage)); ok {
-		return f
+	if sink, ok := ctx.Value(requestSinkKey{}).(requestSink); ok {
+		return sink.notify
 	}
 	return ss.notifyRaw
+}
+
+// requestInput returns how a server-to-client request tied to the request handled under
+// ctx reaches the client: on the request's answer stream (HTTP), or the session's stream.
+func (ss *session) requestInput(ctx context.Context) router.InputFunc {
+	if sink, ok := ctx.Value(requestSinkKey{}).(requestSink); ok {
+		return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+			return ss.requestVia(ctx, sink.request, method, params)
+		}
+	}
+	return ss.Request
 }

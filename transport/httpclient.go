@@ -3,7 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
 // HTTPSpec describes a Streamable HTTP upstream.
@@ -150,10 +150,15 @@ func (l *HTTPLink) WriteWithHeaders(m *jsonrpc.Message, extra map[string]string)
 	// them.
 	if m.Method != "" {
 		req.Header.Set("Mcp-Method", m.Method)
-		if name, ok, _ := jsonx.GetString(m.Params, "name"); ok {
-			req.Header.Set("Mcp-Name", HeaderValue(name))
-		} else if uri, ok, _ := jsonx.GetString(m.Params, "uri"); ok {
-			req.Header.Set("Mcp-Name", HeaderValue(uri))
+		switch m.Method {
+		case mcp.MethodToolsCall, mcp.MethodPromptsGet:
+			if name, ok, _ := jsonx.GetString(m.Params, "name"); ok {
+				req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(name))
+			}
+		case mcp.MethodResourcesRead:
+			if uri, ok, _ := jsonx.GetString(m.Params, "uri"); ok {
+				req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(uri))
+			}
 		}
 	}
 	for k, v := range extra {
@@ -338,17 +343,4 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 	l.fail(errors.New("closed"))
 	l.wg.Wait()
 	return nil
-}
-
-// HeaderValue encodes a value for an Mcp-* header (2026-07-28): printable ASCII without
-// leading or trailing space as it is, anything else as =?base64?...?=.
-func HeaderValue(s string) string {
-	plain := s != "" && s == strings.TrimSpace(s) && !strings.HasPrefix(s, "=?base64?")
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x20 && s[i] <= 0x7e
-	}
-	if plain {
-		return s
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
 }

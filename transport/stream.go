@@ -25,8 +25,19 @@ func NewStream(r io.Reader, w io.Writer, maxMessage int) *Stream {
 	return &Stream{r: jsonrpc.NewLineReader(r, maxMessage), w: jsonrpc.NewLineWriter(w)}
 }
 
+// NewOutputStream returns a stream that only writes (a session whose messages arrive by
+// other means, such as HTTP requests): it holds no read buffer, and ReadLine reports EOF.
+func NewOutputStream(w io.Writer) *Stream {
+	return &Stream{w: jsonrpc.NewLineWriter(w)}
+}
+
 // ReadLine returns the next non-empty line; it is valid until the next call.
-func (s *Stream) ReadLine() ([]byte, error) { return s.r.ReadLine() }
+func (s *Stream) ReadLine() ([]byte, error) {
+	if s.r == nil {
+		return nil, io.EOF
+	}
+	return s.r.ReadLine()
+}
 
 // Write sends one message as one line.
 func (s *Stream) Write(m *jsonrpc.Message) error { return s.w.Write(m) }
@@ -35,7 +46,12 @@ func (s *Stream) Write(m *jsonrpc.Message) error { return s.w.Write(m) }
 func (s *Stream) WriteRaw(line []byte) error { return s.w.WriteRaw(line) }
 
 // Buffered returns how many bytes ReadLine can consume without blocking.
-func (s *Stream) Buffered() int { return s.r.Buffered() }
+func (s *Stream) Buffered() int {
+	if s.r == nil {
+		return 0
+	}
+	return s.r.Buffered()
+}
 
 // Cork holds writes back until Uncork (see jsonrpc.LineWriter.Cork).
 func (s *Stream) Cork() { s.w.Cork() }

@@ -97,7 +97,7 @@ func (c *conn) writeRequest(m *jsonrpc.Message) error {
 		c.u.mu.Lock()
 		phs := c.u.paramHeaders[name]
 		c.u.mu.Unlock()
-		if h := headersFor(phs, m.Params); h != nil {
+		if h := mcp.ParamHeaderValues(phs, m.Params); h != nil {
 			if err := hw.WriteWithHeaders(m, h); err != nil {
 				return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
 			}

@@ -67,28 +67,3 @@ func TestHeadID(t *testing.T) {
 		}
 	}
 }
-
-func TestParamHeaders(t *testing.T) {
-	phs := paramHeaders([]json.RawMessage{json.RawMessage(`{"name":"t","inputSchema":{"type":"object","properties":{
-		"region":{"type":"string","x-mcp-header":"Region"},
-		"n":{"type":"integer","x-mcp-header":"N"},
-		"on":{"type":"boolean","x-mcp-header":"On"},
-		"f":{"type":"number","x-mcp-header":"F"},
-		"plain":{"type":"string"}}}}`)})["t"]
-	if len(phs) != 3 {
-		t.Fatalf("annotations read: %+v (number properties must be left out)", phs)
-	}
-	got := headersFor(phs, json.RawMessage(`{"name":"t","arguments":{"region":" eu","n":7,"on":false,"f":1.5,"plain":"x"}}`))
-	want := map[string]string{"Mcp-Param-Region": "=?base64?IGV1?=", "Mcp-Param-N": "7", "Mcp-Param-On": "false"}
-	if len(got) != len(want) {
-		t.Fatalf("headers %v, want %v", got, want)
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %q, want %q", k, got[k], v)
-		}
-	}
-	if h := headersFor(phs, json.RawMessage(`{"name":"t","arguments":{"region":null}}`)); h != nil {
-		t.Errorf("null argument gave headers %v", h)
-	}
-}

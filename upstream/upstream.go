@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
 // Spec is the static description of one upstream.
@@ -141,7 +142,7 @@ type Upstream struct {
 	restarts    int
 	learnedKind string // the HTTP transport auto found
 	// paramHeaders are the x-mcp-header annotations of the current catalogue's tools.
-	paramHeaders map[string][]paramHeader
+	paramHeaders map[string][]mcp.ParamHeader
 	started      bool
 	cancel       context.CancelFunc
 

@@ -17,7 +17,7 @@ var allowed = map[string][]string{
 	"internal/jsonx":      {},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
 	"config":              {},
-	"transport":           {"jsonrpc", "internal/jsonx"},
+	"transport":           {"jsonrpc", "mcp", "internal/jsonx"},
 	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx"},
 	"router":              {"upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"server":              {"router", "transport", "jsonrpc", "mcp", "internal/jsonx"},

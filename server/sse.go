@@ -1,0 +1,473 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// Server-sent events for the HTTP front end: the connection writer (streamOut), the
+// resumable stream of a legacy session (eventStream), a POSTed request's answer (answer)
+// and a session's GET stream (eventSink).
+
+// streamOut writes events to one HTTP response.
+type streamOut struct {
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	f      http.Flusher
+	closed bool // the handler has returned or the client is gone: w must not be used
+}
+
+// openEventStream answers with an event stream (not buffered by proxies in between).
+func openEventStream(w http.ResponseWriter) *streamOut {
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	return &streamOut{w: w, f: flusher}
+}
+
+// event writes one event; false when it could not be written.
+func (o *streamOut) event(id, name string, data []byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	var b []byte
+	if id != "" {
+		b = append(b, "id: "...)
+		b = append(b, id...)
+		b = append(b, '\n')
+	}
+	if name != "" {
+		b = append(b, "event: "...)
+		b = append(b, name...)
+		b = append(b, '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	if _, err := o.w.Write(b); err != nil {
+		o.closed = true
+		return false
+	}
+	if o.f != nil {
+		o.f.Flush()
+	}
+	return true
+}
+
+// comment writes a keep-alive comment line.
+func (o *streamOut) comment() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return
+	}
+	if _, err := o.w.Write([]byte(": keep-alive\n\n")); err != nil {
+		o.closed = true
+		return
+	}
+	if o.f != nil {
+		o.f.Flush()
+	}
+}
+
+func (o *streamOut) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.mu.Unlock()
+}
+
+// Replay limits: how many events of a stream a legacy session keeps for a client that
+// reconnects with Last-Event-ID, and how many streams whose connection broke it keeps.
+const (
+	keepEvents          = 64
+	keepDetachedStreams = 32
+)
+
+// sseEvent is one event kept for replay.
+type sseEvent struct {
+	seq  uint64
+	data []byte
+}
+
+// eventStream is one logical SSE stream of a session: a POST's answer or the GET
+// stream. In a legacy session its events carry ids "<stream>-<seq>" and the latest are
+// kept, so that a client whose connection broke can GET the rest with Last-Event-ID
+// (the stream goes on meanwhile: a disconnect is not a cancellation). Modern streams
+// have no ids and keep nothing.
+type eventStream struct {
+	id   string // unique within the session; "" when the stream cannot be resumed
+	keep int    // events kept for replay
+
+	mu      sync.Mutex
+	seq     uint64
+	history []sseEvent
+	out     *streamOut // the connection carrying the stream now; nil when none
+	sent    uint64     // the last event written to a connection
+	ended   bool       // its last event has been written or kept
+	endCh   chan struct{}
+}
+
+func newEventStream(id string, keep int) *eventStream {
+	return &eventStream{id: id, keep: keep, endCh: make(chan struct{})}
+}
+
+func (es *eventStream) eventID(seq uint64) string {
+	if es.id == "" {
+		return ""
+	}
+	return es.id + "-" + strconv.FormatUint(seq, 10)
+}
+
+// prime writes the priming event (an id and no data) that lets a client resume the
+// stream even before its first message.
+func (es *eventStream) prime(out *streamOut) {
+	if es.id == "" {
+		return
+	}
+	es.mu.Lock()
+	seq := es.seq
+	es.mu.Unlock()
+	out.event(es.eventID(seq), "", nil)
+}
+
+// send writes one message event, and keeps it for replay. last marks the stream's final
+// event.
+func (es *eventStream) send(data []byte, last bool) {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.ended {
+		return
+	}
+	es.seq++
+	if es.keep > 0 {
+		if len(es.history) >= es.keep {
+			copy(es.history, es.history[1:])
+			es.history = es.history[:len(es.history)-1]
+		}
+		es.history = append(es.history, sseEvent{seq: es.seq, data: append([]byte(nil), data...)})
+	}
+	if es.out != nil && es.out.event(es.eventID(es.seq), "message", data) {
+		es.sent = es.seq
+	}
+	if last {
+		es.ended = true
+		close(es.endCh)
+	}
+}
+
+// attach makes out carry the stream from now on, after replaying the kept events after
+// seq `after` (all unsent ones when after is negative). It reports whether the stream
+// had already ended (everything it will ever say has now been written).
+func (es *eventStream) attach(out *streamOut, after int64) (ended bool) {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	from := es.sent
+	if after >= 0 {
+		from = uint64(after)
+	}
+	for _, ev := range es.history {
+		if ev.seq > from && out.event(es.eventID(ev.seq), "message", ev.data) {
+			es.sent = ev.seq
+		}
+	}
+	es.out = out
+	return es.ended
+}
+
+// detach stops out carrying the stream (its client went away).
+func (es *eventStream) detach(out *streamOut) {
+	es.mu.Lock()
+	if es.out == out {
+		es.out = nil
+	}
+	es.mu.Unlock()
+	out.close()
+}
+
+// delivered reports whether the stream has ended and its final event reached a client.
+func (es *eventStream) delivered() bool {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	return es.ended && es.sent == es.seq
+}
+
+// parseEventID splits a Last-Event-ID into the stream id and sequence number.
+func parseEventID(s string) (stream string, seq int64, ok bool) {
+	i := strings.LastIndexByte(s, '-')
+	if i <= 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(s[i+1:], 10, 63)
+	if err != nil {
+		return "", 0, false
+	}
+	return s[:i], int64(n), true
+}
+
+// requestSink is where the messages related to one request go: the request's own
+// answer stream. Without one (stdio) they go to the session's stream.
+type requestSink interface {
+	notify(method string, params json.RawMessage)
+	// request sends a server-to-client request tied to the request.
+	request(m *jsonrpc.Message) error
+}
+
+type requestSinkKey struct{}
+
+func withRequestSink(ctx context.Context, s requestSink) context.Context {
+	return context.WithValue(ctx, requestSinkKey{}, s)
+}
+
+// answer is how a POSTed request (or batch of requests) is answered: as JSON when the
+// response is all there is to say, as an event stream as soon as something related to
+// the request (progress, a log message, a server-to-client request) comes first.
+type answer struct {
+	w      http.ResponseWriter
+	hs     *httpSession // the legacy session whose stream this is; nil for modern requests
+	batch  bool         // answer with an array
+	prime  bool         // start an event stream with a priming event (2025-11-25 and later)
+	opened bool         // set by open
+
+	mu      sync.Mutex
+	es      *eventStream // nil until the answer becomes a stream
+	out     *streamOut
+	finals  []*jsonrpc.Message // responses, while the answer is not a stream
+	pending int                // responses still to come
+	done    chan struct{}      // closed when pending reaches zero
+}
+
+func newAnswer(w http.ResponseWriter, hs *httpSession, requests int) *answer {
+	return &answer{w: w, hs: hs, pending: requests, done: make(chan struct{})}
+}
+
+// stream turns the answer into an event stream, if it is not one yet; a.mu is held.
+func (a *answer) stream() *eventStream {
+	if a.es != nil {
+		return a.es
+	}
+	a.out = openEventStream(a.w)
+	if a.hs != nil {
+		a.es = a.hs.newStream()
+		if a.prime {
+			a.es.prime(a.out)
+		}
+	} else {
+		a.es = newEventStream("", 0)
+	}
+	a.es.attach(a.out, -1)
+	for _, m := range a.finals { // a batch's responses that came before the first event
+		a.sendLocked(m, false)
+	}
+	a.finals = nil
+	return a.es
+}
+
+func (a *answer) sendLocked(m *jsonrpc.Message, last bool) {
+	b, err := m.Encode()
+	if err != nil {
+		return
+	}
+	a.es.send(b, last)
+}
+
+func (a *answer) notify(method string, params json.RawMessage) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == 0 {
+		return // answered: nothing more may go on this stream
+	}
+	a.stream()
+	a.sendLocked(jsonrpc.NewNotification(method, params), false)
+}
+
+func (a *answer) request(m *jsonrpc.Message) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == 0 {
+		return errAnswered
+	}
+	a.stream()
+	a.sendLocked(m, false)
+	return nil
+}
+
+var errAnswered = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the request is already answered"}
+
+// finish records one response (nil: the request gets none, e.g. it was cancelled).
+func (a *answer) finish(m *jsonrpc.Message) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == 0 {
+		return
+	}
+	a.pending--
+	last := a.pending == 0
+	switch {
+	case a.es != nil && m != nil:
+		a.sendLocked(m, last)
+	case a.es != nil && last:
+		a.es.mu.Lock()
+		if !a.es.ended {
+			a.es.ended = true
+			close(a.es.endCh)
+		}
+		a.es.mu.Unlock()
+	case m != nil:
+		a.finals = append(a.finals, m)
+	}
+	if last {
+		close(a.done)
+	}
+}
+
+// keepAlive writes a comment, opening the stream if the answer is still pending, so
+// that load balancers do not cut a long call.
+func (a *answer) keepAlive() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.pending == 0 {
+		return
+	}
+	a.stream()
+	a.out.comment()
+}
+
+// complete writes the answer once every response is in (on the handler's goroutine).
+func (a *answer) complete() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.es != nil {
+		a.out.close()
+		if a.hs != nil && a.es.delivered() {
+			a.hs.dropStream(a.es)
+		}
+		return
+	}
+	switch {
+	case len(a.finals) == 0:
+		a.w.WriteHeader(http.StatusAccepted)
+	case a.batch:
+		var b []byte
+		b = append(b, '[')
+		for i, m := range a.finals {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b, _ = m.Append(b)
+		}
+		b = append(b, ']')
+		a.w.Header().Set("Content-Type", "application/json")
+		a.w.Write(b)
+	default:
+		writeJSON(a.w, a.finals[0])
+	}
+}
+
+// disconnect handles the client going away before the answer is complete: a legacy
+// stream is kept for resumption; reports whether the answer was still pending.
+func (a *answer) disconnect() (pending bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.es != nil {
+		a.es.detach(a.out)
+	}
+	return a.pending > 0
+}
+
+// wait serves the answer until it is complete or the client goes away; gone reports the
+// latter.
+func (a *answer) wait(ctx context.Context, keepAlive time.Duration) (gone bool) {
+	select {
+	case <-a.done: // the common case: answered before any timer was needed
+		a.complete()
+		return false
+	default:
+	}
+	ka := time.NewTicker(keepAlive)
+	defer ka.Stop()
+	for {
+		select {
+		case <-a.done:
+			a.complete()
+			return false
+		case <-ka.C:
+			a.keepAlive()
+		case <-ctx.Done():
+			return a.disconnect()
+		}
+	}
+}
+
+// eventSink is a session's GET stream: the session writes lines to it (as to stdout);
+// they go out as events on the client's open GET request, and are kept (a bounded
+// number) while none is open.
+type eventSink struct {
+	es        *eventStream
+	keepAlive time.Duration
+
+	mu  sync.Mutex
+	out *streamOut // the newest GET request's connection
+}
+
+func newEventSink(es *eventStream, keepAlive time.Duration) *eventSink {
+	return &eventSink{es: es, keepAlive: keepAlive}
+}
+
+// Write implements io.Writer for the session's line writer: one line per message.
+func (e *eventSink) Write(p []byte) (int, error) {
+	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		e.es.send(line, false)
+	}
+	return len(p), nil
+}
+
+// serve carries the GET stream on this request until the client or the session ends
+// it; lastID is the Last-Event-ID the client resumes from (-1: none). first, when
+// set, writes an event before anything else.
+func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Context, lastID int64, first func(*streamOut)) {
+	out := openEventStream(w)
+	if first != nil {
+		first(out)
+	}
+	e.es.prime(out)
+	e.mu.Lock()
+	prev := e.out
+	e.out = out // the newest GET stream wins: each message goes on exactly one stream
+	e.mu.Unlock()
+	if prev != nil {
+		e.es.detach(prev)
+	}
+	e.es.attach(out, lastID)
+	ka := time.NewTicker(e.keepAlive)
+	defer ka.Stop()
+	for {
+		select {
+		case <-ka.C:
+			out.comment()
+		case <-r.Context().Done():
+			e.es.detach(out)
+			return
+		case <-ctx.Done():
+			e.es.detach(out)
+			return
+		}
+	}
+}
