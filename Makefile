@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load run tools clean
+.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean
 
 all: build
 
@@ -47,6 +47,15 @@ load:
 	$(GO) build -o $(BIN)/testserver ./internal/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast"
+
+# The load tool over Streamable HTTP: the proxy's HTTP front end (stdio upstream, and an
+# HTTP upstream) vs the upstream serving HTTP itself, then 1000 concurrent sessions.
+load-http:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
+		-rounds 3 -duration 3s -concurrency 1,16,64 -sessions 1000 -idle-upstreams 0 -json $(BIN)/load-http.json
 
 bench: bench-go load
 

@@ -44,15 +44,67 @@ var errToolResult = errors.New("tool result has isError: true")
 // front of it.
 type target struct {
 	name    string
-	child   *child
-	sampler *rssSampler // proxy only: peak memory of the proxy process
+	child   *child      // the measured process: its CPU time is the phase's CPU figure
+	sampler *rssSampler // proxies only: peak memory of the proxy process
+
+	// -mode http only.
+	http         *httpClient    // nil: stdio, calls go over child.conn
+	sessions     []*httpSession // one per worker, opened on first use and kept across phases
+	upstream     *child         // proxy-httpup: the HTTP upstream the proxy calls
+	upstreamBase string         // proxy-httpup: http://ADDR of that upstream, for /stats
+}
+
+// callers returns n callers, one per worker: over the one stdio connection, or over HTTP
+// one session each (opened now if needed, outside any measurement).
+func (t *target) callers(ctx context.Context, n int, timeout time.Duration) ([]rpcCaller, error) {
+	out := make([]rpcCaller, n)
+	if t.http == nil {
+		for i := range out {
+			out[i] = newCaller(t.child.conn, timeout)
+		}
+		return out, nil
+	}
+	for len(t.sessions) < n {
+		s, err := t.http.openSession(ctx, startupTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("%s: opening HTTP session %d: %w", t.name, len(t.sessions)+1, err)
+		}
+		t.sessions = append(t.sessions, s)
+	}
+	for i := range out {
+		t.sessions[i].timeout = timeout
+		out[i] = t.sessions[i]
+	}
+	return out, nil
+}
+
+// dials returns the TCP connections the HTTP client has dialled so far (0 for stdio).
+func (t *target) dials() int64 {
+	if t.http == nil {
+		return 0
+	}
+	return t.http.dials.Load()
 }
 
 func (t *target) Close() error {
 	if t.sampler != nil {
 		t.sampler.stop()
 	}
-	return t.child.Close()
+	if t.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+		for _, s := range t.sessions {
+			s.timeout = stopGrace
+			_ = s.close(ctx) // best effort: the process is stopped next anyway
+		}
+		cancel()
+		t.sessions = nil
+		t.http.close()
+	}
+	err := t.child.Close()
+	if t.upstream != nil {
+		err = errors.Join(err, t.upstream.Close())
+	}
+	return err
 }
 
 // phaseResult is the outcome of one phase against one target.
@@ -79,6 +131,20 @@ type phaseResult struct {
 	// BenchCPUSec is the CPU time of mcp-bench itself (the client) in the same interval.
 	BenchCPUSec       float64 `json:"bench_cpu_sec"`
 	BenchCPUPerCallUS float64 `json:"bench_cpu_per_call_us"`
+	// HTTP holds the connection counts of -mode http.
+	HTTP *httpPhaseStats `json:"http,omitempty"`
+}
+
+// httpPhaseStats counts TCP connections opened during the measured part of a phase.
+type httpPhaseStats struct {
+	NewConns        int64   `json:"new_conns"` // dialled by mcp-bench to the target
+	NewConnsPerCall float64 `json:"new_conns_per_call"`
+	// Proxy with an HTTP upstream only: connections the proxy opened to the upstream
+	// (connections that carried their first /mcp request, as the upstream counts them)
+	// and the tools/call requests the upstream received, over the same interval.
+	UpstreamNewConns   *int64   `json:"upstream_new_conns,omitempty"`
+	UpstreamToolCalls  *int64   `json:"upstream_tool_calls,omitempty"`
+	UpstreamNewConnPct *float64 `json:"upstream_new_conn_pct,omitempty"`
 }
 
 // key identifies a phase across targets and rounds.
@@ -112,6 +178,13 @@ func (e *errorTally) add(err error) {
 	}
 }
 
+// get returns the error count and the first error.
+func (e *errorTally) get() (int, string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.errors, e.first
+}
+
 // isFatal reports whether err ends the phase (the connection is gone or we are stopping)
 // rather than counting as one failed call.
 func isFatal(err error) bool {
@@ -121,7 +194,7 @@ func isFatal(err error) bool {
 
 // callTool issues one tools/call and turns an error response or an isError result into
 // an error.
-func callTool(ctx context.Context, k *caller, params json.RawMessage) error {
+func callTool(ctx context.Context, k rpcCaller, params json.RawMessage) error {
 	m, err := k.call(ctx, "tools/call", params)
 	if err != nil {
 		return err
@@ -215,7 +288,11 @@ func runPhase(ctx context.Context, t *target, spec phaseSpec, o *options, params
 func runLatency(ctx context.Context, t *target, o *options, params json.RawMessage) (phaseResult, error) {
 	res := phaseResult{Kind: kindLatency, Concurrency: 1, Target: t.name}
 	var tally errorTally
-	k := newCaller(t.child.conn, o.timeout)
+	ks, err := t.callers(ctx, 1, o.timeout)
+	if err != nil {
+		return res, err
+	}
+	k := ks[0]
 	ctx, cancel := context.WithTimeoutCause(ctx, maxLatencyPhase,
 		fmt.Errorf("latency phase took longer than %v", maxLatencyPhase))
 	defer cancel()
@@ -231,6 +308,10 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 		}
 	}
 	lat := make([]time.Duration, 0, o.latencyCalls)
+	conns, err := startConnCount(ctx, t)
+	if err != nil {
+		return res, err
+	}
 	cpu := startCPU(t.child.pid())
 	start := time.Now()
 	for range o.latencyCalls {
@@ -255,6 +336,9 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 		return res, fmt.Errorf("reading CPU time of %s: %w", t.name, err)
 	}
 	res.fill(lat, elapsed, cpuUsed, &tally)
+	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 
@@ -264,23 +348,54 @@ type workerResult struct {
 	fatal error
 }
 
-// runThroughput runs conc workers, each issuing calls back to back over the one shared
-// connection, until o.duration has passed or maxCallsPerPhase calls were made.
+// throughputWarmup is the number of calls each throughput worker makes before the
+// measured part starts (so that, over HTTP, each worker has its connection).
+const throughputWarmup = 10
+
+// runThroughput runs conc workers, each issuing calls back to back (over the one shared
+// stdio connection, or each over its own HTTP session), until o.duration has passed or
+// maxCallsPerPhase calls were made. Each worker first makes throughputWarmup calls; the
+// measurement starts when all of them have.
 func runThroughput(ctx context.Context, t *target, conc int, o *options, params json.RawMessage) (phaseResult, error) {
 	res := phaseResult{Kind: kindThroughput, Concurrency: conc, Target: t.name}
 	var tally errorTally
 	perWorker := max(1, maxCallsPerPhase/conc)
 	results := make([]workerResult, conc)
+	ks, err := t.callers(ctx, conc, o.timeout)
+	if err != nil {
+		return res, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	cpu := startCPU(t.child.pid())
-	start := time.Now()
-	deadline := start.Add(o.duration)
-	var wg sync.WaitGroup
+	var ready, wg sync.WaitGroup
+	ready.Add(conc)
+	startc := make(chan struct{})
+	var deadline time.Time // written before startc is closed
 	for i := range results {
 		wg.Go(func() {
-			k := newCaller(t.child.conn, o.timeout)
+			k := ks[i]
+			fatal := func(err error) {
+				results[i].fatal = err
+				cancel() // one dead connection ends the phase for everyone
+			}
+			warm := true
+			for range throughputWarmup {
+				if err := callTool(ctx, k, params); err != nil && isFatal(err) {
+					fatal(err)
+					warm = false
+					break
+				}
+			}
+			ready.Done()
+			if !warm {
+				return
+			}
+			select {
+			case <-startc:
+			case <-ctx.Done():
+				return
+			}
 			lat := make([]time.Duration, 0, min(perWorker, 1<<14))
 			for n := 0; n < perWorker && ctx.Err() == nil; n++ {
 				t0 := time.Now()
@@ -291,8 +406,7 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 				d := time.Since(t0)
 				if err != nil {
 					if isFatal(err) {
-						results[i].fatal = err
-						cancel() // one dead connection ends the phase for everyone
+						fatal(err)
 						break
 					}
 					tally.add(err)
@@ -303,6 +417,12 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 			results[i].lat = lat
 		})
 	}
+	ready.Wait()
+	conns, connErr := startConnCount(ctx, t)
+	cpu := startCPU(t.child.pid())
+	start := time.Now()
+	deadline = start.Add(o.duration)
+	close(startc)
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpuUsed, cpuErr := cpu.stop()
@@ -317,6 +437,9 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
+	if connErr != nil {
+		return res, connErr
+	}
 	if cpuErr != nil {
 		return res, fmt.Errorf("reading CPU time of %s: %w", t.name, cpuErr)
 	}
@@ -325,6 +448,9 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 		lat = append(lat, r.lat...)
 	}
 	res.fill(lat, elapsed, cpuUsed, &tally)
+	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
+		return res, err
+	}
 	return res, nil
 }
 

@@ -7,11 +7,18 @@
 // memory and CPU from /proc, and finally measures the idle memory of a proxy holding many
 // upstreams. It only talks to the child processes it starts, and stops them all on exit.
 //
+// -mode stdio (the default) speaks to both over stdin/stdout. -mode http speaks
+// Streamable HTTP to both: the upstream serves HTTP itself (testserver -http), the proxy
+// serves its HTTP front end with the upstream over stdio, and (-http-upstream) a second
+// proxy with the upstream over HTTP. It also counts the TCP connections opened per call,
+// and -sessions N measures a proxy holding N concurrent sessions with open GET streams.
+//
 // main is thin: it calls run and turns an error into a non-zero exit status.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -62,6 +69,10 @@ type options struct {
 	concurrency   []int
 	idleUpstreams int
 	rounds        int
+	mode          string // modeStdio or modeHTTP
+	httpUpstream  bool   // -mode http: also measure the proxy with an HTTP upstream
+	sessions      int    // -mode http: sessions of the many-sessions phase (0 skips it)
+	sessionCalls  int    // tools/call per session in that phase
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -77,14 +88,44 @@ const (
 	maxCallTimeout  = 5 * time.Minute
 	defaultProxy    = "./bin/mcp-proxy"
 	defaultUpstream = "./bin/testserver -fast"
+	maxSessionCalls = 1000
+
+	modeStdio = "stdio"
+	modeHTTP  = "http"
 )
+
+const usageText = `Usage: mcp-bench [flags]
+
+Measures tools/call through mcp-proxy against the upstream called directly, in one run:
+a latency phase at concurrency 1 and a throughput phase per -concurrency level, against
+each target in turn, rounds alternating who goes first. The proxy's CPU per call and
+memory come from /proc.
+
+-mode stdio (default): both targets are spoken to over stdin/stdout.
+
+-mode http: both are spoken to over Streamable HTTP, one MCP session per worker over a
+keep-alive connection pool, with the same client code:
+  direct        the upstream serving HTTP itself: -upstream plus
+                "-http 127.0.0.1:0 -http-addr-file FILE" (testserver -http supports it)
+  proxy         mcp-proxy run with a listen "http" block on a free loopback port and
+                the upstream over stdio
+  proxy-httpup  (-http-upstream) mcp-proxy with the upstream over HTTP (url upstream);
+                the upstream's GET /stats tells how many TCP connections the proxy
+                opened to it per call
+  -sessions N   then opens N sessions at once to a fresh proxy, each with its GET
+                stream open and -session-calls tools/call, and reports the proxy's RSS per
+                idle session, and its threads, descriptors (and goroutines, if it serves
+                net/http/pprof on MCP_PROXY_DEBUG_ADDR) before, during and after DELETE.
+
+Flags:
+`
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("mcp-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: mcp-bench [flags]\n\nMeasures tools/call through mcp-proxy against the upstream called directly.\n\n")
+		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
 	var upstream, conc string
@@ -100,6 +141,10 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.rounds, "rounds", 1, "repeat everything this many times and report medians")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout (a timed-out call counts as an error)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
+	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
+	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
+	fs.IntVar(&o.sessionCalls, "session-calls", 3, "-mode http: tools/call made by each session of the -sessions phase")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -122,6 +167,10 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.rounds >= 1 && o.rounds <= maxRounds, "-rounds must be in [1, %d]", maxRounds)
 	check(o.timeout > 0 && o.timeout <= maxCallTimeout, "-timeout must be in (0, %v]", maxCallTimeout)
 	check(o.tool != "", "-tool must not be empty")
+	check(o.mode == modeStdio || o.mode == modeHTTP, "-mode must be stdio or http")
+	check(o.sessions >= 0 && o.sessions <= maxSessions, "-sessions must be in [0, %d]", maxSessions)
+	check(o.sessions == 0 || o.mode == modeHTTP, "-sessions needs -mode http")
+	check(o.sessionCalls >= 0 && o.sessionCalls <= maxSessionCalls, "-session-calls must be in [0, %d]", maxSessionCalls)
 	levels, err := parseConcurrency(conc)
 	check(err == nil, "%v", err)
 	o.concurrency = levels
@@ -201,22 +250,23 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("creating a temporary directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	mainCfg := filepath.Join(tmp, "bench.hcl")
+	env := &roundEnv{o: o, params: params, tmp: tmp, errw: errw}
+	env.mainCfg = filepath.Join(tmp, "bench.hcl")
 	ups := []upstreamBlock{{Label: "bench", Command: o.upstream, Cwd: o.dir, Namespace: ""}}
-	if err := os.WriteFile(mainCfg, []byte(proxyConfig(ups)), 0o600); err != nil {
+	if err := os.WriteFile(env.mainCfg, []byte(proxyConfig(ups)), 0o600); err != nil {
 		return fmt.Errorf("writing the proxy config: %w", err)
 	}
-	idleCfg := filepath.Join(tmp, "idle.hcl")
+	env.idleCfg = filepath.Join(tmp, "idle.hcl")
 	if o.idleUpstreams > 0 {
 		cfg := proxyConfig(idleUpstreams(o.idleUpstreams, o.upstream, o.dir))
-		if err := os.WriteFile(idleCfg, []byte(cfg), 0o600); err != nil {
+		if err := os.WriteFile(env.idleCfg, []byte(cfg), 0o600); err != nil {
 			return fmt.Errorf("writing the idle proxy config: %w", err)
 		}
 	}
 
 	rep := newReport(o)
 	for r := range o.rounds {
-		rr, err := runRound(ctx, r, o, params, mainCfg, idleCfg, errw)
+		rr, err := runRound(ctx, r, env)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", r+1, err)
 		}
@@ -242,54 +292,117 @@ func proxyArgv(o *options, cfg string) []string {
 	return []string{o.proxyPath, "run", "--config", cfg, "--log-level", "warn"}
 }
 
-// runRound runs every phase once against both targets, then the idle phase.
-func runRound(ctx context.Context, round int, o *options, params []byte, mainCfg, idleCfg string, errw io.Writer) (roundResult, error) {
+// roundEnv is what every round shares.
+type roundEnv struct {
+	o                *options
+	params           json.RawMessage
+	tmp              string // temporary directory for configs and address files
+	mainCfg, idleCfg string // stdio configs
+	errw             io.Writer
+}
+
+// startTargets starts the targets of one round, in their canonical order.
+func startTargets(ctx context.Context, round int, env *roundEnv) ([]*target, error) {
+	o := env.o
+	if o.mode == modeHTTP {
+		return startHTTPTargets(ctx, o, env.tmp, round, env.errw)
+	}
+	direct, err := startTarget(ctx, targetDirect, o.upstream, o.dir, false, env.errw)
+	if err != nil {
+		return nil, err
+	}
+	proxy, err := startTarget(ctx, targetProxy, proxyArgv(o, env.mainCfg), o.dir, true, env.errw)
+	if err != nil {
+		return nil, errors.Join(err, direct.Close())
+	}
+	return []*target{direct, proxy}, nil
+}
+
+// rotate returns ts rotated left by k, so that each round another target goes first.
+func rotate[T any](ts []T, k int) []T {
+	if len(ts) == 0 {
+		return ts
+	}
+	k %= len(ts)
+	return append(append([]T(nil), ts[k:]...), ts[:k]...)
+}
+
+// runRound runs every phase once against every target, then the idle phase and (-mode
+// http) the sessions phase.
+func runRound(ctx context.Context, round int, env *roundEnv) (roundResult, error) {
+	o, errw := env.o, env.errw
 	rr := roundResult{Round: round + 1}
-	direct, err := startTarget(ctx, targetDirect, o.upstream, o.dir, false, errw)
+	targets, err := startTargets(ctx, round, env)
 	if err != nil {
 		return rr, err
 	}
-	defer direct.Close()
-	proxy, err := startTarget(ctx, targetProxy, proxyArgv(o, mainCfg), o.dir, true, errw)
-	if err != nil {
-		return rr, err
-	}
-	defer proxy.Close()
+	defer func() {
+		for _, t := range targets {
+			t.Close()
+		}
+	}()
 
 	specs := []phaseSpec{{kindLatency, 1}}
 	for _, c := range o.concurrency {
 		specs = append(specs, phaseSpec{kindThroughput, c})
 	}
-	order := []*target{direct, proxy}
-	if round%2 == 1 { // alternate who goes first, so neither always runs on a warmer machine
-		order = []*target{proxy, direct}
-	}
+	// Alternate who goes first, so that none always runs on a warmer machine.
+	order := rotate(targets, round)
 	for _, spec := range specs {
 		for _, t := range order {
-			res, err := runPhase(ctx, t, spec, o, params)
+			res, err := runPhase(ctx, t, spec, o, env.params)
 			if err != nil {
 				return rr, err
 			}
-			fmt.Fprintf(errw, "round %d/%d %-18s %-6s %9.0f calls/s  p50 %7.1fµs  p99 %7.1fµs  errors %d\n",
-				round+1, o.rounds, spec, t.name, res.CallsPerSec, res.P50US, res.P99US, res.Errors)
+			conns := ""
+			if h := res.HTTP; h != nil {
+				conns = fmt.Sprintf("  new conns %d", h.NewConns)
+				if h.UpstreamNewConns != nil {
+					conns += fmt.Sprintf(", to upstream %d", *h.UpstreamNewConns)
+				}
+			}
+			fmt.Fprintf(errw, "round %d/%d %-18s %-14s %9.0f calls/s  p50 %7.1fµs  p99 %7.1fµs  CPU %6.1fµs/call  errors %d%s\n",
+				round+1, o.rounds, spec, t.name, res.CallsPerSec, res.P50US, res.P99US, res.CPUPerCallUS, res.Errors, conns)
 			rr.Phases = append(rr.Phases, res)
 		}
 	}
-	proxy.sampler.stop()
-	rr.ProxyPeakRSSkB = proxy.sampler.peakkB()
-	rr.ProxyPeakRSSMiB = kBToMiB(rr.ProxyPeakRSSkB)
-	if err := errors.Join(direct.Close(), proxy.Close()); err != nil {
+	var closeErrs []error
+	for _, t := range targets {
+		if t.sampler != nil {
+			t.sampler.stop()
+			switch t.name {
+			case targetProxy:
+				rr.ProxyPeakRSSkB = t.sampler.peakkB()
+				rr.ProxyPeakRSSMiB = kBToMiB(rr.ProxyPeakRSSkB)
+			case targetProxyHTTPUp:
+				rr.ProxyHTTPUpPeakRSSkB = t.sampler.peakkB()
+			}
+		}
+		closeErrs = append(closeErrs, t.Close())
+	}
+	if err := errors.Join(closeErrs...); err != nil {
 		return rr, err
 	}
 
 	if o.idleUpstreams > 0 {
-		idle, err := measureIdle(ctx, proxyArgv(o, idleCfg), o.dir, o.idleUpstreams, errw)
+		idle, err := measureIdle(ctx, proxyArgv(o, env.idleCfg), o.dir, o.idleUpstreams, errw)
 		if err != nil {
 			return rr, err
 		}
 		fmt.Fprintf(errw, "round %d/%d idle proxy with %d upstreams: %d tools, VmRSS %.1f MiB\n",
 			round+1, o.rounds, idle.Upstreams, idle.Tools, idle.RSSMiB)
 		rr.Idle = &idle
+	}
+	if o.sessions > 0 {
+		sr, err := measureSessions(ctx, o, env.tmp, env.params, errw)
+		if err != nil {
+			return rr, fmt.Errorf("sessions phase: %w", err)
+		}
+		fmt.Fprintf(errw, "round %d/%d %d sessions: opened %d in %.1fs, errors %d, RSS %.1f -> %.1f MiB (%.1f KB/session), after DELETE %.1f MiB; fds %d -> %d -> %d; threads %d -> %d -> %d\n",
+			round+1, o.rounds, sr.Sessions, sr.Opened, sr.OpenSec, sr.Errors, kBToMiB(sr.Baseline.RSSkB), kBToMiB(sr.Open.RSSkB),
+			sr.PerSessionKB, kBToMiB(sr.After.RSSkB), sr.Baseline.FDs, sr.Open.FDs, sr.After.FDs,
+			sr.Baseline.Threads, sr.Open.Threads, sr.After.Threads)
+		rr.Sessions = &sr
 	}
 	return rr, nil
 }

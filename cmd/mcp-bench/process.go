@@ -19,13 +19,13 @@ const (
 	waitDelay = 3 * time.Second // bounds Wait when a grandchild keeps our stderr pipe open
 )
 
-// child is one spawned MCP stdio server (the upstream itself or the proxy) and the
-// pipelined client speaking to it. It is started by startChild and stopped by Close,
-// which is safe to call twice.
+// child is one spawned MCP server (the upstream itself or the proxy): over stdio with the
+// pipelined client speaking to it (startChild), or serving HTTP with its stdin and stdout
+// unused (startServerChild). It is stopped by Close, which is safe to call twice.
 type child struct {
 	name string
 	cmd  *exec.Cmd
-	conn *conn
+	conn *conn // nil for an HTTP server
 
 	stdin  io.WriteCloser
 	stdout *os.File // read end of the child's stdout; closed by Close after the child exited
@@ -41,14 +41,10 @@ type child struct {
 // pipelined JSON-RPC client. The child's stderr is copied to stderr (which should be a
 // lockedWriter when shared), each line prefixed with the child's name.
 func startChild(name string, argv []string, dir string, stderr io.Writer) (*child, error) {
-	if len(argv) == 0 {
-		return nil, errors.New("starting child: empty command")
+	cmd, err := newCommand(name, argv, dir, nil, stderr)
+	if err != nil {
+		return nil, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches only us; we stop the group
-	cmd.Stderr = newPrefixWriter(stderr, "["+name+"] ")
-	cmd.WaitDelay = waitDelay
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
@@ -75,6 +71,42 @@ func startChild(name string, argv []string, dir string, stderr io.Writer) (*chil
 	return c, nil
 }
 
+// newCommand prepares argv in its own process group with its stderr copied to stderr,
+// each line prefixed with the child's name; env entries are added to ours.
+func newCommand(name string, argv []string, dir string, env []string, stderr io.Writer) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("starting child: empty command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches only us; we stop the group
+	cmd.Stderr = newPrefixWriter(stderr, "["+name+"] ")
+	cmd.WaitDelay = waitDelay
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	return cmd, nil
+}
+
+// startServerChild spawns argv as a network server: stdin is /dev/null and stdout is
+// copied to stderr like its stderr. Close stops it with SIGTERM.
+func startServerChild(name string, argv []string, dir string, env []string, stderr io.Writer) (*child, error) {
+	cmd, err := newCommand(name, argv, dir, env, stderr)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout = cmd.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s (%s): %w", name, argv[0], err)
+	}
+	c := &child{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
 // pid returns the process id of the child (not of its children).
 func (c *child) pid() int { return c.cmd.Process.Pid }
 
@@ -88,9 +120,9 @@ func (c *child) exited() bool {
 	}
 }
 
-// Close stops the child: it closes its stdin and waits, then sends SIGTERM and then
-// SIGKILL to its process group, waiting stopGrace between steps. It then stops the
-// client. Close is safe to call more than once.
+// Close stops the child: it closes its stdin (an HTTP server: sends it SIGTERM) and
+// waits, then sends SIGTERM and then SIGKILL to its process group, waiting stopGrace
+// between steps. It then stops the client. Close is safe to call more than once.
 func (c *child) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.stop() })
 	return c.closeErr
@@ -98,8 +130,12 @@ func (c *child) Close() error {
 
 func (c *child) stop() error {
 	var errs []error
-	if err := c.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-		errs = append(errs, fmt.Errorf("closing stdin of %s: %w", c.name, err))
+	if c.stdin != nil {
+		if err := c.stdin.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+			errs = append(errs, fmt.Errorf("closing stdin of %s: %w", c.name, err))
+		}
+	} else {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM) // the process alone: it stops its own children
 	}
 	pgid := c.pid()
 	exited := c.waitFor(stopGrace)
@@ -112,6 +148,9 @@ func (c *child) stop() error {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	if !exited && !c.waitFor(stopGrace) {
 		errs = append(errs, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", c.name, pgid))
+	}
+	if c.conn == nil {
+		return errors.Join(errs...)
 	}
 	// Closing our read end ends the reader even if a grandchild still holds the write end.
 	if err := c.stdout.Close(); err != nil && !errors.Is(err, os.ErrClosed) {

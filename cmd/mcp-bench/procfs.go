@@ -15,10 +15,11 @@ import (
 // Linux architecture Go supports (sysconf(_SC_CLK_TCK)).
 const clockTicks = 100
 
-// memStatus is the memory part of /proc/PID/status, in kB.
+// memStatus is the memory part of /proc/PID/status, in kB, and the thread count.
 type memStatus struct {
-	RSSkB int64 // VmRSS: resident set size now
-	HWMkB int64 // VmHWM: peak resident set size
+	RSSkB   int64 // VmRSS: resident set size now
+	HWMkB   int64 // VmHWM: peak resident set size
+	Threads int64 // Threads: OS threads (0 if the line is missing)
 }
 
 // parseStatus reads VmRSS and VmHWM from the text of /proc/PID/status.
@@ -36,6 +37,13 @@ func parseStatus(s string) (memStatus, error) {
 			dst, haveRSS = &st.RSSkB, true
 		case "VmHWM":
 			dst, haveHWM = &st.HWMkB, true
+		case "Threads":
+			n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			if err != nil {
+				return st, fmt.Errorf("parsing Threads: %w", err)
+			}
+			st.Threads = n
+			continue
 		default:
 			continue
 		}
@@ -175,4 +183,48 @@ func (s *rssSampler) stop() {
 // sampled VmRSS if that is larger (it never should be).
 func (s *rssSampler) peakkB() int64 {
 	return max(s.maxHWM.Load(), s.maxRSS.Load())
+}
+
+// countFDs returns the number of open file descriptors of pid.
+func countFDs(pid int) (int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return 0, err
+	}
+	return len(ents), nil
+}
+
+// parseNofile returns the soft and hard "Max open files" of the text of
+// /proc/PID/limits; -1 stands for unlimited.
+func parseNofile(s string) (soft, hard int64, err error) {
+	for line := range strings.Lines(s) {
+		rest, ok := strings.CutPrefix(line, "Max open files")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			break
+		}
+		parse := func(v string) (int64, error) {
+			if v == "unlimited" {
+				return -1, nil
+			}
+			return strconv.ParseInt(v, 10, 64)
+		}
+		if soft, err = parse(f[0]); err == nil {
+			hard, err = parse(f[1])
+		}
+		return soft, hard, err
+	}
+	return 0, 0, errors.New("no \"Max open files\" line in limits")
+}
+
+// readNofile returns the RLIMIT_NOFILE of pid.
+func readNofile(pid int) (soft, hard int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseNofile(string(b))
 }

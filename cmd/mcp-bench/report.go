@@ -40,6 +40,10 @@ type settings struct {
 	IdleUpstreams int      `json:"idle_upstreams"`
 	Rounds        int      `json:"rounds"`
 	TimeoutSec    float64  `json:"timeout_sec"`
+	Mode          string   `json:"mode"`
+	HTTPUpstream  bool     `json:"http_upstream,omitempty"`
+	Sessions      int      `json:"sessions,omitempty"`
+	SessionCalls  int      `json:"session_calls,omitempty"`
 }
 
 // roundResult is one round: every phase against both targets, then the idle phase.
@@ -48,7 +52,10 @@ type roundResult struct {
 	Phases          []phaseResult `json:"phases"`
 	ProxyPeakRSSkB  int64         `json:"proxy_peak_rss_kb"` // VmHWM of the proxy process over the round
 	ProxyPeakRSSMiB float64       `json:"proxy_peak_rss_mib"`
-	Idle            *idleResult   `json:"idle,omitempty"`
+	// ProxyHTTPUpPeakRSSkB is the VmHWM of the proxy with an HTTP upstream (-mode http).
+	ProxyHTTPUpPeakRSSkB int64           `json:"proxy_httpup_peak_rss_kb,omitempty"`
+	Idle                 *idleResult     `json:"idle,omitempty"`
+	Sessions             *sessionsResult `json:"sessions,omitempty"`
 }
 
 // figures are one target's results of one phase, as medians over the rounds (Errors is
@@ -65,6 +72,11 @@ type figures struct {
 	CPUPerCallUS float64 `json:"cpu_per_call_us"`
 	// BenchCPUPerCallUS is the CPU time of mcp-bench itself per call.
 	BenchCPUPerCallUS float64 `json:"bench_cpu_per_call_us"`
+	// -mode http: TCP connections mcp-bench opened to the target per call, and the
+	// percentage of the upstream's tools/call that came on a new connection from the
+	// proxy (proxy-httpup only).
+	NewConnsPerCall    *float64 `json:"new_conns_per_call,omitempty"`
+	UpstreamNewConnPct *float64 `json:"upstream_new_conn_pct,omitempty"`
 }
 
 // phaseSummary compares the targets in one phase. Ratios are proxy/direct (0 when the
@@ -77,6 +89,38 @@ type phaseSummary struct {
 	P50Ratio        float64 `json:"p50_ratio"`
 	P99Ratio        float64 `json:"p99_ratio"`
 	ThroughputRatio float64 `json:"throughput_ratio"`
+	// -mode http -http-upstream: the proxy with an HTTP upstream, its ratios to direct.
+	ProxyHTTPUp           *figures `json:"proxy_httpup,omitempty"`
+	HTTPUpP50Ratio        float64  `json:"httpup_p50_ratio,omitempty"`
+	HTTPUpP99Ratio        float64  `json:"httpup_p99_ratio,omitempty"`
+	HTTPUpThroughputRatio float64  `json:"httpup_throughput_ratio,omitempty"`
+}
+
+// sessionsSummary condenses the sessions phases of all rounds: medians, except where
+// noted.
+type sessionsSummary struct {
+	Sessions        int     `json:"sessions"`
+	CallsPerSession int     `json:"calls_per_session"`
+	OpenedMin       int     `json:"opened_min"` // fewest sessions fully opened in a round
+	Errors          int     `json:"errors"`     // total
+	FirstError      string  `json:"first_error,omitempty"`
+	OpenSec         float64 `json:"open_sec"`
+	BaselineRSSMiB  float64 `json:"baseline_rss_mib"`
+	OpenRSSMiB      float64 `json:"open_rss_mib"`
+	AfterRSSMiB     float64 `json:"after_rss_mib"`
+	PerSessionKB    float64 `json:"per_session_kb"`
+	PerSessionKBMax float64 `json:"per_session_kb_max"`
+	StreamsEndedMin int     `json:"streams_ended_min"`
+	// Residues after DELETE, worst round: After minus Baseline.
+	FDResidue        int   `json:"fd_residue"`
+	ThreadResidue    int64 `json:"thread_residue"`
+	GoroutineResidue *int  `json:"goroutine_residue,omitempty"` // nil: no debug listener
+	// The last round's snapshots, for the counts.
+	Baseline    procSnapshot `json:"baseline"`
+	Open        procSnapshot `json:"open"`
+	After       procSnapshot `json:"after"`
+	ProxyNofile int64        `json:"proxy_nofile"`
+	BenchNofile int64        `json:"bench_nofile"`
 }
 
 type summary struct {
@@ -85,7 +129,10 @@ type summary struct {
 	IdleUpstreams   int            `json:"idle_upstreams,omitempty"`
 	IdleTools       int            `json:"idle_tools,omitempty"` // fewest listed in any round
 	IdleRSSMiB      float64        `json:"idle_rss_mib,omitempty"`
-	Errors          int            `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches
+	// ProxyHTTPUpPeakRSSMiB is the median VmHWM of the proxy with an HTTP upstream.
+	ProxyHTTPUpPeakRSSMiB float64          `json:"proxy_httpup_peak_rss_mib,omitempty"`
+	Sessions              *sessionsSummary `json:"sessions,omitempty"`
+	Errors                int              `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
 }
 
 func newReport(o *options) *report {
@@ -111,6 +158,10 @@ func newReport(o *options) *report {
 			IdleUpstreams: o.idleUpstreams,
 			Rounds:        o.rounds,
 			TimeoutSec:    o.timeout.Seconds(),
+			Mode:          o.mode,
+			HTTPUpstream:  o.mode == modeHTTP && o.httpUpstream,
+			Sessions:      o.sessions,
+			SessionCalls:  o.sessionCalls,
 		},
 	}
 }
@@ -163,11 +214,26 @@ func (r *report) summarize() {
 		ps.P50Ratio = ratio(ps.Proxy.P50US, ps.Direct.P50US)
 		ps.P99Ratio = ratio(ps.Proxy.P99US, ps.Direct.P99US)
 		ps.ThroughputRatio = ratio(ps.Proxy.CallsPerSec, ps.Direct.CallsPerSec)
+		if up := byKey[k][targetProxyHTTPUp]; len(up) > 0 {
+			f := medianFigures(up)
+			ps.ProxyHTTPUp = &f
+			ps.HTTPUpP50Ratio = ratio(f.P50US, ps.Direct.P50US)
+			ps.HTTPUpP99Ratio = ratio(f.P99US, ps.Direct.P99US)
+			ps.HTTPUpThroughputRatio = ratio(f.CallsPerSec, ps.Direct.CallsPerSec)
+		}
 		s.Phases = append(s.Phases, ps)
 	}
-	var peaks, idle []float64
+	var peaks, idle, upPeaks []float64
+	var sessions []*sessionsResult
 	for _, rr := range r.Rounds {
 		peaks = append(peaks, rr.ProxyPeakRSSMiB)
+		if rr.ProxyHTTPUpPeakRSSkB > 0 {
+			upPeaks = append(upPeaks, kBToMiB(rr.ProxyHTTPUpPeakRSSkB))
+		}
+		if rr.Sessions != nil {
+			sessions = append(sessions, rr.Sessions)
+			s.Errors += rr.Sessions.Errors
+		}
 		if rr.Idle != nil {
 			idle = append(idle, rr.Idle.RSSMiB)
 			if s.IdleUpstreams == 0 || rr.Idle.Tools < s.IdleTools {
@@ -181,7 +247,46 @@ func (r *report) summarize() {
 	}
 	s.ProxyPeakRSSMiB = median(peaks)
 	s.IdleRSSMiB = median(idle)
+	s.ProxyHTTPUpPeakRSSMiB = median(upPeaks)
+	s.Sessions = summarizeSessions(sessions)
 	r.Summary = s
+}
+
+// summarizeSessions condenses the sessions phases; nil when there were none.
+func summarizeSessions(rs []*sessionsResult) *sessionsSummary {
+	if len(rs) == 0 {
+		return nil
+	}
+	last := rs[len(rs)-1]
+	s := &sessionsSummary{Sessions: last.Sessions, CallsPerSession: last.CallsPerSession, OpenedMin: last.Opened,
+		StreamsEndedMin: last.StreamsEnded, Baseline: last.Baseline, Open: last.Open, After: last.After,
+		ProxyNofile: last.ProxyNofile, BenchNofile: last.BenchNofile}
+	var openSec, base, open, after, per []float64
+	for _, r := range rs {
+		s.Errors += r.Errors
+		if s.FirstError == "" {
+			s.FirstError = r.FirstError
+		}
+		s.OpenedMin = min(s.OpenedMin, r.Opened)
+		s.StreamsEndedMin = min(s.StreamsEndedMin, r.StreamsEnded)
+		openSec = append(openSec, r.OpenSec)
+		base = append(base, kBToMiB(r.Baseline.RSSkB))
+		open = append(open, kBToMiB(r.Open.RSSkB))
+		after = append(after, kBToMiB(r.After.RSSkB))
+		per = append(per, r.PerSessionKB)
+		s.PerSessionKBMax = max(s.PerSessionKBMax, r.PerSessionKB)
+		s.FDResidue = max(s.FDResidue, r.After.FDs-r.Baseline.FDs)
+		s.ThreadResidue = max(s.ThreadResidue, r.After.Threads-r.Baseline.Threads)
+		if r.After.Goroutines >= 0 && r.Baseline.Goroutines >= 0 {
+			g := r.After.Goroutines - r.Baseline.Goroutines
+			if s.GoroutineResidue == nil || g > *s.GoroutineResidue {
+				s.GoroutineResidue = &g
+			}
+		}
+	}
+	s.OpenSec, s.BaselineRSSMiB, s.OpenRSSMiB, s.AfterRSSMiB, s.PerSessionKB =
+		median(openSec), median(base), median(open), median(after), median(per)
+	return s
 }
 
 // medianFigures takes the median of each figure over rounds; errors are summed.
@@ -206,6 +311,23 @@ func medianFigures(ps []phaseResult) figures {
 	f.MeanUS = col(func(p *phaseResult) float64 { return p.MeanUS })
 	f.CPUPerCallUS = col(func(p *phaseResult) float64 { return p.CPUPerCallUS })
 	f.BenchCPUPerCallUS = col(func(p *phaseResult) float64 { return p.BenchCPUPerCallUS })
+	var conns, upPct []float64
+	for i := range ps {
+		if h := ps[i].HTTP; h != nil {
+			conns = append(conns, h.NewConnsPerCall)
+			if h.UpstreamNewConnPct != nil {
+				upPct = append(upPct, *h.UpstreamNewConnPct)
+			}
+		}
+	}
+	if len(conns) > 0 {
+		v := median(conns)
+		f.NewConnsPerCall = &v
+	}
+	if len(upPct) > 0 {
+		v := median(upPct)
+		f.UpstreamNewConnPct = &v
+	}
 	return f
 }
 
@@ -219,6 +341,9 @@ func (r *report) firstError() string {
 		}
 		if rr.Idle != nil && rr.Idle.Error != "" {
 			return "idle phase: " + rr.Idle.Error
+		}
+		if rr.Sessions != nil && rr.Sessions.FirstError != "" {
+			return "sessions phase: " + rr.Sessions.FirstError
 		}
 	}
 	return "unknown"
@@ -235,7 +360,7 @@ func fmtRatio(v float64) string {
 func (r *report) writeText(w io.Writer) error {
 	var b strings.Builder
 	m, st := r.Machine, r.Settings
-	fmt.Fprintf(&b, "mcp-bench: tools/call %q %s, mcp-proxy vs. the upstream called directly\n", st.Tool, st.Args)
+	fmt.Fprintf(&b, "mcp-bench: tools/call %q %s, mcp-proxy vs. the upstream called directly, over %s\n", st.Tool, st.Args, st.Mode)
 	fmt.Fprintf(&b, "machine:  %s/%s, NumCPU %d, GOMAXPROCS %d, %s (mcp-bench)", m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS, m.GoVersion)
 	if m.CPUModel != "" {
 		fmt.Fprintf(&b, ", %s", m.CPUModel)
@@ -244,6 +369,13 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, ", Linux %s", m.Kernel)
 	}
 	fmt.Fprintf(&b, "\nproxy:    %s\nupstream: %s\n", st.Proxy, strings.Join(st.Upstream, " "))
+	if st.Mode == modeHTTP {
+		b.WriteString("targets:  direct = the upstream serving HTTP itself; proxy = mcp-proxy HTTP front end, upstream over stdio")
+		if st.HTTPUpstream {
+			b.WriteString(";\n          proxy-httpup = mcp-proxy HTTP front end, upstream over HTTP")
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "settings: rounds %d, warmup %d, latency calls %d, %gs per throughput phase, timeout %gs",
 		st.Rounds, st.Warmup, st.LatencyCalls, st.DurationSec, st.TimeoutSec)
 	if st.Rounds > 1 {
@@ -251,29 +383,66 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	b.WriteString("\n\n")
 
-	const row = "%-16s %-12s %8s %6s %9s %8s %8s %8s %9s %9s %8s %8s\n"
+	const row = "%-16s %-19s %8s %6s %9s %8s %8s %8s %9s %9s %8s %8s\n"
 	fmt.Fprintf(&b, row, "phase", "target", "calls", "errors", "calls/s", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "CPU µs", "bench µs")
+	type col struct {
+		name string
+		f    *figures
+	}
 	for _, p := range r.Summary.Phases {
 		name := fmt.Sprintf("%s c=%d", p.Kind, p.Concurrency)
-		for _, t := range []struct {
-			name string
-			f    figures
-		}{{targetDirect, p.Direct}, {targetProxy, p.Proxy}} {
-			f := t.f
-			fmt.Fprintf(&b, row, name, t.name, fmt.Sprintf("%.0f", f.Calls), fmt.Sprint(f.Errors),
+		cols := []col{{targetDirect, &p.Direct}, {targetProxy, &p.Proxy}}
+		if p.ProxyHTTPUp != nil {
+			cols = append(cols, col{targetProxyHTTPUp, p.ProxyHTTPUp})
+		}
+		for _, c := range cols {
+			f := c.f
+			fmt.Fprintf(&b, row, name, c.name, fmt.Sprintf("%.0f", f.Calls), fmt.Sprint(f.Errors),
 				fmt.Sprintf("%.0f", f.CallsPerSec), fmt.Sprintf("%.1f", f.P50US), fmt.Sprintf("%.1f", f.P90US),
 				fmt.Sprintf("%.1f", f.P99US), fmt.Sprintf("%.1f", f.MaxUS), fmt.Sprintf("%.1f", f.MeanUS),
 				fmt.Sprintf("%.1f", f.CPUPerCallUS), fmt.Sprintf("%.1f", f.BenchCPUPerCallUS))
 		}
-		d, x := p.Direct, p.Proxy
-		fmt.Fprintf(&b, row, "", "proxy/direct", "", "",
-			fmtRatio(p.ThroughputRatio), fmtRatio(p.P50Ratio), fmtRatio(ratio(x.P90US, d.P90US)),
-			fmtRatio(p.P99Ratio), fmtRatio(ratio(x.MaxUS, d.MaxUS)), fmtRatio(ratio(x.MeanUS, d.MeanUS)),
-			fmtRatio(ratio(x.CPUPerCallUS, d.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, d.BenchCPUPerCallUS)))
+		d := p.Direct
+		for _, c := range cols[1:] {
+			x := c.f
+			fmt.Fprintf(&b, row, "", c.name+"/direct", "", "",
+				fmtRatio(ratio(x.CallsPerSec, d.CallsPerSec)), fmtRatio(ratio(x.P50US, d.P50US)), fmtRatio(ratio(x.P90US, d.P90US)),
+				fmtRatio(ratio(x.P99US, d.P99US)), fmtRatio(ratio(x.MaxUS, d.MaxUS)), fmtRatio(ratio(x.MeanUS, d.MeanUS)),
+				fmtRatio(ratio(x.CPUPerCallUS, d.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, d.BenchCPUPerCallUS)))
+		}
 	}
 	b.WriteString("CPU µs: CPU time per call of the target process alone (the upstream for direct; the proxy\n")
 	b.WriteString("process, not its upstream, for proxy). bench µs: CPU of mcp-bench itself per call.\n")
 	b.WriteString("Both from /proc/PID/stat at 10 ms resolution per phase.\n\n")
+
+	if st.Mode == modeHTTP {
+		b.WriteString("TCP connections opened during the measured part of each phase, per call\n")
+		const crow = "%-16s %-14s %16s %26s\n"
+		fmt.Fprintf(&b, crow, "phase", "target", "client->target", "proxy->HTTP upstream")
+		for _, p := range r.Summary.Phases {
+			name := fmt.Sprintf("%s c=%d", p.Kind, p.Concurrency)
+			cols := []col{{targetDirect, &p.Direct}, {targetProxy, &p.Proxy}}
+			if p.ProxyHTTPUp != nil {
+				cols = append(cols, col{targetProxyHTTPUp, p.ProxyHTTPUp})
+			}
+			for _, c := range cols {
+				client, up := "n/a", "n/a"
+				if c.f.NewConnsPerCall != nil {
+					client = fmt.Sprintf("%.4f", *c.f.NewConnsPerCall)
+				}
+				switch {
+				case c.f.UpstreamNewConnPct != nil:
+					up = fmt.Sprintf("%.3f%% of calls", *c.f.UpstreamNewConnPct)
+				case c.name == targetProxy:
+					up = "n/a (stdio upstream)"
+				case c.name == targetDirect:
+					up = "-"
+				}
+				fmt.Fprintf(&b, crow, name, c.name, client, up)
+			}
+		}
+		b.WriteString("\n")
+	}
 
 	s := r.Summary
 	b.WriteString("summary\n")
@@ -282,18 +451,76 @@ func (r *report) writeText(w io.Writer) error {
 		switch {
 		case p.Kind == kindLatency:
 			fmt.Fprintf(sw, "  p50 latency proxy/direct at c=%d\t%s (%.1f µs vs %.1f µs)\n", p.Concurrency, fmtRatio(p.P50Ratio), p.Proxy.P50US, p.Direct.P50US)
+			if p.ProxyHTTPUp != nil {
+				fmt.Fprintf(sw, "  p50 latency proxy-httpup/direct at c=%d\t%s (%.1f µs vs %.1f µs)\n", p.Concurrency, fmtRatio(p.HTTPUpP50Ratio), p.ProxyHTTPUp.P50US, p.Direct.P50US)
+			}
 		default:
 			fmt.Fprintf(sw, "  throughput proxy/direct at c=%d\t%s (%.0f vs %.0f calls/s)\n", p.Concurrency, fmtRatio(p.ThroughputRatio), p.Proxy.CallsPerSec, p.Direct.CallsPerSec)
+			if p.ProxyHTTPUp != nil {
+				fmt.Fprintf(sw, "  throughput proxy-httpup/direct at c=%d\t%s (%.0f vs %.0f calls/s)\n", p.Concurrency, fmtRatio(p.HTTPUpThroughputRatio), p.ProxyHTTPUp.CallsPerSec, p.Direct.CallsPerSec)
+			}
 		}
 	}
-	var cpu []string
+	var cpu, cpuUp []string
 	for _, p := range s.Phases {
-		cpu = append(cpu, fmt.Sprintf("c=%d %.1f µs", p.Concurrency, p.Proxy.CPUPerCallUS))
+		label := fmt.Sprintf("c=%d", p.Concurrency)
+		if p.Kind == kindLatency {
+			label = "latency"
+		}
+		cpu = append(cpu, fmt.Sprintf("%s %.1f µs", label, p.Proxy.CPUPerCallUS))
+		if p.ProxyHTTPUp != nil {
+			cpuUp = append(cpuUp, fmt.Sprintf("%s %.1f µs", label, p.ProxyHTTPUp.CPUPerCallUS))
+		}
 	}
 	fmt.Fprintf(sw, "  proxy CPU per call\t%s\n", strings.Join(cpu, ", "))
+	if len(cpuUp) > 0 {
+		fmt.Fprintf(sw, "  proxy-httpup CPU per call\t%s\n", strings.Join(cpuUp, ", "))
+	}
+	var worstClient, worstUp float64
+	haveUp := false
+	for _, p := range s.Phases {
+		for _, f := range []*figures{&p.Proxy, p.ProxyHTTPUp} {
+			if f == nil {
+				continue
+			}
+			if f.NewConnsPerCall != nil {
+				worstClient = max(worstClient, *f.NewConnsPerCall)
+			}
+			if f.UpstreamNewConnPct != nil {
+				worstUp, haveUp = max(worstUp, *f.UpstreamNewConnPct), true
+			}
+		}
+	}
+	if st.Mode == modeHTTP {
+		fmt.Fprintf(sw, "  new TCP conns per call, client->proxy\t%.4f (worst phase)\n", worstClient)
+		if haveUp {
+			fmt.Fprintf(sw, "  calls opening a new TCP conn, proxy->HTTP upstream\t%.3f%% (worst phase)\n", worstUp)
+		}
+	}
 	fmt.Fprintf(sw, "  proxy peak RSS (VmHWM)\t%.1f MiB\n", s.ProxyPeakRSSMiB)
+	if s.ProxyHTTPUpPeakRSSMiB > 0 {
+		fmt.Fprintf(sw, "  proxy-httpup peak RSS (VmHWM)\t%.1f MiB\n", s.ProxyHTTPUpPeakRSSMiB)
+	}
 	if s.IdleUpstreams > 0 {
 		fmt.Fprintf(sw, "  proxy idle RSS, %d upstreams\t%.1f MiB (%d tools listed)\n", s.IdleUpstreams, s.IdleRSSMiB, s.IdleTools)
+	}
+	if ss := s.Sessions; ss != nil {
+		fmt.Fprintf(sw, "  sessions: %d concurrent, GET stream open, %d calls each\topened %d (fewest in a round), errors %d, %.1f s to open\n",
+			ss.Sessions, ss.CallsPerSession, ss.OpenedMin, ss.Errors, ss.OpenSec)
+		fmt.Fprintf(sw, "  sessions: proxy RSS per idle session\t%.1f KB (worst round %.1f KB): %.1f MiB -> %.1f MiB with all open\n",
+			ss.PerSessionKB, ss.PerSessionKBMax, ss.BaselineRSSMiB, ss.OpenRSSMiB)
+		fmt.Fprintf(sw, "  sessions: after DELETE of all\tRSS %.1f MiB; GET streams ended %d/%d; fds %d -> %d -> %d; threads %d -> %d -> %d\n",
+			ss.AfterRSSMiB, ss.StreamsEndedMin, ss.OpenedMin, ss.Baseline.FDs, ss.Open.FDs, ss.After.FDs,
+			ss.Baseline.Threads, ss.Open.Threads, ss.After.Threads)
+		if ss.GoroutineResidue != nil {
+			fmt.Fprintf(sw, "  sessions: goroutines\t%d -> %d -> %d\n", ss.Baseline.Goroutines, ss.Open.Goroutines, ss.After.Goroutines)
+		} else {
+			fmt.Fprintf(sw, "  sessions: goroutines\tn/a (the proxy serves no net/http/pprof on %s)\n", debugEnv)
+		}
+		fmt.Fprintf(sw, "  sessions: RLIMIT_NOFILE\tproxy %s, mcp-bench %d\n", fmtLimit(ss.ProxyNofile), ss.BenchNofile)
+		if ss.FirstError != "" {
+			fmt.Fprintf(sw, "  sessions: first error\t%s\n", ss.FirstError)
+		}
 	}
 	fmt.Fprintf(sw, "  errors\t%d\n", s.Errors)
 	if err := sw.Flush(); err != nil {
@@ -301,6 +528,13 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func fmtLimit(n int64) string {
+	if n < 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
 }
 
 // writeJSON writes the report as indented JSON to path.

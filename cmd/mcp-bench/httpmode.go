@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// -mode http: the targets are spoken to over Streamable HTTP.
+//
+//	direct        the upstream itself serving HTTP (testserver -http)
+//	proxy         mcp-proxy's HTTP front end, with the upstream over stdio
+//	proxy-httpup  mcp-proxy's HTTP front end, with the upstream over HTTP (-http-upstream)
+
+const (
+	targetProxyHTTPUp = "proxy-httpup"
+
+	mcpPath = "/mcp"
+	// proxyMinSessions is the proxy's default cap on HTTP sessions; generated configs
+	// raise it when a phase needs more.
+	proxyMinSessions = 1000
+	// listenAttempts bounds the retries when the free port picked for the proxy was taken
+	// before the proxy could bind it.
+	listenAttempts = 3
+)
+
+// httpServerArgv is the upstream command serving HTTP on a free loopback port, writing
+// the bound address to addrFile.
+func httpServerArgv(upstream []string, addrFile string) []string {
+	return append(slices.Clone(upstream), "-http", "127.0.0.1:0", "-http-addr-file", addrFile)
+}
+
+// freeLoopbackAddr returns a loopback host:port that was free a moment ago.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+// waitAddrFile waits for a server child to write its address file.
+func waitAddrFile(ctx context.Context, path string, c *child) (string, error) {
+	deadline := time.Now().Add(startupTimeout)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return strings.TrimSpace(string(b)), nil
+		}
+		if c.exited() {
+			return "", fmt.Errorf("%s exited before listening: %v", c.name, c.waitErr)
+		}
+		if !time.Now().Before(deadline) {
+			return "", fmt.Errorf("%s did not write %s within %v", c.name, path, startupTimeout)
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return "", err
+		}
+	}
+}
+
+// waitListening waits until addr accepts TCP connections (these probes do not count as
+// client connections: they use their own dialer).
+func waitListening(ctx context.Context, addr string, c *child) error {
+	deadline := time.Now().Add(startupTimeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if c.exited() {
+			return fmt.Errorf("%s exited before listening on %s: %v", c.name, addr, c.waitErr)
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%s is not listening on %s after %v: %w", c.name, addr, startupTimeout, err)
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// idleConns is the size of the client's idle-connection pool: enough for every worker.
+func idleConns(o *options) int {
+	n := 1
+	for _, c := range o.concurrency {
+		n = max(n, c)
+	}
+	return n + 16
+}
+
+// startDirectHTTP spawns the upstream serving HTTP and opens a first session.
+func startDirectHTTP(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) (*target, error) {
+	addrFile := filepath.Join(tmp, fmt.Sprintf("direct-%d.addr", round))
+	c, err := startServerChild(targetDirect, httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := waitAddrFile(ctx, addrFile, c)
+	if err != nil {
+		return nil, errors.Join(err, c.Close())
+	}
+	t := &target{name: targetDirect, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o))}
+	if _, err := t.callers(ctx, 1, o.timeout); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
+}
+
+// proxyHTTPSpec describes one proxy serving HTTP.
+type proxyHTTPSpec struct {
+	name        string
+	ups         []upstreamBlock
+	maxSessions int
+	env         []string // added to the proxy's environment
+	sample      bool     // sample its memory
+}
+
+// startProxyHTTP writes a config with a listen block on a free loopback port, spawns the
+// proxy, waits until it listens and opens a first session (which starts its upstreams).
+func startProxyHTTP(ctx context.Context, o *options, tmp string, spec proxyHTTPSpec, stderr io.Writer) (*target, error) {
+	for attempt := 1; ; attempt++ {
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		cfg := proxyConfigListen(&listenBlock{Address: addr, Path: mcpPath, MaxSessions: spec.maxSessions}, spec.ups)
+		path := filepath.Join(tmp, spec.name+".hcl")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			return nil, fmt.Errorf("writing the proxy config: %w", err)
+		}
+		c, err := startServerChild(spec.name, proxyArgv(o, path), o.dir, spec.env, stderr)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitListening(ctx, addr, c); err != nil {
+			cerr := c.Close()
+			if c.exited() && attempt < listenAttempts && ctx.Err() == nil {
+				continue // most likely the port was taken in between: try another
+			}
+			return nil, errors.Join(err, cerr)
+		}
+		t := &target{name: spec.name, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o))}
+		if spec.sample {
+			t.sampler = startSampler(c.pid(), 50*time.Millisecond)
+		}
+		if _, err := t.callers(ctx, 1, o.timeout); err != nil {
+			return nil, errors.Join(err, t.Close())
+		}
+		return t, nil
+	}
+}
+
+// proxyMaxSessions is the max_sessions of the main proxies: a session per worker, and
+// never below the proxy's default.
+func proxyMaxSessions(o *options) int { return max(proxyMinSessions, idleConns(o)+16) }
+
+// startProxyStdioUpstream starts the proxy serving HTTP with the upstream over stdio.
+func startProxyStdioUpstream(ctx context.Context, o *options, tmp string, stderr io.Writer) (*target, error) {
+	ups := []upstreamBlock{{Label: "bench", Command: o.upstream, Cwd: o.dir, Namespace: ""}}
+	return startProxyHTTP(ctx, o, tmp, proxyHTTPSpec{name: targetProxy, ups: ups, maxSessions: proxyMaxSessions(o), sample: true}, stderr)
+}
+
+// startProxyHTTPUpstream starts the upstream serving HTTP, then the proxy serving HTTP
+// with that upstream as a url upstream.
+func startProxyHTTPUpstream(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) (*target, error) {
+	addrFile := filepath.Join(tmp, fmt.Sprintf("httpup-%d.addr", round))
+	up, err := startServerChild("httpup", httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := waitAddrFile(ctx, addrFile, up)
+	if err != nil {
+		return nil, errors.Join(err, up.Close())
+	}
+	ups := []upstreamBlock{{Label: "bench", URL: "http://" + addr + mcpPath, Namespace: ""}}
+	t, err := startProxyHTTP(ctx, o, tmp, proxyHTTPSpec{name: targetProxyHTTPUp, ups: ups, maxSessions: proxyMaxSessions(o), sample: true}, stderr)
+	if err != nil {
+		return nil, errors.Join(err, up.Close())
+	}
+	t.upstream, t.upstreamBase = up, "http://"+addr
+	return t, nil
+}
+
+// startHTTPTargets starts every target of one -mode http round.
+func startHTTPTargets(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) ([]*target, error) {
+	var ts []*target
+	fail := func(err error) ([]*target, error) {
+		for _, t := range ts {
+			err = errors.Join(err, t.Close())
+		}
+		return nil, err
+	}
+	direct, err := startDirectHTTP(ctx, o, tmp, round, stderr)
+	if err != nil {
+		return fail(err)
+	}
+	ts = append(ts, direct)
+	proxy, err := startProxyStdioUpstream(ctx, o, tmp, stderr)
+	if err != nil {
+		return fail(err)
+	}
+	ts = append(ts, proxy)
+	if o.httpUpstream {
+		p, err := startProxyHTTPUpstream(ctx, o, tmp, round, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		ts = append(ts, p)
+	}
+	return ts, nil
+}
+
+// upstreamStats is the part of the test server's GET /stats that mcp-bench reads.
+type upstreamStats struct {
+	MCPConnections int64 `json:"mcp_connections"`
+	ToolCalls      int64 `json:"tool_calls"`
+}
+
+// statsClient reads /stats; it is not the measured client, so its connections are not
+// counted (and the server counts only connections that carried /mcp requests).
+var statsClient = &http.Client{Timeout: 5 * time.Second}
+
+func fetchStats(ctx context.Context, base string) (upstreamStats, error) {
+	var st upstreamStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/stats", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := statsClient.Do(req)
+	if err != nil {
+		return st, fmt.Errorf("reading the upstream's /stats: %w", err)
+	}
+	defer drainClose(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("reading the upstream's /stats: HTTP %d (does the upstream support -http?)", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&st); err != nil {
+		return st, fmt.Errorf("decoding the upstream's /stats: %w", err)
+	}
+	return st, nil
+}
+
+// connCount measures the TCP connections opened during a phase: by mcp-bench to the
+// target, and (proxy-httpup) by the proxy to its upstream. It is nil for stdio targets.
+type connCount struct {
+	t     *target
+	dials int64
+	up    upstreamStats
+}
+
+func startConnCount(ctx context.Context, t *target) (*connCount, error) {
+	if t.http == nil {
+		return nil, nil
+	}
+	c := &connCount{t: t, dials: t.dials()}
+	if t.upstreamBase != "" {
+		var err error
+		if c.up, err = fetchStats(ctx, t.upstreamBase); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// stop returns the counts since start; calls is the number of measured calls.
+func (c *connCount) stop(ctx context.Context, calls int) (*httpPhaseStats, error) {
+	if c == nil {
+		return nil, nil
+	}
+	st := &httpPhaseStats{NewConns: c.t.dials() - c.dials}
+	if calls > 0 {
+		st.NewConnsPerCall = float64(st.NewConns) / float64(calls)
+	}
+	if c.t.upstreamBase != "" {
+		up, err := fetchStats(ctx, c.t.upstreamBase)
+		if err != nil {
+			return nil, err
+		}
+		conns, n := up.MCPConnections-c.up.MCPConnections, up.ToolCalls-c.up.ToolCalls
+		var pct float64
+		if n > 0 {
+			pct = 100 * float64(conns) / float64(n)
+		}
+		st.UpstreamNewConns, st.UpstreamToolCalls, st.UpstreamNewConnPct = &conns, &n, &pct
+	}
+	return st, nil
+}
