@@ -25,6 +25,12 @@ const (
 	TransportAuto           = "auto"
 	TransportStreamableHTTP = "streamable-http"
 	TransportSSE            = "sse"
+
+	SessionShared    = "shared"
+	SessionPerClient = "per-client"
+
+	DefaultMaxSessions = 64
+	DefaultIdleTimeout = 10 * time.Minute
 )
 
 // Limits enforced during validation.
@@ -74,5 +80,11 @@ type Upstream struct {
 	URL            string            // a Streamable HTTP upstream instead of Command
 	Headers        map[string]string // sent to URL on every request (the upstream's own credentials)
 	Transport      string            // for URL: "auto", "streamable-http" or "sse" (legacy HTTP+SSE)
+	// Session is "shared" (one upstream session for every client, the default) or
+	// "per-client" (one per client session of the HTTP front end, started on its first
+	// call, at most MaxSessions at once, closed after IdleTimeout without calls).
+	Session     string
+	MaxSessions int           // per-client: default 64; >= 1
+	IdleTimeout time.Duration // per-client: default 10m; > 0
 	DeclRange      hcl.Range         // where the block is, for diagnostics reported by other packages later
 }

@@ -64,6 +64,9 @@ upstream "github" {
   max_message_size = 2048
   disabled         = true
   protocol         = "modern"
+  session          = "per-client"
+  max_sessions     = 8
+  idle_timeout     = "2m"
 }
 
 upstream "fs" {
@@ -77,7 +80,7 @@ upstream "defaults" {
 `
 	cfg := mustParse(t, src, fakeEnv(map[string]string{"GITHUB_TOKEN": "tok"}))
 
-	wantLines := []int{11, 23, 28}
+	wantLines := []int{11, 26, 31}
 	for i, u := range cfg.Upstreams {
 		if u.DeclRange.Filename != "p.hcl" || u.DeclRange.Start.Line != wantLines[i] || u.DeclRange.Start.Column != 1 {
 			t.Errorf("upstream %d DeclRange = %v, want p.hcl line %d col 1", i, u.DeclRange, wantLines[i])
@@ -107,6 +110,9 @@ upstream "defaults" {
 				MaxMessageSize: 2048,
 				Disabled:       true,
 				Protocol:       ProtocolModern,
+				Session:        SessionPerClient,
+				MaxSessions:    8,
+				IdleTimeout:    2 * time.Minute,
 			},
 			{
 				Name:           "fs",
@@ -117,6 +123,9 @@ upstream "defaults" {
 				StartupTimeout: DefaultStartupTimeout,
 				MaxMessageSize: DefaultMaxMessageSize,
 				Protocol:       ProtocolAuto,
+				Session:        SessionShared,
+				MaxSessions:    DefaultMaxSessions,
+				IdleTimeout:    DefaultIdleTimeout,
 			},
 			{
 				Name:           "defaults",
@@ -127,6 +136,9 @@ upstream "defaults" {
 				StartupTimeout: 30 * time.Second,
 				MaxMessageSize: 64 << 20,
 				Protocol:       ProtocolAuto,
+				Session:        SessionShared,
+				MaxSessions:    64,
+				IdleTimeout:    10 * time.Minute,
 			},
 		},
 	}
@@ -338,6 +350,16 @@ func TestParseErrors(t *testing.T) {
 			name: "negative duration",
 			src:  "upstream \"a\" {\n  " + cmd + "\n  startup_timeout = \"-5s\"\n}\n",
 			want: []string{`p.hcl:3:21: error: Invalid duration; "startup_timeout" must be greater than zero`},
+		},
+		{
+			name: "bad session",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  session = \"each\"\n}\n",
+			want: []string{`p.hcl:3:13: error: Invalid session; "session" must be "shared" or "per-client", got "each".`},
+		},
+		{
+			name: "bad max_sessions",
+			src:  "upstream \"a\" {\n  " + cmd + "\n  session = \"per-client\"\n  max_sessions = 0\n}\n",
+			want: []string{`p.hcl:4:18: error: Invalid max_sessions; "max_sessions" must be at least 1, got 0.`},
 		},
 		{
 			name: "empty command",

@@ -31,6 +31,17 @@ func (e *evaluator) errorf(attr *hcl.Attribute, summary, format string, args ...
 	})
 }
 
+// warnf records a warning diagnostic about attr.
+func (e *evaluator) warnf(attr *hcl.Attribute, summary, format string, args ...any) {
+	e.diags = append(e.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  attr.NameRange.Ptr(),
+		Context:  attr.Range.Ptr(),
+	})
+}
+
 // value evaluates attr and converts the result to ty. want describes ty for
 // the error message ("a string", "a list of strings").
 func (e *evaluator) value(attr *hcl.Attribute, ty cty.Type, want string) (cty.Value, bool) {

@@ -46,6 +46,9 @@ type rawUpstream struct {
 	URL            *hcl.Attribute `hcl:"url,optional"`
 	Headers        *hcl.Attribute `hcl:"headers,optional"`
 	Transport      *hcl.Attribute `hcl:"transport,optional"`
+	Session        *hcl.Attribute `hcl:"session,optional"`
+	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
+	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

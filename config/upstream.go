@@ -116,6 +116,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 	if b, ok := e.bool(raw.Disabled); ok {
 		u.Disabled = b
 	}
+	decodeSession(e, raw, &u)
 	u.Protocol = ProtocolAuto
 	if s, ok := e.string(raw.Protocol); ok {
 		switch s {
@@ -264,5 +265,37 @@ func checkNamespaceCollisions(e *evaluator, raws []rawUpstream, ups []Upstream) 
 			Subject: subject.Ptr(),
 			Context: raws[i].DefRange.Ptr(),
 		})
+	}
+}
+
+// decodeSession evaluates session, max_sessions and idle_timeout.
+func decodeSession(e *evaluator, raw *rawUpstream, u *Upstream) {
+	u.Session, u.MaxSessions, u.IdleTimeout = SessionShared, DefaultMaxSessions, DefaultIdleTimeout
+	if s, ok := e.string(raw.Session); ok {
+		switch s {
+		case SessionShared, SessionPerClient:
+			u.Session = s
+		default:
+			e.errorf(raw.Session, "Invalid session",
+				"\"session\" must be %q or %q, got %q.", SessionShared, SessionPerClient, s)
+		}
+	}
+	if n, ok := e.int(raw.MaxSessions); ok {
+		if n < 1 {
+			e.errorf(raw.MaxSessions, "Invalid max_sessions", "\"max_sessions\" must be at least 1, got %d.", n)
+		} else {
+			u.MaxSessions = n
+		}
+	}
+	if d, ok := e.duration(raw.IdleTimeout); ok {
+		u.IdleTimeout = d
+	}
+	if u.Session != SessionPerClient {
+		for _, a := range []*hcl.Attribute{raw.MaxSessions, raw.IdleTimeout} {
+			if a != nil {
+				e.warnf(a, "Setting has no effect",
+					"%q only applies to session = %q upstreams.", a.Name, SessionPerClient)
+			}
+		}
 	}
 }

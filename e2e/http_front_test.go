@@ -19,6 +19,13 @@ import (
 // startHTTPProxy runs `mcp-proxy run` with a listen "http" block and returns its URL.
 func startHTTPProxy(t *testing.T, upstreams string) (string, *syncBuffer) {
 	t.Helper()
+	url, stderr, _ := startHTTPProxyCmd(t, upstreams)
+	return url, stderr
+}
+
+// startHTTPProxyCmd is startHTTPProxy that also returns the running command.
+func startHTTPProxyCmd(t *testing.T, upstreams string) (string, *syncBuffer, *exec.Cmd) {
+	t.Helper()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf("listen \"http\" {\n  address = %q\n  path = \"/mcp\"\n}\n", addr)+upstreams)
 	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
@@ -42,7 +49,7 @@ func startHTTPProxy(t *testing.T, upstreams string) (string, *syncBuffer) {
 		assertGone(t, children)
 	})
 	waitListening(t, addr, stderr)
-	return "http://" + addr + "/mcp", stderr
+	return "http://" + addr + "/mcp", stderr, cmd
 }
 
 // TestHTTPFrontEnd serves stdio upstreams over Streamable HTTP to the Go SDK client in

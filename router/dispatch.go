@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -28,6 +29,10 @@ type Request struct {
 	// client, the upstream's request can only be for it.
 	Input  InputFunc
 	Client any
+	// Session is the client session the request belongs to, which has its own session
+	// with per-client upstreams; nil for requests without one (stateless modern
+	// clients), which those upstreams' catalogue instance serves.
+	Session any
 	// Meta identifies the client (capabilities narrowed to what the proxy relays, client
 	// info, log level) for upstreams that want it on every request.
 	Meta *ClientMeta
@@ -99,26 +104,57 @@ func (r *Router) Call(ctx context.Context, req *Request) (json.RawMessage, error
 	return o.res, o.err
 }
 
-// forward sends params to b and maps the outcome to Dispatch's contract.
+// forward sends params to b (or, for a per-client upstream, to the calling client's own
+// session with it) and maps the outcome to Dispatch's contract.
 func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+	target, inst, err := r.route(b, req)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
 	if _, isTask, _ := jsonx.Get(params, "task"); isTask {
 		// A task-augmented request: remember who owns the task it creates.
 		inner := reply
 		reply = func(res json.RawMessage, err error) {
 			if err == nil {
-				r.noteTask(b, res)
+				r.noteTask(target, res)
 			}
 			inner(res, err)
 		}
 	}
 	if req.Input != nil {
-		done := b.track(req)
+		done := target.track(req)
 		inner := reply
 		reply = func(res json.RawMessage, err error) {
 			done()
 			inner(res, err)
 		}
 	}
+	if inst == nil {
+		r.send(ctx, target, req, params, reply)
+		return
+	}
+	inst.calls.Add(1)
+	inner := reply
+	reply = func(res json.RawMessage, err error) {
+		inst.lastUsed.Store(time.Now().UnixNano())
+		inst.calls.Add(-1)
+		inner(res, err)
+	}
+	if st, _ := inst.up.State(); st == upstream.StateReady {
+		r.send(ctx, target, req, params, reply)
+		return
+	}
+	go func() { // the client's first call: its session with the upstream is starting
+		if err := inst.up.WaitFirstAttempt(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn().Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
+		}
+		r.send(ctx, target, req, params, reply)
+	}()
+}
+
+// send hands one request to b's upstream.
+func (r *Router) send(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
 	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
 		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.Modern},
 		func(resp *jsonrpc.Message, err error) {

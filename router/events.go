@@ -78,24 +78,29 @@ func (r *Router) flushNotifications() {
 // messages and restoring rewritten URIs.
 func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 	r := (*Router)(e)
+	b := r.byUp[u]
+	if m.Method == mcp.NotificationTasksStatus && b != nil {
+		if id, ok, _ := jsonx.GetString(m.Params, "taskId"); ok {
+			r.tasks.record(id, b)
+		}
+	}
+	r.broadcast(m.Method, r.adaptNotification(b, u.Name(), m))
+}
+
+// adaptNotification returns the params of an upstream's notification as clients see
+// them: log messages name the upstream, rewritten resource URIs are restored.
+func (r *Router) adaptNotification(b *backend, name string, m *jsonrpc.Message) json.RawMessage {
 	params := m.Params
 	switch m.Method {
 	case mcp.NotificationMessage:
-		logger := u.Name()
+		logger := name
 		if l, ok, _ := jsonx.GetString(params, "logger"); ok && l != "" {
 			logger += "/" + l
 		}
 		if p, err := jsonx.Set(params, "logger", jsonrpc.AppendString(nil, logger)); err == nil {
 			params = p
 		}
-	case mcp.NotificationTasksStatus:
-		if b := r.byUp[u]; b != nil {
-			if id, ok, _ := jsonx.GetString(params, "taskId"); ok {
-				r.tasks.record(id, b)
-			}
-		}
 	case mcp.NotificationResourcesUpdated:
-		b := r.byUp[u]
 		if uri, ok, _ := jsonx.GetString(params, "uri"); ok && b != nil {
 			if exp, ok := r.snap.Load().rewritten[ownerURI{b, uri}]; ok {
 				if p, err := jsonx.Set(params, "uri", jsonrpc.AppendString(nil, exp)); err == nil {
@@ -104,7 +109,7 @@ func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 			}
 		}
 	}
-	r.broadcast(m.Method, params)
+	return params
 }
 
 // Request relays a server-to-client request (sampling/createMessage, elicitation/create,

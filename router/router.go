@@ -73,6 +73,8 @@ type backend struct {
 
 	mu       sync.Mutex            // guards inflight
 	inflight map[*Request]struct{} // requests in flight that can answer server-to-client requests
+
+	pool *clientPool // per-client sessions; nil for a shared upstream
 }
 
 // track records req as in flight on b until the returned function is called.
@@ -130,6 +132,9 @@ type Router struct {
 	tasks taskTable // experimental tasks: task id → creating upstream
 
 	settled atomic.Bool // every upstream's first start attempt has finished
+
+	startOnce sync.Once
+	ctx       context.Context // from Start: the lifetime of per-client upstream sessions
 }
 
 // changeSet records which merged lists changed since the last notification, and the
@@ -183,6 +188,15 @@ func (r *Router) SetClientCapabilities(caps json.RawMessage) {
 
 // Start starts every upstream. It returns at once, and does nothing the second time.
 func (r *Router) Start(ctx context.Context) {
+	r.startOnce.Do(func() {
+		r.ctx = ctx
+		for _, b := range r.backends {
+			if b.pool != nil {
+				b.pool.wg.Add(1)
+				go b.pool.sweep()
+			}
+		}
+	})
 	for _, b := range r.backends {
 		b.up.Start(ctx)
 	}
@@ -213,6 +227,15 @@ func (r *Router) Settled() bool { return r.settled.Load() }
 // Close stops every upstream (concurrently) and waits for them.
 func (r *Router) Close() error {
 	var wg sync.WaitGroup
+	for _, b := range r.backends {
+		if b.pool != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.pool.close()
+			}()
+		}
+	}
 	errs := make([]error, len(r.backends))
 	for i, b := range r.backends {
 		wg.Add(1)
@@ -285,6 +308,9 @@ func (r *Router) Upstreams() []UpstreamStatus {
 	for i, b := range r.backends {
 		st, err := b.up.State()
 		out[i] = UpstreamStatus{Name: b.name, Namespace: b.namespace, State: st, Err: err, Info: b.up.Info()}
+		if b.pool != nil {
+			out[i].PerClient, out[i].Sessions = true, b.pool.sessions()
+		}
 	}
 	return out
 }
@@ -296,13 +322,25 @@ type UpstreamStatus struct {
 	State     upstream.State
 	Err       error
 	Info      upstream.Info
+	PerClient bool // one upstream session per client session
+	Sessions  int  // per-client sessions open now
 }
 
-// NotifyAll sends a client notification to every running upstream of the legacy era
+// NotifyAll sends a client's notification to every running upstream of the legacy era
+// that serves it: shared upstreams, and the client's own per-client sessions
 // (notifications/roots/list_changed: the modern era has no such notification, its
 // servers ask for roots per request).
-func (r *Router) NotifyAll(method string, params json.RawMessage) {
+func (r *Router) NotifyAll(client any, method string, params json.RawMessage) {
 	for _, b := range r.backends {
+		if b.pool != nil {
+			b.pool.mu.Lock()
+			inst := b.pool.byClient[client]
+			b.pool.mu.Unlock()
+			if inst == nil {
+				continue
+			}
+			b = &inst.backend
+		}
 		if st, _ := b.up.State(); st == upstream.StateReady && !b.up.Info().Modern {
 			if err := b.up.Notify(method, params); err != nil {
 				r.log.Debug().Err(err).Str("upstream", b.name).Str("method", method).Msg("fan-out notification")

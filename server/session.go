@@ -163,6 +163,7 @@ func (ss *session) shutdown() {
 		c.Cancel() // the client is gone: stop its requests upstream
 	}
 	ss.wg.Wait()
+	ss.s.r.Release(ss) // per-client upstream sessions end with the client's
 	ss.mu.Lock()
 	if ss.unsubscribe != nil {
 		ss.unsubscribe()
@@ -270,7 +271,7 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss,
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss, Session: ss,
 		Meta: ss.meta}
 	if hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
@@ -335,7 +336,7 @@ func (ss *session) handleNotification(msg *jsonrpc.Message) {
 			c.Cancel()
 		}
 	case mcp.NotificationRootsListChanged:
-		ss.s.r.NotifyAll(msg.Method, msg.Params)
+		ss.s.r.NotifyAll(ss, msg.Method, msg.Params)
 	default:
 		ss.log.Debug().Str("method", msg.Method).Msg("ignoring client notification")
 	}

@@ -53,7 +53,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, source string, log zero
 	}
 	// The upstreams start when the client initializes, so that they are told exactly the
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	r := newEngine(cfg, log)
+	r := newEngine(cfg, log, false)
 	defer r.Close()
 	srv := newServer(cfg, r, log)
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
@@ -106,7 +106,7 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r := newEngine(cfg, log)
+	r := newEngine(cfg, log, false)
 	r.Start(ctx)
 	wctx, cancel := context.WithTimeout(ctx, maxStartup(cfg)+5*time.Second)
 	defer cancel()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -27,7 +28,9 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 }
 
 // newEngine builds the router and its upstreams from the configuration. Nothing starts.
-func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
+// manyClients says the front end serves many client sessions (HTTP): only then do
+// per-client upstreams get a session per client (with one client the two coincide).
+func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) *router.Router {
 	r := router.New(router.Options{
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
@@ -38,7 +41,7 @@ func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
 			log.Info().Str("upstream", uc.Name).Msg("upstream disabled in config; not started")
 			continue
 		}
-		u := upstream.New(upstream.Spec{
+		spec := upstream.Spec{
 			Name:           uc.Name,
 			Command:        uc.Command,
 			Env:            uc.Env,
@@ -52,8 +55,21 @@ func newEngine(cfg *config.Config, log zerolog.Logger) *router.Router {
 			Transport:      uc.Transport,
 			ClientName:     proxyName(cfg),
 			ClientVersion:  buildVersion(),
-		}, log, r.Events())
-		r.Add(u, uc.Namespace)
+		}
+		u := upstream.New(spec, log, r.Events())
+		if uc.Session != config.SessionPerClient || !manyClients {
+			r.Add(u, uc.Namespace)
+			continue
+		}
+		r.AddPerClient(u, uc.Namespace, router.PerClient{
+			New: func(caps json.RawMessage, events upstream.Events) router.Upstream {
+				s := spec
+				s.ClientCapabilities = caps
+				return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
+			},
+			MaxSessions: uc.MaxSessions,
+			IdleTimeout: uc.IdleTimeout,
+		})
 	}
 	return r
 }

@@ -18,7 +18,7 @@ import (
 // sessions and stops the upstreams.
 func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger) error {
 	l := cfg.Listen[0]
-	r := newEngine(cfg, log)
+	r := newEngine(cfg, log, true)
 	defer r.Close()
 	srv := newServer(cfg, r, log)
 	host, _, _ := net.SplitHostPort(l.Address)

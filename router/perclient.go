@@ -1,0 +1,250 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// PerClient makes an upstream per-client: besides the instance the router lists the
+// catalogue from, every client session that calls it gets an instance of its own,
+// initialized with that client's capabilities, so that the upstream's session state and
+// its server-to-client requests belong to one client. Instances start on a client's
+// first call, are capped, and are closed when idle or when their client goes away.
+type PerClient struct {
+	// New creates one more instance with the given client capabilities (already
+	// narrowed to what the proxy relays); it reports to events.
+	New         func(caps json.RawMessage, events upstream.Events) Upstream
+	MaxSessions int           // instances at once; default 64
+	IdleTimeout time.Duration // an instance without calls for this long is closed; default 10m
+}
+
+// AddPerClient is Add for a per-client upstream: u is the catalogue instance.
+func (r *Router) AddPerClient(u Upstream, namespace string, pc PerClient) {
+	if pc.MaxSessions <= 0 {
+		pc.MaxSessions = 64
+	}
+	if pc.IdleTimeout <= 0 {
+		pc.IdleTimeout = 10 * time.Minute
+	}
+	r.Add(u, namespace)
+	b := r.backends[len(r.backends)-1]
+	b.pool = &clientPool{r: r, parent: b, pc: pc, byClient: map[any]*instance{}, stop: make(chan struct{})}
+}
+
+// clientPool holds the per-client instances of one upstream.
+type clientPool struct {
+	r      *Router
+	parent *backend
+	pc     PerClient
+
+	mu       sync.Mutex
+	byClient map[any]*instance
+	closed   bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// instance is one client's own session with the upstream. Its backend carries the
+// requests in flight there, so that the upstream's server-to-client requests go to the
+// request that triggered them.
+type instance struct {
+	backend
+	client   any
+	calls    atomic.Int32 // requests in flight
+	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+// instanceFor returns the client's instance, starting one if it has none; an error
+// when the cap is reached and no idle instance can make room.
+func (p *clientPool) instanceFor(req *Request) (*instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if inst := p.byClient[req.Session]; inst != nil {
+		return inst, nil
+	}
+	if p.closed {
+		return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, p.parent.name, fmt.Sprintf("upstream %q is shutting down", p.parent.name))
+	}
+	if len(p.byClient) >= p.pc.MaxSessions && !p.evictIdleLocked() {
+		p.r.log.Warn().Str("upstream", p.parent.name).Int("max_sessions", p.pc.MaxSessions).
+			Msg("per-client upstream at its session cap with every session busy; call refused")
+		return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, p.parent.name,
+			fmt.Sprintf("upstream %q already serves its maximum of %d client sessions; try again later", p.parent.name, p.pc.MaxSessions))
+	}
+	var caps json.RawMessage
+	if req.Meta != nil {
+		caps = req.Meta.Capabilities
+	}
+	inst := &instance{client: req.Session}
+	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace}
+	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
+	inst.lastUsed.Store(time.Now().UnixNano())
+	p.byClient[req.Session] = inst
+	ctx := p.r.ctx
+	if ctx == nil { // not started: nothing can call before Start, but stay safe
+		ctx = context.Background()
+	}
+	inst.up.Start(ctx)
+	p.r.log.Info().Str("upstream", p.parent.name).Int("sessions", len(p.byClient)).Msg("per-client upstream session started")
+	return inst, nil
+}
+
+// evictIdleLocked closes the least recently used instance without calls in flight;
+// false when every instance is busy. p.mu is held.
+func (p *clientPool) evictIdleLocked() bool {
+	var victim *instance
+	for _, inst := range p.byClient {
+		if inst.calls.Load() == 0 && (victim == nil || inst.lastUsed.Load() < victim.lastUsed.Load()) {
+			victim = inst
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	delete(p.byClient, victim.client)
+	p.closeAsync(victim, "evicted to make room for another client")
+	return true
+}
+
+func (p *clientPool) closeAsync(inst *instance, why string) {
+	p.r.log.Info().Str("upstream", p.parent.name).Str("reason", why).Msg("per-client upstream session closed")
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		_ = inst.up.Close()
+	}()
+}
+
+// release closes the client's instance (its session ended).
+func (p *clientPool) release(client any) {
+	p.mu.Lock()
+	inst := p.byClient[client]
+	delete(p.byClient, client)
+	p.mu.Unlock()
+	if inst != nil {
+		p.closeAsync(inst, "client session ended")
+	}
+}
+
+// sweep closes instances idle for longer than the idle timeout, until Close.
+func (p *clientPool) sweep() {
+	defer p.wg.Done()
+	t := time.NewTicker(max(p.pc.IdleTimeout/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case now := <-t.C:
+			p.mu.Lock()
+			for c, inst := range p.byClient {
+				if inst.calls.Load() == 0 && now.Sub(time.Unix(0, inst.lastUsed.Load())) > p.pc.IdleTimeout {
+					delete(p.byClient, c)
+					p.closeAsync(inst, "idle")
+				}
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// close stops the sweeper and every instance, and waits for them.
+func (p *clientPool) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.stop)
+	all := p.byClient
+	p.byClient = map[any]*instance{}
+	for _, inst := range all {
+		p.closeAsync(inst, "proxy stopping")
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// sessions is the number of live instances.
+func (p *clientPool) sessions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.byClient)
+}
+
+// Release tells the router a client session has ended: per-client upstream sessions it
+// held are closed.
+func (r *Router) Release(client any) {
+	for _, b := range r.backends {
+		if b.pool != nil {
+			b.pool.release(client)
+		}
+	}
+}
+
+// route picks where a request for b goes: b itself, or for a per-client upstream the
+// calling client session's instance (inst is then that instance). Requests without a
+// session (stateless modern clients, the CLI) use the catalogue instance.
+func (r *Router) route(b *backend, req *Request) (target *backend, inst *instance, err error) {
+	if b.pool == nil || req.Session == nil {
+		return b, nil, nil
+	}
+	inst, err = b.pool.instanceFor(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &inst.backend, inst, nil
+}
+
+// instanceEvents receives what one client's instance cannot handle itself: its
+// notifications and server-to-client requests concern that client only, and its
+// catalogue is the catalogue instance's.
+type instanceEvents struct {
+	p    *clientPool
+	inst *instance
+}
+
+func (e *instanceEvents) Changed(*upstream.Upstream, upstream.Kinds) {}
+
+func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
+	r := e.p.r
+	if m.Method == mcp.NotificationTasksStatus {
+		if id, ok, _ := jsonx.GetString(m.Params, "taskId"); ok {
+			r.tasks.record(id, &e.inst.backend)
+		}
+	}
+	switch m.Method {
+	case mcp.NotificationToolsListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationResourcesListChanged:
+		return // the catalogue instance reports catalogue changes
+	}
+	if c, ok := e.inst.client.(Client); ok {
+		c.Notify(m.Method, r.adaptNotification(e.p.parent, u.Name(), m))
+	}
+}
+
+func (e *instanceEvents) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
+	switch m.Method {
+	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
+	default:
+		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", m.Method)
+	}
+	if input, _ := e.inst.inputFor(); input != nil {
+		return input(ctx, m.Method, m.Params) // on the stream of the request that caused it
+	}
+	if c, ok := e.inst.client.(Client); ok {
+		return c.Request(ctx, m.Method, m.Params)
+	}
+	return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcp-proxy has no client to relay %s to", m.Method)
+}
+
+func (e *instanceEvents) Hold() (release func()) { return e.p.r.holdClients() }
