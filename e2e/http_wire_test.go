@@ -267,3 +267,46 @@ func TestHTTPLegacyStreams(t *testing.T) {
 		t.Errorf("GET stream did not start with a priming event: %+v", evs)
 	}
 }
+
+// TestHTTPGracefulShutdown stops the proxy (SIGINT) while a call is in flight and a GET
+// stream is open: the call still gets its response, the GET stream ends, and the proxy
+// exits.
+func TestHTTPGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	url, stderr, cmd := startHTTPProxyCmd(t, testUpstream("t", "t", nil, ""))
+	c := &httpWire{t: t, url: url}
+	ctx := ctxT(t, 60*time.Second)
+	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`, nil)
+	c.sid = init.header.Get("Mcp-Session-Id")
+	if c.sid == "" {
+		t.Fatalf("initialize: %d %s\n%s", init.status, init.body, stderr)
+	}
+	get := c.do(ctx, http.MethodGet, "", map[string]string{"Accept": "text/event-stream"})
+	getDone := make(chan struct{})
+	go func() {
+		defer close(getDone)
+		readWireEvents(get.Body, nil) // until the proxy ends the stream
+		get.Body.Close()
+	}()
+	slow := make(chan wireReply, 1)
+	go func() {
+		slow <- c.post(ctx, `{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"t__slow","arguments":{"ms":1500}}}`, nil)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(interruptSignal()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-getDone:
+	case <-time.After(5 * time.Second):
+		t.Errorf("the GET stream did not end on shutdown")
+	}
+	select {
+	case r := <-slow:
+		if r.status != http.StatusOK || !strings.Contains(string(r.body), "slept 1500ms") {
+			t.Errorf("in-flight call during shutdown: %d %s\n%s", r.status, r.body, stderr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("in-flight call never answered during shutdown\n%s", stderr)
+	}
+}

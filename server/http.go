@@ -46,6 +46,7 @@ type HTTPHandler struct {
 	modern   *session // serves every modern request (stateless: no state between them but parked calls)
 	seq      atomic.Uint64
 	stop     chan struct{}
+	draining chan struct{} // closed by Drain
 	wg       sync.WaitGroup
 }
 
@@ -82,11 +83,31 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 		opts.MaxSessions = 1000
 	}
 	s.baseCtx = ctx
-	h := &HTTPHandler{s: s, opts: opts, sessions: map[string]*httpSession{}, stop: make(chan struct{})}
+	h := &HTTPHandler{s: s, opts: opts, sessions: map[string]*httpSession{}, stop: make(chan struct{}), draining: make(chan struct{})}
 	h.modern = newSession(s, transport.NewOutputStream(io.Discard), s.log.With().Str("session", "http-modern").Logger())
 	h.wg.Add(1)
 	go h.expire()
 	return h
+}
+
+// Drain prepares a graceful shutdown: event streams that would never end by themselves
+// (GET streams, subscriptions) end now, and no new session starts, while requests in
+// flight go on; then http.Server.Shutdown can wait for those, and Close end the rest.
+func (h *HTTPHandler) Drain() {
+	select {
+	case <-h.draining:
+	default:
+		close(h.draining)
+	}
+}
+
+func (h *HTTPHandler) isDraining() bool {
+	select {
+	case <-h.draining:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close ends every session and the idle sweeper.
@@ -335,6 +356,9 @@ func (h *HTTPHandler) lookup(id string) *httpSession {
 // newHTTPSession makes a session (not yet registered) with a cryptographically random
 // id, whose output goes to its event sink; nil when the cap on sessions is reached.
 func (h *HTTPHandler) newHTTPSession() *httpSession {
+	if h.isDraining() {
+		return nil
+	}
 	h.mu.Lock()
 	full := len(h.sessions) >= h.opts.MaxSessions
 	h.mu.Unlock()
@@ -356,7 +380,11 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
 	hs := h.newHTTPSession()
 	if hs == nil {
-		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeInternalError, "Too many sessions")
+		reason := "Too many sessions"
+		if h.isDraining() {
+			reason = "The proxy is shutting down"
+		}
+		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeInternalError, reason)
 		return
 	}
 	id := hs.id
@@ -418,7 +446,11 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	} else {
 		ss.handleRequest(ctx, &inner, reply)
 	}
-	if a.wait(r.Context(), h.opts.KeepAlive) && rm != nil {
+	var drain <-chan struct{}
+	if msg.Method == mcp.MethodSubscriptionsListen {
+		drain = h.draining // a subscription only ends when someone ends it
+	}
+	if a.wait(r.Context(), h.opts.KeepAlive, drain) && rm != nil {
 		key := inner.ID.Key()
 		if !ss.endListen(key) {
 			ss.mu.Lock()
@@ -478,7 +510,7 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 	for _, m := range requests {
 		hs.ss.handleRequest(ctx, m, a.finish)
 	}
-	a.wait(r.Context(), h.opts.KeepAlive)
+	a.wait(r.Context(), h.opts.KeepAlive, nil)
 }
 
 // getStream serves a legacy session's GET stream (messages tied to no request), or
@@ -511,7 +543,7 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	hs.get.serve(w, r, hs.ctx, after, nil)
+	hs.get.serve(w, r, hs.ctx, h.draining, after, nil)
 }
 
 // resume carries on a POST's answer stream on a GET request: what the client missed,
@@ -539,6 +571,9 @@ func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, hs *httpSes
 			es.detach(out)
 			return
 		case <-hs.ctx.Done():
+			es.detach(out)
+			return
+		case <-h.draining:
 			es.detach(out)
 			return
 		}
@@ -637,7 +672,7 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 		hs.close()
 	}()
 	hs.get.es.id = "" // no resumption in the 2024-11-05 transport
-	hs.get.serve(w, r, hs.ctx, -1, func(out *streamOut) {
+	hs.get.serve(w, r, hs.ctx, h.draining, -1, func(out *streamOut) {
 		out.event("", "endpoint", []byte(legacyMessagePath+"?sessionId="+id))
 	})
 }

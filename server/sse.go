@@ -391,7 +391,9 @@ func (a *answer) disconnect() (pending bool) {
 
 // wait serves the answer until it is complete or the client goes away; gone reports the
 // latter.
-func (a *answer) wait(ctx context.Context, keepAlive time.Duration) (gone bool) {
+// A closed drain ends the wait as if the client went away (for streams that never end
+// by themselves, such as subscriptions, when the proxy shuts down).
+func (a *answer) wait(ctx context.Context, keepAlive time.Duration, drain <-chan struct{}) (gone bool) {
 	select {
 	case <-a.done: // the common case: answered before any timer was needed
 		a.complete()
@@ -408,6 +410,8 @@ func (a *answer) wait(ctx context.Context, keepAlive time.Duration) (gone bool) 
 		case <-ka.C:
 			a.keepAlive()
 		case <-ctx.Done():
+			return a.disconnect()
+		case <-drain:
 			return a.disconnect()
 		}
 	}
@@ -442,7 +446,7 @@ func (e *eventSink) Write(p []byte) (int, error) {
 // serve carries the GET stream on this request until the client or the session ends
 // it; lastID is the Last-Event-ID the client resumes from (-1: none). first, when
 // set, writes an event before anything else.
-func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Context, lastID int64, first func(*streamOut)) {
+func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Context, drain <-chan struct{}, lastID int64, first func(*streamOut)) {
 	out := openEventStream(w)
 	if first != nil {
 		first(out)
@@ -466,6 +470,9 @@ func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Co
 			e.es.detach(out)
 			return
 		case <-ctx.Done():
+			e.es.detach(out)
+			return
+		case <-drain:
 			e.es.detach(out)
 			return
 		}

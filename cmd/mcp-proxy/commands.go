@@ -36,6 +36,20 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	if path := os.Getenv("MCP_PROXY_CPUPROFILE"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if addr := os.Getenv("MCP_PROXY_DEBUG_ADDR"); addr != "" {
+		stop, err := startDebugServer(addr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if len(cfg.Listen) > 0 {
 		return serveHTTP(ctx, cfg, c.config, log)
 	}
@@ -44,13 +58,6 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 
 // serveStdio serves the configured upstreams to one client on stdin/stdout.
 func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
-	if path := os.Getenv("MCP_PROXY_CPUPROFILE"); path != "" {
-		stop, err := startCPUProfile(path)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
 	// The upstreams start when the client initializes, so that they are told exactly the
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
 	r := newEngine(cfg, log, false)

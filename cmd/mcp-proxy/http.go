@@ -21,10 +21,14 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	r := newEngine(cfg, log, true)
 	defer r.Close()
 	srv := newServer(cfg, r, log)
+	// Sessions and upstreams outlive ctx (the signal) until requests in flight are
+	// drained; base ends them afterwards.
+	base, endBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer endBase()
 	host, _, _ := net.SplitHostPort(l.Address)
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	h := srv.NewHTTPHandler(ctx, server.HTTPOptions{
+	h := srv.NewHTTPHandler(base, server.HTTPOptions{
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
 	})
@@ -46,11 +50,13 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	log.Info().Msg("shutting down: draining HTTP requests")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h.Close() // ends sessions and their event streams, so Shutdown is not held by them
+	h.Drain() // event streams end; requests in flight go on
 	err = hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn().Msg("requests still in flight after 10s; closing them")
 		hs.Close()
 	}
+	h.Close() // ends the sessions and what they hold upstream
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		return serr
 	}
