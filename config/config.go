@@ -86,5 +86,5 @@ type Upstream struct {
 	Session     string
 	MaxSessions int           // per-client: default 64; >= 1
 	IdleTimeout time.Duration // per-client: default 10m; > 0
-	DeclRange      hcl.Range         // where the block is, for diagnostics reported by other packages later
+	DeclRange   hcl.Range     // where the block is, for diagnostics reported by other packages later
 }
