@@ -50,6 +50,7 @@ type target struct {
 	// -mode http only.
 	http         *httpClient    // nil: stdio, calls go over child.conn
 	sessions     []*httpSession // one per worker, opened on first use and kept across phases
+	idle         *idleSessions  // -idle-sessions: held open while the phases run
 	upstream     *child         // proxy-httpup: the HTTP upstream the proxy calls
 	upstreamBase string         // proxy-httpup: http://ADDR of that upstream, for /stats
 }
@@ -89,6 +90,10 @@ func (t *target) dials() int64 {
 func (t *target) Close() error {
 	if t.sampler != nil {
 		t.sampler.stop()
+	}
+	if t.idle != nil {
+		t.idle.close()
+		t.idle = nil
 	}
 	if t.http != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)

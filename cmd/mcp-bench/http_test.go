@@ -269,6 +269,7 @@ func TestParseOptionsHTTP(t *testing.T) {
 	for _, args := range [][]string{
 		{"-mode", "grpc"}, {"-sessions", "10"}, {"-mode", "http", "-sessions", "-1"},
 		{"-mode", "http", "-sessions", "100000"}, {"-mode", "http", "-session-calls", "-1"},
+		{"-idle-sessions", "5"}, {"-mode", "http", "-idle-sessions", "-5"},
 	} {
 		var ue usageError
 		if _, err := parseOptions(args, io.Discard); !errors.As(err, &ue) {
@@ -354,7 +355,7 @@ func TestRunHTTP(t *testing.T) {
 	err := run(context.Background(), []string{
 		"-proxy", filepath.Join(dir, "mcp-proxy"), "-upstream", filepath.Join(dir, "testserver") + " -fast",
 		"-mode", "http", "-duration", "200ms", "-latency-calls", "50", "-warmup", "10", "-concurrency", "4",
-		"-idle-upstreams", "0", "-sessions", "20", "-json", jsonPath,
+		"-idle-upstreams", "0", "-sessions", "20", "-idle-sessions", "5", "-json", jsonPath,
 	}, nil, &stdout, &lockedWriter{w: &stderr})
 	if err != nil {
 		t.Fatalf("run: %v\n%s\n%s", err, stdout.String(), stderr.String())
@@ -384,7 +385,7 @@ func TestRunHTTP(t *testing.T) {
 	if ss == nil || ss.OpenedMin != 20 || ss.StreamsEndedMin != 20 || ss.Errors != 0 || ss.Open.FDs < ss.Baseline.FDs+20 {
 		t.Errorf("sessions = %+v", ss)
 	}
-	if !strings.Contains(stdout.String(), "proxy-httpup/direct") {
+	if !strings.Contains(stdout.String(), "proxy-httpup/direct") || !strings.Contains(stdout.String(), "holds 5 extra idle sessions") {
 		t.Errorf("report:\n%s", stdout.String())
 	}
 }

@@ -164,7 +164,9 @@ func startProxyHTTP(ctx context.Context, o *options, tmp string, spec proxyHTTPS
 
 // proxyMaxSessions is the max_sessions of the main proxies: a session per worker, and
 // never below the proxy's default.
-func proxyMaxSessions(o *options) int { return max(proxyMinSessions, idleConns(o)+16) }
+func proxyMaxSessions(o *options) int {
+	return max(proxyMinSessions, idleConns(o)+16+o.idleSessions)
+}
 
 // startProxyStdioUpstream starts the proxy serving HTTP with the upstream over stdio.
 func startProxyStdioUpstream(ctx context.Context, o *options, tmp string, stderr io.Writer) (*target, error) {
@@ -193,8 +195,33 @@ func startProxyHTTPUpstream(ctx context.Context, o *options, tmp string, round i
 	return t, nil
 }
 
-// startHTTPTargets starts every target of one -mode http round.
+// startHTTPTargets starts every target of one -mode http round, each holding
+// -idle-sessions idle sessions.
 func startHTTPTargets(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) ([]*target, error) {
+	ts, err := startHTTPTargetsBare(ctx, o, tmp, round, stderr)
+	if err != nil || o.idleSessions == 0 {
+		return ts, err
+	}
+	if _, err := raiseNofile(uint64(len(ts)*o.idleSessions + 512)); err != nil {
+		return nil, errors.Join(err, closeTargets(ts))
+	}
+	for _, t := range ts {
+		if t.idle, err = openIdleSessions(ctx, t.http.url, o.idleSessions, o.timeout); err != nil {
+			return nil, errors.Join(fmt.Errorf("%s: %w", t.name, err), closeTargets(ts))
+		}
+	}
+	return ts, nil
+}
+
+func closeTargets(ts []*target) error {
+	var errs []error
+	for _, t := range ts {
+		errs = append(errs, t.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func startHTTPTargetsBare(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) ([]*target, error) {
 	var ts []*target
 	fail := func(err error) ([]*target, error) {
 		for _, t := range ts {

@@ -73,6 +73,7 @@ type options struct {
 	httpUpstream  bool   // -mode http: also measure the proxy with an HTTP upstream
 	sessions      int    // -mode http: sessions of the many-sessions phase (0 skips it)
 	sessionCalls  int    // tools/call per session in that phase
+	idleSessions  int    // -mode http: idle sessions held open on every target during the phases
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -112,6 +113,8 @@ keep-alive connection pool, with the same client code:
   proxy-httpup  (-http-upstream) mcp-proxy with the upstream over HTTP (url upstream);
                 the upstream's GET /stats tells how many TCP connections the proxy
                 opened to it per call
+  -idle-sessions N  holds N idle sessions with open GET streams on every target while
+                the phases run (a proxy with many connected clients)
   -sessions N   then opens N sessions at once to a fresh proxy, each with its GET
                 stream open and -session-calls tools/call, and reports the proxy's RSS per
                 idle session, and its threads, descriptors (and goroutines, if it serves
@@ -145,6 +148,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
 	fs.IntVar(&o.sessionCalls, "session-calls", 3, "-mode http: tools/call made by each session of the -sessions phase")
+	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "-mode http: hold this many extra idle sessions, each with its GET stream open, on every target during the phases")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -171,6 +175,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.sessions >= 0 && o.sessions <= maxSessions, "-sessions must be in [0, %d]", maxSessions)
 	check(o.sessions == 0 || o.mode == modeHTTP, "-sessions needs -mode http")
 	check(o.sessionCalls >= 0 && o.sessionCalls <= maxSessionCalls, "-session-calls must be in [0, %d]", maxSessionCalls)
+	check(o.idleSessions >= 0 && o.idleSessions <= maxSessions, "-idle-sessions must be in [0, %d]", maxSessions)
+	check(o.idleSessions == 0 || o.mode == modeHTTP, "-idle-sessions needs -mode http")
 	levels, err := parseConcurrency(conc)
 	check(err == nil, "%v", err)
 	o.concurrency = levels

@@ -44,6 +44,7 @@ type settings struct {
 	HTTPUpstream  bool     `json:"http_upstream,omitempty"`
 	Sessions      int      `json:"sessions,omitempty"`
 	SessionCalls  int      `json:"session_calls,omitempty"`
+	IdleSessions  int      `json:"idle_sessions,omitempty"`
 }
 
 // roundResult is one round: every phase against both targets, then the idle phase.
@@ -162,6 +163,7 @@ func newReport(o *options) *report {
 			HTTPUpstream:  o.mode == modeHTTP && o.httpUpstream,
 			Sessions:      o.sessions,
 			SessionCalls:  o.sessionCalls,
+			IdleSessions:  o.idleSessions,
 		},
 	}
 }
@@ -375,6 +377,9 @@ func (r *report) writeText(w io.Writer) error {
 			b.WriteString(";\n          proxy-httpup = mcp-proxy HTTP front end, upstream over HTTP")
 		}
 		b.WriteString("\n")
+		if st.IdleSessions > 0 {
+			fmt.Fprintf(&b, "          every target holds %d extra idle sessions with open GET streams\n", st.IdleSessions)
+		}
 	}
 	fmt.Fprintf(&b, "settings: rounds %d, warmup %d, latency calls %d, %gs per throughput phase, timeout %gs",
 		st.Rounds, st.Warmup, st.LatencyCalls, st.DurationSec, st.TimeoutSec)

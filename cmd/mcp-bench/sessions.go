@@ -329,3 +329,59 @@ func measureSessions(ctx context.Context, o *options, tmp string, params json.Ra
 	}
 	return res, t.Close()
 }
+
+// idleSessions are sessions held open (each with its GET stream) over their own client,
+// so that their connections are not counted as the measured client's.
+type idleSessions struct {
+	client *httpClient
+	all    []*openSession
+}
+
+// openIdleSessions opens n sessions with their GET streams; any failure is an error.
+func openIdleSessions(ctx context.Context, url string, n int, timeout time.Duration) (*idleSessions, error) {
+	is := &idleSessions{client: newHTTPClient(url, sessionsParallel), all: make([]*openSession, n)}
+	var tally errorTally
+	forEach(n, sessionsParallel, func(i int) {
+		s, err := is.client.openSession(ctx, timeout)
+		if err != nil {
+			tally.add(err)
+			return
+		}
+		ss := &openSession{s: s, ended: make(chan struct{})}
+		if ss.stream, err = s.openGET(ctx); err != nil {
+			tally.add(err)
+			close(ss.ended)
+		} else {
+			go ss.readStream()
+		}
+		is.all[i] = ss
+	})
+	if n, first := tally.get(); n > 0 {
+		is.close()
+		return nil, fmt.Errorf("opening %d idle sessions: %d failed, first: %s", len(is.all), n, first)
+	}
+	return is, nil
+}
+
+// close deletes the sessions (best effort) and waits a little for their streams to end.
+func (is *idleSessions) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	forEach(len(is.all), sessionsParallel, func(i int) {
+		if ss := is.all[i]; ss != nil {
+			ss.s.timeout = stopGrace
+			_ = ss.s.close(ctx)
+		}
+	})
+	for _, ss := range is.all {
+		if ss == nil || ss.stream == nil {
+			continue
+		}
+		select {
+		case <-ss.ended:
+		case <-ctx.Done():
+			ss.stream.Body.Close()
+		}
+	}
+	is.client.close()
+}

@@ -26,6 +26,8 @@ type config struct {
 	httpAddrFile  string        // write the bound host:port here once listening
 	httpKeepAlive time.Duration // comment lines on idle GET streams
 	httpGet       bool          // serve GET streams; false answers 405
+
+	cpuProfile string // write a CPU profile of the whole run here
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -51,6 +53,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.httpAddrFile, "http-addr-file", "", "with -http: write the bound host:port to this `file` once listening (written atomically)")
 	fs.DurationVar(&cfg.httpKeepAlive, "http-keepalive", 15*time.Second, "with -http: interval of the ': keep-alive' comments on idle GET streams")
 	fs.BoolVar(&cfg.httpGet, "http-get", true, "with -http: serve the GET event stream of a session (false answers 405)")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `file` (for comparing a benchmark's direct target with the proxy)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: misbehave [flags]\n\n"+
 			"An MCP server for tests, on stdio or (with -http) Streamable HTTP. Tools: echo,\n"+

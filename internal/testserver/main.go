@@ -25,6 +25,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"runtime/pprof"
 	"sync"
 )
 
@@ -114,6 +115,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	logger := log.New(stderr, "", 0)
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("creating the CPU profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("starting the CPU profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
 	out := newLineWriter(stdout)
 	if cfg.banner {
 		if err := out.writeLine([]byte(bannerLine)); err != nil {

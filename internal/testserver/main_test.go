@@ -772,6 +772,18 @@ func TestFastMode(t *testing.T) {
 	}
 }
 
+func TestCPUProfile(t *testing.T) {
+	path := t.TempDir() + "/cpu.pprof"
+	err := run(context.Background(), []string{"misbehave", "-fast", "-cpuprofile", path},
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n"), io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("CPU profile: %v, %v", fi, err)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
