@@ -216,7 +216,7 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		l.readSSE(resp.Body)
+		l.readAnswerStream(resp.Body, m)
 	default:
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.spec.MaxMessage)+1))
 		switch {
@@ -270,13 +270,89 @@ func (l *HTTPLink) synthesize(m *jsonrpc.Message, msg string) {
 	}
 }
 
-// readSSE queues the data of every message event of a stream until it ends.
-func (l *HTTPLink) readSSE(r io.Reader) (lastID string) {
-	return readEvents(r, func(event string, data []byte) {
+// readSSE queues the data of every message event of a stream until it ends; answered
+// reports whether one of them was the response with id want ("" for none).
+func (l *HTTPLink) readSSE(r io.Reader, want string) (end streamEnd, answered bool) {
+	end = readEvents(r, func(event string, data []byte) {
 		if event == "" || event == "message" {
+			if want != "" && !answered && isResponseTo(data, want) {
+				answered = true
+			}
 			l.push(data)
 		}
 	})
+	return end, answered
+}
+
+// isResponseTo reports whether data is a response whose id is want (raw JSON).
+func isResponseTo(data []byte, want string) bool {
+	id, ok, _ := jsonx.Get(data, "id")
+	if !ok || string(id) != want {
+		return false
+	}
+	_, isRequest, _ := jsonx.Get(data, "method")
+	return !isRequest
+}
+
+// maxResumes bounds the reconnections to one answer stream that bring nothing new.
+const maxResumes = 5
+
+// readAnswerStream reads the event stream answering request m. A server may close the
+// connection before the response (2025-11-25, SEP-1699), having sent an event id and a
+// retry delay: the stream is resumed with a GET and Last-Event-ID after that delay, until
+// the response arrives. A stream that ends for good without it fails the request at
+// once rather than at its timeout.
+func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message) {
+	want := ""
+	if m.IsRequest() {
+		want = string(m.ID.Raw())
+	}
+	end, answered := l.readSSE(body, want)
+	for fruitless := 0; want != "" && !answered && end.lastID != "" && fruitless < maxResumes && l.ctx.Err() == nil; {
+		delay := end.retry
+		if delay <= 0 {
+			delay = 500 * time.Millisecond
+		}
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.spec.URL, nil)
+		if err != nil {
+			break
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Last-Event-ID", end.lastID)
+		l.setHeaders(req)
+		resp, err := l.client.Do(req)
+		if err != nil {
+			fruitless++
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			break
+		}
+		next, got := l.readSSE(resp.Body, want)
+		resp.Body.Close()
+		answered = got
+		if next.lastID == "" || next.lastID == end.lastID {
+			fruitless++
+		} else {
+			fruitless = 0
+			end.lastID = next.lastID
+		}
+		if next.retry > 0 {
+			end.retry = next.retry
+		}
+	}
+	if want != "" && !answered && end.retry == 0 && end.lastID == "" && l.ctx.Err() == nil {
+		// Closed without a way to resume: the response is not coming.
+		l.synthesize(m, fmt.Sprintf("the event stream from %s ended before the response", l.spec.URL))
+	}
+	// Otherwise the server meant to go on (it sent a retry delay): the response may
+	// still come on the GET stream, and the request's timeout bounds the wait.
 }
 
 // openGET follows the server's GET stream (messages not tied to a request) while the
@@ -309,8 +385,8 @@ func (l *HTTPLink) openGET() {
 					resp.Body.Close()
 					return // the server offers no GET stream
 				}
-				if id := l.readSSE(resp.Body); id != "" {
-					lastID = id
+				if end, _ := l.readSSE(resp.Body, ""); end.lastID != "" {
+					lastID = end.lastID
 				}
 				resp.Body.Close()
 			}

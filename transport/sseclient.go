@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"net/url"
 	"strings"
 	"sync"
@@ -102,9 +103,15 @@ func DialSSE(spec HTTPSpec, timeout time.Duration) (*SSELink, error) {
 	}
 }
 
-// readEvents calls fn for every event of an SSE stream until it ends, and returns the
-// last event id seen (for Last-Event-ID).
-func readEvents(r io.Reader, fn func(event string, data []byte)) (lastID string) {
+// streamEnd is what an SSE stream said about resuming it: the last event id seen (for
+// Last-Event-ID) and the retry delay the server asked for (0 when it did not).
+type streamEnd struct {
+	lastID string
+	retry  time.Duration
+}
+
+// readEvents calls fn for every event of an SSE stream until it ends.
+func readEvents(r io.Reader, fn func(event string, data []byte)) (end streamEnd) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data bytes.Buffer
 	event := ""
@@ -119,7 +126,11 @@ func readEvents(r io.Reader, fn func(event string, data []byte)) (lastID string)
 			data.Reset()
 			event = ""
 		case bytes.HasPrefix(line, []byte("id:")):
-			lastID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+			end.lastID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+		case bytes.HasPrefix(line, []byte("retry:")):
+			if ms, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("retry:"))))); err == nil && ms >= 0 {
+				end.retry = time.Duration(ms) * time.Millisecond
+			}
 		case bytes.HasPrefix(line, []byte("data:")):
 			if data.Len() > 0 {
 				data.WriteByte('\n')
@@ -132,7 +143,7 @@ func readEvents(r io.Reader, fn func(event string, data []byte)) (lastID string)
 			if data.Len() > 0 {
 				fn(event, append([]byte(nil), data.Bytes()...))
 			}
-			return lastID
+			return end
 		}
 	}
 }
