@@ -15,6 +15,8 @@ const module = "github.com/mcp-proxy/mcp-proxy/"
 var allowed = map[string][]string{
 	"jsonrpc":             {"internal/jsonx"},
 	"internal/jsonx":      {},
+	"principal":           {},
+	"auth":                {"principal"},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
 	"config":              {},
 	"transport":           {"jsonrpc", "mcp", "internal/jsonx"},
