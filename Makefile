@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean
+.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean conformance
 
 all: build
 
@@ -67,3 +67,18 @@ run:
 
 clean:
 	rm -rf $(BIN)
+
+# The official MCP conformance suite (npm, pinned in package-lock.json, run on Node 22
+# from node_modules) against the proxy, in server and client mode: builds the proxy, the
+# Go SDK's conformance fixtures and the harness (conformance/, its own module), runs
+# every run and prints one summary table; results in results/conformance-<time>/.
+# Known failures are listed in conformance/baseline/ (reasons in conformance/BASELINE.md).
+# CONFORMANCE_FLAGS: -direct (also check the fixtures without the proxy), -only REGEXP,
+# -parallel N, -write-baseline; see conformance/README.md.
+CONFORMANCE_FLAGS ?=
+conformance: npm
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/everything-server github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+	$(GO) build -o $(BIN)/everything-client github.com/modelcontextprotocol/go-sdk/conformance/everything-client
+	cd conformance && $(GO) vet ./... && $(GO) build -o ../$(BIN)/conformance-runner ./runner
+	$(BIN)/conformance-runner $(CONFORMANCE_FLAGS)
