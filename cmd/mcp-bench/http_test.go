@@ -241,6 +241,13 @@ func TestProcHelpers(t *testing.T) {
 	if _, ok := parseGoroutineTotal("404 page not found"); ok {
 		t.Error("parseGoroutineTotal accepted a 404 page")
 	}
+	heap, stack := parseGoMemory("heap profile: 1: 2 [3: 4] @ heap/1048576\n# runtime.MemStats\n# HeapAlloc = 4194304\n# Stack = 655360 / 655360\n")
+	if heap != 4096 || stack != 640 {
+		t.Errorf("parseGoMemory = %d, %d; want 4096, 640", heap, stack)
+	}
+	if heap, stack := parseGoMemory("404 page not found"); heap != -1 || stack != -1 {
+		t.Errorf("parseGoMemory of a 404 page = %d, %d", heap, stack)
+	}
 	if n, err := countFDs(os.Getpid()); err != nil || n < 3 {
 		t.Errorf("countFDs(self) = %d, %v", n, err)
 	}
@@ -302,9 +309,9 @@ func TestReportHTTP(t *testing.T) {
 			rr.Phases = append(rr.Phases, p)
 		}
 		rr.Sessions = &sessionsResult{Sessions: 10, Opened: 10, StreamsEnded: 10, PerSessionKB: float64(20 * r),
-			Baseline: procSnapshot{RSSkB: 10 << 10, FDs: 10, Threads: 8, Goroutines: -1},
-			Open:     procSnapshot{RSSkB: 11 << 10, FDs: 30, Threads: 9, Goroutines: -1},
-			After:    procSnapshot{RSSkB: 11 << 10, FDs: 11, Threads: 9, Goroutines: -1}}
+			Baseline: procSnapshot{RSSkB: 10 << 10, FDs: 10, Threads: 8, Goroutines: -1, HeapKB: -1, StackKB: -1},
+			Open:     procSnapshot{RSSkB: 11 << 10, FDs: 30, Threads: 9, Goroutines: -1, HeapKB: -1, StackKB: -1},
+			After:    procSnapshot{RSSkB: 11 << 10, FDs: 11, Threads: 9, Goroutines: -1, HeapKB: -1, StackKB: -1}}
 		rep.Rounds = append(rep.Rounds, rr)
 	}
 	rep.summarize()

@@ -111,6 +111,7 @@ type sessionsSummary struct {
 	AfterRSSMiB     float64 `json:"after_rss_mib"`
 	PerSessionKB    float64 `json:"per_session_kb"`
 	PerSessionKBMax float64 `json:"per_session_kb_max"`
+	PerSessionGoKB  float64 `json:"per_session_go_kb,omitempty"` // Go heap and stacks (debug listener)
 	StreamsEndedMin int     `json:"streams_ended_min"`
 	// Residues after DELETE, worst round: After minus Baseline.
 	FDResidue        int   `json:"fd_residue"`
@@ -263,7 +264,7 @@ func summarizeSessions(rs []*sessionsResult) *sessionsSummary {
 	s := &sessionsSummary{Sessions: last.Sessions, CallsPerSession: last.CallsPerSession, OpenedMin: last.Opened,
 		StreamsEndedMin: last.StreamsEnded, Baseline: last.Baseline, Open: last.Open, After: last.After,
 		ProxyNofile: last.ProxyNofile, BenchNofile: last.BenchNofile}
-	var openSec, base, open, after, per []float64
+	var openSec, base, open, after, per, perGo []float64
 	for _, r := range rs {
 		s.Errors += r.Errors
 		if s.FirstError == "" {
@@ -276,6 +277,9 @@ func summarizeSessions(rs []*sessionsResult) *sessionsSummary {
 		open = append(open, kBToMiB(r.Open.RSSkB))
 		after = append(after, kBToMiB(r.After.RSSkB))
 		per = append(per, r.PerSessionKB)
+		if r.PerSessionGoKB != 0 {
+			perGo = append(perGo, r.PerSessionGoKB)
+		}
 		s.PerSessionKBMax = max(s.PerSessionKBMax, r.PerSessionKB)
 		s.FDResidue = max(s.FDResidue, r.After.FDs-r.Baseline.FDs)
 		s.ThreadResidue = max(s.ThreadResidue, r.After.Threads-r.Baseline.Threads)
@@ -288,6 +292,7 @@ func summarizeSessions(rs []*sessionsResult) *sessionsSummary {
 	}
 	s.OpenSec, s.BaselineRSSMiB, s.OpenRSSMiB, s.AfterRSSMiB, s.PerSessionKB =
 		median(openSec), median(base), median(open), median(after), median(per)
+	s.PerSessionGoKB = median(perGo)
 	return s
 }
 
@@ -519,6 +524,10 @@ func (r *report) writeText(w io.Writer) error {
 			ss.Baseline.Threads, ss.Open.Threads, ss.After.Threads)
 		if ss.GoroutineResidue != nil {
 			fmt.Fprintf(sw, "  sessions: goroutines\t%d -> %d -> %d\n", ss.Baseline.Goroutines, ss.Open.Goroutines, ss.After.Goroutines)
+			if ss.Baseline.HeapKB >= 0 {
+				fmt.Fprintf(sw, "  sessions: Go heap + stacks in use (after GC)\t%d -> %d -> %d KB (%.1f KB per idle session)\n",
+					ss.Baseline.HeapKB+ss.Baseline.StackKB, ss.Open.HeapKB+ss.Open.StackKB, ss.After.HeapKB+ss.After.StackKB, ss.PerSessionGoKB)
+			}
 		} else {
 			fmt.Fprintf(sw, "  sessions: goroutines\tn/a (the proxy serves no net/http/pprof on %s)\n", debugEnv)
 		}

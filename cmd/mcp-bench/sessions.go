@@ -44,6 +44,10 @@ type procSnapshot struct {
 	FDs     int   `json:"fds"`
 	// Goroutines is -1 when the proxy serves no goroutine profile on MCP_PROXY_DEBUG_ADDR.
 	Goroutines int `json:"goroutines"`
+	// HeapKB and StackKB are the Go heap in use (after a forced GC) and the goroutine
+	// stacks in use, from the same listener's heap profile; -1 without it.
+	HeapKB  int64 `json:"heap_kb"`
+	StackKB int64 `json:"stack_kb"`
 }
 
 // sessionsResult is the outcome of the -sessions phase.
@@ -61,8 +65,10 @@ type sessionsResult struct {
 	Baseline procSnapshot `json:"baseline"`
 	Open     procSnapshot `json:"open"`
 	After    procSnapshot `json:"after"`
-	// PerSessionKB is (Open.RSS - Baseline.RSS) / Sessions.
-	PerSessionKB float64 `json:"per_session_kb"`
+	// PerSessionKB is (Open.RSS - Baseline.RSS) / Sessions; PerSessionGoKB the same for
+	// the Go heap and stacks in use (0 without a debug listener).
+	PerSessionKB   float64 `json:"per_session_kb"`
+	PerSessionGoKB float64 `json:"per_session_go_kb,omitempty"`
 	// StreamsEnded counts the GET streams that ended after their session's DELETE.
 	StreamsEnded  int   `json:"streams_ended"`
 	DeleteErrors  int   `json:"delete_errors"`
@@ -91,6 +97,10 @@ func raiseNofile(need uint64) (uint64, error) {
 	return lim.Cur, nil
 }
 
+// debugClient reads the proxy's debug listener without keeping a connection open, which
+// would count as one of the proxy's descriptors.
+var debugClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
 // goroutineCount reads the goroutine total from the proxy's net/http/pprof listener; -1
 // when there is none.
 func goroutineCount(ctx context.Context, debugAddr string) int {
@@ -98,7 +108,7 @@ func goroutineCount(ctx context.Context, debugAddr string) int {
 	if err != nil {
 		return -1
 	}
-	resp, err := statsClient.Do(req)
+	resp, err := debugClient.Do(req)
 	if err != nil {
 		return -1
 	}
@@ -112,6 +122,52 @@ func goroutineCount(ctx context.Context, debugAddr string) int {
 		return -1
 	}
 	return n
+}
+
+// goMemory reads the Go heap in use and the stacks in use, in kB, from the proxy's heap
+// profile; -1, -1 when there is no debug listener. The profile is read twice, each time
+// after a GC, so that what net/http keeps in sync.Pools (freed only by the second GC
+// after its last use) is not counted as live.
+func goMemory(ctx context.Context, debugAddr string) (heapKB, stackKB int64) {
+	heapKB, stackKB = -1, -1
+	for range 2 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+debugAddr+"/debug/pprof/heap?debug=1&gc=1", nil)
+		if err != nil {
+			return -1, -1
+		}
+		resp, err := debugClient.Do(req)
+		if err != nil {
+			return -1, -1
+		}
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseSize))
+		drainClose(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return -1, -1
+		}
+		heapKB, stackKB = parseGoMemory(string(b))
+	}
+	return heapKB, stackKB
+}
+
+// parseGoMemory reads "# HeapAlloc = N" and "# Stack = INUSE / SYS" from the text of a
+// debug=1 heap profile, in kB; -1 for what is missing.
+func parseGoMemory(s string) (heapKB, stackKB int64) {
+	heapKB, stackKB = -1, -1
+	for line := range strings.Lines(s) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				heapKB = n / 1024
+			}
+		}
+		if v, ok := strings.CutPrefix(line, "# Stack = "); ok {
+			inuse, _, _ := strings.Cut(v, " ")
+			if n, err := strconv.ParseInt(inuse, 10, 64); err == nil {
+				stackKB = n / 1024
+			}
+		}
+	}
+	return heapKB, stackKB
 }
 
 // parseGoroutineTotal parses "goroutine profile: total N".
@@ -133,7 +189,9 @@ func snapshot(ctx context.Context, pid int, debugAddr string) (procSnapshot, err
 	if err != nil {
 		return procSnapshot{}, err
 	}
-	return procSnapshot{RSSkB: st.RSSkB, Threads: st.Threads, FDs: fds, Goroutines: goroutineCount(ctx, debugAddr)}, nil
+	snap := procSnapshot{RSSkB: st.RSSkB, Threads: st.Threads, FDs: fds, Goroutines: goroutineCount(ctx, debugAddr)}
+	snap.HeapKB, snap.StackKB = goMemory(ctx, debugAddr)
+	return snap, nil
 }
 
 // openSession is one session of the phase with its GET stream.
@@ -288,6 +346,9 @@ func measureSessions(ctx context.Context, o *options, tmp string, params json.Ra
 	}
 	if n > 0 {
 		res.PerSessionKB = float64(res.Open.RSSkB-res.Baseline.RSSkB) / float64(n)
+		if b, o := res.Baseline, res.Open; b.HeapKB >= 0 && o.HeapKB >= 0 && b.StackKB >= 0 && o.StackKB >= 0 {
+			res.PerSessionGoKB = float64(o.HeapKB+o.StackKB-b.HeapKB-b.StackKB) / float64(n)
+		}
 	}
 	for _, ss := range all {
 		if ss != nil && ss.stream != nil {
