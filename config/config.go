@@ -53,6 +53,9 @@ type Config struct {
 	Proxy     Proxy      // the proxy block, or all defaults when the file has none
 	Upstreams []Upstream // in file order
 	Listen    []Listen   // at most one; none means stdin/stdout
+	Auth      *Auth      // nil: no authentication
+	Policy    *Policy    // nil: everything allowed, no limits
+	Audit     *Audit     // nil: no audit trail
 }
 
 // Proxy holds the settings of the optional proxy block.
@@ -63,6 +66,10 @@ type Proxy struct {
 	PageSize      int    // items per page of merged lists; default 100; 1..10000
 	MaxNameLength int    // max length of exposed tool/prompt names; default 128; 16..128
 	Instructions  string // optional extra instructions prepended to the merged upstream instructions
+	// Principal names the one user of a stdio front end, for policy and audit; default
+	// the OS user name (the caller fills it in).
+	Principal       string
+	PrincipalGroups []string
 }
 
 // Upstream describes one MCP server the proxy spawns and talks to over stdio.
@@ -86,5 +93,6 @@ type Upstream struct {
 	Session     string
 	MaxSessions int           // per-client: default 64; >= 1
 	IdleTimeout time.Duration // per-client: default 10m; > 0
+	MaxInFlight int           // calls in flight at once (over all clients); 0: no cap
 	DeclRange   hcl.Range     // where the block is, for diagnostics reported by other packages later
 }

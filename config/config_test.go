@@ -150,7 +150,7 @@ upstream "defaults" {
 func TestParseDefaultsWithoutProxyBlock(t *testing.T) {
 	cfg := mustParse(t, `upstream "a" { command = ["a"] }`, Options{})
 	want := Proxy{Name: "mcp-proxy", Separator: "__", PageSize: 100, MaxNameLength: 128}
-	if cfg.Proxy != want {
+	if !reflect.DeepEqual(cfg.Proxy, want) {
 		t.Errorf("Proxy = %+v, want %+v", cfg.Proxy, want)
 	}
 	if cfg.Upstreams[0].Env != nil {

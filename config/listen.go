@@ -18,6 +18,9 @@ type Listen struct {
 	KeepAlive      time.Duration // comment lines on idle event streams; default 15s
 	SessionIdle    time.Duration // legacy sessions idle this long are ended; default 30m
 	MaxSessions    int           // default 1000
+	// InsecureNoAuth lets a listener on a non-loopback address run without an auth
+	// block (behind a gateway that authenticates, say); otherwise that refuses to start.
+	InsecureNoAuth bool
 	DeclRange      hcl.Range
 }
 
@@ -30,6 +33,7 @@ type rawListen struct {
 	KeepAlive      *hcl.Attribute `hcl:"keepalive,optional"`
 	SessionIdle    *hcl.Attribute `hcl:"session_idle_timeout,optional"`
 	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
+	InsecureNoAuth *hcl.Attribute `hcl:"insecure_no_auth,optional"`
 
 	KindRange hcl.Range `hcl:"kind,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`
@@ -83,6 +87,9 @@ func decodeListens(e *evaluator, raws []rawListen) []Listen {
 				e.errorf(raw.MaxSessions, "Invalid max_sessions", "\"max_sessions\" must be at least 1, got %d.", n)
 			}
 			l.MaxSessions = n
+		}
+		if b, ok := e.bool(raw.InsecureNoAuth); ok {
+			l.InsecureNoAuth = b
 		}
 		out = append(out, l)
 	}

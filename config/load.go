@@ -94,6 +94,9 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Proxy:     decodeProxies(e, raw.Proxies),
 		Upstreams: decodeUpstreams(e, raw.Upstreams, absBase),
 		Listen:    decodeListens(e, raw.Listens),
+		Auth:      decodeAuth(e, raw.Auths),
+		Policy:    decodePolicy(e, raw.Policies),
+		Audit:     decodeAudit(e, raw.Audits, absBase),
 	}
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{

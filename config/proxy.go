@@ -54,6 +54,12 @@ func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
 	if s, ok := e.string(raw.Version); ok {
 		p.Version = s
 	}
+	if s, ok := e.string(raw.Principal); ok {
+		p.Principal = s
+	}
+	if list, ok := e.stringList(raw.Groups); ok {
+		p.PrincipalGroups = list
+	}
 	if s, ok := e.string(raw.Instructions); ok {
 		p.Instructions = s
 	}

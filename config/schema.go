@@ -16,6 +16,9 @@ type rawFile struct {
 	Proxies   []rawProxy    `hcl:"proxy,block"`
 	Upstreams []rawUpstream `hcl:"upstream,block"`
 	Listens   []rawListen   `hcl:"listen,block"`
+	Auths     []rawAuth     `hcl:"auth,block"`
+	Policies  []rawPolicy   `hcl:"policy,block"`
+	Audits    []rawAudit    `hcl:"audit,block"`
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be
@@ -27,6 +30,8 @@ type rawProxy struct {
 	PageSize      *hcl.Attribute `hcl:"page_size,optional"`
 	MaxNameLength *hcl.Attribute `hcl:"max_name_length,optional"`
 	Instructions  *hcl.Attribute `hcl:"instructions,optional"`
+	Principal     *hcl.Attribute `hcl:"principal,optional"`
+	Groups        *hcl.Attribute `hcl:"principal_groups,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }
@@ -49,6 +54,7 @@ type rawUpstream struct {
 	Session        *hcl.Attribute `hcl:"session,optional"`
 	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
 	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
+	MaxInFlight    *hcl.Attribute `hcl:"max_in_flight,optional"`
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

@@ -117,6 +117,13 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 		u.Disabled = b
 	}
 	decodeSession(e, raw, &u)
+	if n, ok := e.int(raw.MaxInFlight); ok {
+		if n < 1 {
+			e.errorf(raw.MaxInFlight, "Invalid max_in_flight", "\"max_in_flight\" must be at least 1, got %d.", n)
+		} else {
+			u.MaxInFlight = n
+		}
+	}
 	u.Protocol = ProtocolAuto
 	if s, ok := e.string(raw.Protocol); ok {
 		switch s {

@@ -72,6 +72,8 @@ const (
 	CodeUpstreamFailed      = -31002 // the upstream exited or its connection broke mid-call
 	CodeMessageTooLarge     = -31003 // a message exceeded the configured size limit
 	CodeUpstreamProtocol    = -31004 // the upstream answered with something that is not MCP
+	CodePolicyDenied        = -31005 // the proxy's policy does not allow this call
+	CodeRateLimited         = -31006 // a rate or concurrency limit refused the call; data.retryAfterMs says when to retry
 )
 
 // MetaPrefix is the reverse-DNS prefix of the proxy's own _meta keys.

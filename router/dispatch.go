@@ -10,6 +10,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -36,6 +37,9 @@ type Request struct {
 	// Meta identifies the client (capabilities narrowed to what the proxy relays, client
 	// info, log level) for upstreams that want it on every request.
 	Meta *ClientMeta
+	// Principal is who the request is made for (nil: nobody in particular, as for the
+	// CLI); the policy chain decides on it.
+	Principal *principal.Principal
 	// Modern means the client speaks the 2026-07-28 era: merged lists carry caching
 	// hints, and input_required results reach it as they are (a legacy client's input is
 	// obtained through Input instead, and the upstream retried).
@@ -117,7 +121,7 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 		inner := reply
 		reply = func(res json.RawMessage, err error) {
 			if err == nil {
-				r.noteTask(target, res)
+				r.noteTask(target, req, res)
 			}
 			inner(res, err)
 		}
@@ -191,14 +195,20 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what))
 		return
 	}
+	kind := TargetPrompt
+	if what == "tool" {
+		kind = TargetTool
+	}
 	e := index[name]
 	if e == nil {
-		if what == "tool" {
-			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", name))
-		} else {
-			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name))
-		}
+		reply(nil, UnknownError(kind, name))
 		return
+	}
+	if r.guard != nil {
+		var ok bool
+		if reply, ok = r.admit(req, &Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}, reply); !ok {
+			return
+		}
 	}
 	params := req.Params
 	if e.original != name {
@@ -223,9 +233,23 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 		owner, orig = r.soleResourceServer(), uri
 	}
 	if owner == nil {
-		data, _ := json.Marshal(map[string]string{"uri": uri})
-		reply(nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data})
+		reply(nil, UnknownError(TargetResource, uri))
 		return
+	}
+	if r.guard != nil {
+		t := &Target{Kind: TargetResource, Name: uri, Original: orig, Upstream: owner.name}
+		if res := snap.resByURI[uri]; res != nil {
+			t.Raw = res.raw
+		}
+		if req.Method == mcp.MethodResourcesRead {
+			var ok bool
+			if reply, ok = r.admit(req, t, reply); !ok {
+				return
+			}
+		} else if !r.visible(req, t) { // subscribe, unsubscribe
+			reply(nil, UnknownError(TargetResource, uri))
+			return
+		}
 	}
 	params := req.Params
 	if orig != uri {
@@ -301,14 +325,16 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 	snap := r.snap.Load()
 	var owner *backend
 	var newRef json.RawMessage
+	var target *Target
 	switch typ {
 	case "ref/prompt":
 		name, _, _ := jsonx.GetString(ref, "name")
 		e := snap.promptByName[name]
 		if e == nil {
-			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name))
+			reply(nil, UnknownError(TargetPrompt, name))
 			return
 		}
+		target = &Target{Kind: TargetPrompt, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
 		owner = e.owner
 		if e.original != name {
 			newRef, _ = jsonx.Set(ref, "name", e.quoted)
@@ -326,9 +352,16 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown resource or template: %s", uri))
 			return
 		}
+		target = &Target{Kind: TargetResource, Name: uri, Upstream: owner.name}
 	default:
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ))
 		return
+	}
+	if r.guard != nil {
+		var ok bool
+		if reply, ok = r.admit(req, target, reply); !ok {
+			return
+		}
 	}
 	params := req.Params
 	if newRef != nil {

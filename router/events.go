@@ -81,7 +81,7 @@ func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 	b := r.byUp[u]
 	if m.Method == mcp.NotificationTasksStatus && b != nil {
 		if id, ok, _ := jsonx.GetString(m.Params, "taskId"); ok {
-			r.tasks.record(id, b)
+			r.tasks.record(id, b, "")
 		}
 	}
 	r.broadcast(m.Method, r.adaptNotification(b, u.Name(), m))

@@ -39,13 +39,21 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 	var items []json.RawMessage
 	switch list {
 	case listTools:
-		items = rawOf(snap.tools, func(e *entry) json.RawMessage { return e.raw })
+		items = visibleOf(r, req, snap.tools, func(e *entry) (json.RawMessage, Target) {
+			return e.raw, Target{Kind: TargetTool, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
+		})
 	case listPrompts:
-		items = rawOf(snap.prompts, func(e *entry) json.RawMessage { return e.raw })
+		items = visibleOf(r, req, snap.prompts, func(e *entry) (json.RawMessage, Target) {
+			return e.raw, Target{Kind: TargetPrompt, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
+		})
 	case listResources:
-		items = rawOf(snap.resources, func(x *resource) json.RawMessage { return x.raw })
+		items = visibleOf(r, req, snap.resources, func(x *resource) (json.RawMessage, Target) {
+			return x.raw, Target{Kind: TargetResource, Name: x.exposed, Original: x.original, Upstream: x.owner.name, Raw: x.raw}
+		})
 	case listTemplates:
-		items = rawOf(snap.templates, func(x *template) json.RawMessage { return x.raw })
+		items = visibleOf(r, req, snap.templates, func(x *template) (json.RawMessage, Target) {
+			return x.raw, Target{Kind: TargetResource, Name: x.tmpl.raw, Original: x.tmpl.raw, Upstream: x.owner.name, Raw: x.raw}
+		})
 	}
 	if offset > len(items) {
 		offset = len(items) // the list shrank since the cursor was minted
@@ -74,7 +82,7 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		h := snap.hints[list]
 		out = append(out, `,"ttlMs":`...)
 		out = strconv.AppendInt(out, h.TTLMs, 10)
-		if h.Public {
+		if h.Public && r.guard == nil { // a list filtered per principal is never public
 			out = append(out, `,"cacheScope":"public"`...)
 		} else {
 			out = append(out, `,"cacheScope":"private"`...)
@@ -83,10 +91,14 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 	return append(out, '}'), nil
 }
 
-func rawOf[T any](xs []T, f func(T) json.RawMessage) []json.RawMessage {
-	out := make([]json.RawMessage, len(xs))
-	for i, x := range xs {
-		out[i] = f(x)
+// visibleOf returns the raw items of a list the request's principal may see.
+func visibleOf[T any](r *Router, req *Request, xs []T, f func(T) (json.RawMessage, Target)) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(xs))
+	for _, x := range xs {
+		raw, t := f(x)
+		if r.guard == nil || r.guard.Visible(req, &t) {
+			out = append(out, raw)
+		}
 	}
 	return out
 }

@@ -220,7 +220,7 @@ func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) 
 	r := e.p.r
 	if m.Method == mcp.NotificationTasksStatus {
 		if id, ok, _ := jsonx.GetString(m.Params, "taskId"); ok {
-			r.tasks.record(id, &e.inst.backend)
+			r.tasks.record(id, &e.inst.backend, "")
 		}
 	}
 	switch m.Method {

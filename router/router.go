@@ -133,6 +133,8 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
+	guard Guard // the policy chain; nil when there is none
+
 	startOnce sync.Once
 	ctx       context.Context // from Start: the lifetime of per-client upstream sessions
 }

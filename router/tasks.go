@@ -20,8 +20,9 @@ import (
 const maxTasks = 10000
 
 type taskEntry struct {
-	owner *backend
-	seen  time.Time
+	owner     *backend
+	seen      time.Time
+	principal string // who created it; "" when the proxy only saw it listed
 }
 
 // taskTable maps task ids to the upstream that created them.
@@ -30,7 +31,7 @@ type taskTable struct {
 	tasks map[string]taskEntry
 }
 
-func (t *taskTable) record(id string, b *backend) {
+func (t *taskTable) record(id string, b *backend, creator string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.tasks == nil {
@@ -46,23 +47,34 @@ func (t *taskTable) record(id string, b *backend) {
 		}
 		delete(t.tasks, oldestID)
 	}
-	t.tasks[id] = taskEntry{owner: b, seen: time.Now()}
+	if creator == "" {
+		creator = t.tasks[id].principal // a listing does not change who created it
+	}
+	t.tasks[id] = taskEntry{owner: b, seen: time.Now(), principal: creator}
 }
 
-func (t *taskTable) owner(id string) *backend {
+func (t *taskTable) get(id string) taskEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.tasks[id].owner
+	return t.tasks[id]
+}
+
+// principalName is the name policy knows a request's principal by.
+func principalName(req *Request) string {
+	if req.Principal == nil {
+		return ""
+	}
+	return req.Principal.Name
 }
 
 // noteTask records the owner of a task created by a result ({"task":{"taskId":...}}).
-func (r *Router) noteTask(b *backend, result json.RawMessage) {
+func (r *Router) noteTask(b *backend, req *Request, result json.RawMessage) {
 	task, ok, err := jsonx.Get(result, "task")
 	if err != nil || !ok {
 		return
 	}
 	if id, ok, _ := jsonx.GetString(task, "taskId"); ok && id != "" {
-		r.tasks.record(id, b)
+		r.tasks.record(id, b, principalName(req))
 	}
 }
 
@@ -73,12 +85,13 @@ func (r *Router) callTask(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: taskId is required"))
 		return
 	}
-	b := r.tasks.owner(id)
-	if b == nil {
+	e := r.tasks.get(id)
+	// Under a policy a task belongs to the principal that created it.
+	if e.owner == nil || (r.guard != nil && (e.principal == "" || e.principal != principalName(req))) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown task: %s", id))
 		return
 	}
-	r.forward(ctx, b, req, req.Params, reply)
+	r.forward(ctx, e.owner, req, req.Params, reply)
 }
 
 // listTasks merges tasks/list from every upstream that lists tasks, draining their pages
@@ -103,13 +116,18 @@ func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, 
 			if err != nil {
 				r.log.Warn().Err(err).Str("upstream", b.name).Msg("tasks/list failed upstream; its tasks are left out")
 			}
+			mine := items[:0:0]
 			for _, it := range items {
-				if id, ok, _ := jsonx.GetString(it, "taskId"); ok {
-					r.tasks.record(id, b)
+				id, ok, _ := jsonx.GetString(it, "taskId")
+				if ok {
+					r.tasks.record(id, b, "")
+				}
+				if r.guard == nil || (ok && r.tasks.get(id).principal == principalName(req) && principalName(req) != "") {
+					mine = append(mine, it)
 				}
 			}
 			mu.Lock()
-			all = append(all, items...)
+			all = append(all, mine...)
 			mu.Unlock()
 		}()
 	}

@@ -9,12 +9,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
@@ -41,6 +43,7 @@ type bridgeCall struct {
 	name      string // tools/call and prompts/get name, or resources/read uri
 	caps      mcp.ClientCapabilities
 	canceller router.Canceller
+	principal string // who made the call: only they may retry it
 
 	mu      sync.Mutex // guards the fields below
 	active  *activeReq // the client request now waiting for this call; nil while parked
@@ -81,9 +84,10 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 		return
 	}
 	bc := &bridgeCall{ss: ss, id: ss.s.nextCall(), method: msg.Method, name: routeKey(msg.Params), caps: rm.parsed,
-		active: &activeReq{id: msg.ID, reply: reply}}
+		active: &activeReq{id: msg.ID, reply: reply}, principal: principalName(ctx)}
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, Modern: true,
-		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
+		Principal: principal.From(ctx),
+		Meta:      &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if meta, _ := modernMeta(msg.Params); hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
@@ -123,7 +127,7 @@ func (bc *bridgeCall) deliver(a *activeReq, res json.RawMessage, err error) {
 	case err != nil:
 		bc.answer(a, responseFor(a.id, nil, modernError(err)))
 	default:
-		bc.answer(a, jsonrpc.NewResult(a.id, modernResult(bc.method, res)))
+		bc.answer(a, jsonrpc.NewResult(a.id, modernResult(bc.method, bc.ss.s.bindInputRequired(bc.principal, res))))
 	}
 }
 
@@ -158,7 +162,7 @@ func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawM
 	bc.mu.Unlock()
 
 	bc.ss.keepBridge(bc)
-	state := bc.ss.s.mintState(bc.ss.nonce, bc.id, time.Now().Add(parkTTL))
+	state := bc.ss.s.mintState(bc.ss.nonce, bc.principal, bc.id, time.Now().Add(parkTTL))
 	res, _ := json.Marshal(map[string]any{
 		"resultType":    mcp.ResultTypeInputRequired,
 		"inputRequests": map[string]any{inputKey: map[string]any{"method": method, "params": params}},
@@ -190,9 +194,21 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 	bad := func(why string) {
 		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState %s", why)))
 	}
-	id, err := ss.s.openState(ss.nonce, state)
+	who := principalName(ctx)
+	id, err := ss.s.openState(ss.nonce, who, state)
 	if err != nil {
-		// Not a handle of this proxy's: the upstream's own state, passed back to it.
+		// Not a parked call of this proxy's: an upstream's own state, which the proxy
+		// handed out wrapped and bound to the principal it was issued to.
+		inner, ok := ss.s.unwrapState(who, state)
+		if !ok {
+			bad("is not valid here (expired, altered, or issued to another client)")
+			return
+		}
+		if params, err := jsonx.Set(msg.Params, "requestState", jsonrpc.AppendString(nil, inner)); err == nil {
+			c := *msg
+			c.Params = params
+			msg = &c
+		}
 		ss.startModernCall(ctx, msg, rm, reply)
 		return
 	}
@@ -265,17 +281,17 @@ func (s *Server) stateKey() []byte {
 	return s.states.key[:]
 }
 
-func (s *Server) mintState(nonce [16]byte, id uint64, expires time.Time) string {
+func (s *Server) mintState(nonce [16]byte, who string, id uint64, expires time.Time) string {
 	var b [16 + stateMACLen]byte
 	binary.BigEndian.PutUint64(b[0:8], id)
 	binary.BigEndian.PutUint64(b[8:16], uint64(expires.Unix()))
-	copy(b[16:], s.stateMAC(nonce, b[:16]))
+	copy(b[16:], s.stateMAC(nonce, who, b[:16]))
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (s *Server) openState(nonce [16]byte, state string) (uint64, error) {
+func (s *Server) openState(nonce [16]byte, who, state string) (uint64, error) {
 	b, err := base64.RawURLEncoding.DecodeString(state)
-	if err != nil || len(b) != 16+stateMACLen || !hmac.Equal(b[16:], s.stateMAC(nonce, b[:16])) {
+	if err != nil || len(b) != 16+stateMACLen || !hmac.Equal(b[16:], s.stateMAC(nonce, who, b[:16])) {
 		return 0, errors.New("is not one this proxy issued")
 	}
 	if time.Now().Unix() > int64(binary.BigEndian.Uint64(b[8:16])) {
@@ -284,9 +300,71 @@ func (s *Server) openState(nonce [16]byte, state string) (uint64, error) {
 	return binary.BigEndian.Uint64(b[0:8]), nil
 }
 
-func (s *Server) stateMAC(nonce [16]byte, body []byte) []byte {
+func (s *Server) stateMAC(nonce [16]byte, who string, body []byte) []byte {
 	m := hmac.New(sha256.New, s.stateKey())
 	m.Write(nonce[:])
+	m.Write([]byte(who))
+	m.Write([]byte{0})
 	m.Write(body)
 	return m.Sum(nil)[:stateMACLen]
+}
+
+// wrappedPrefix marks an upstream's requestState as handed out by the proxy: "w." +
+// MAC(principal, state) + "." + state.
+const wrappedPrefix = "w."
+
+// wrapState binds an upstream's requestState to the principal it is issued to, so that
+// no one else can replay it.
+func (s *Server) wrapState(who, state string) string {
+	return wrappedPrefix + base64.RawURLEncoding.EncodeToString(s.wrapMAC(who, state)) + "." + state
+}
+
+// unwrapState checks a wrapped state against the principal retrying with it.
+func (s *Server) unwrapState(who, wrapped string) (string, bool) {
+	rest, ok := strings.CutPrefix(wrapped, wrappedPrefix)
+	if !ok {
+		return "", false
+	}
+	mac64, inner, ok := strings.Cut(rest, ".")
+	if !ok {
+		return "", false
+	}
+	mac, err := base64.RawURLEncoding.DecodeString(mac64)
+	if err != nil || !hmac.Equal(mac, s.wrapMAC(who, inner)) {
+		return "", false
+	}
+	return inner, true
+}
+
+func (s *Server) wrapMAC(who, state string) []byte {
+	m := hmac.New(sha256.New, s.stateKey())
+	m.Write([]byte("upstream-state\x00"))
+	m.Write([]byte(who))
+	m.Write([]byte{0})
+	m.Write([]byte(state))
+	return m.Sum(nil)[:stateMACLen]
+}
+
+// principalName is the name of the principal a request is made for ("" for none).
+func principalName(ctx context.Context) string {
+	if p := principal.From(ctx); p != nil {
+		return p.Name
+	}
+	return ""
+}
+
+// bindInputRequired wraps the requestState of an upstream's input_required result.
+func (s *Server) bindInputRequired(who string, res json.RawMessage) json.RawMessage {
+	if rt, _, _ := jsonx.GetString(res, "resultType"); rt != mcp.ResultTypeInputRequired {
+		return res
+	}
+	state, ok, _ := jsonx.GetString(res, "requestState")
+	if !ok {
+		return res
+	}
+	out, err := jsonx.Set(res, "requestState", jsonrpc.AppendString(nil, s.wrapState(who, state)))
+	if err != nil {
+		return res
+	}
+	return out
 }

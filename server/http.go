@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
@@ -51,13 +52,14 @@ type HTTPHandler struct {
 }
 
 type httpSession struct {
-	id       string
-	version  string // negotiated at initialize
-	ss       *session
-	get      *eventSink // the client's GET stream sink
-	ctx      context.Context
-	cancel   context.CancelFunc
-	lastUsed atomic.Int64
+	id        string
+	principal *principal.Principal // authenticated at initialize; every later request must be the same
+	version   string               // negotiated at initialize
+	ss        *session
+	get       *eventSink // the client's GET stream sink
+	ctx       context.Context
+	cancel    context.CancelFunc
+	lastUsed  atomic.Int64
 
 	mu         sync.Mutex              // guards the fields below
 	streams    map[string]*eventStream // resumable POST answer streams by id
@@ -340,7 +342,21 @@ func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonr
 		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version "+v)
 		return nil
 	}
+	if !hs.samePrincipal(r) {
+		httpError(w, http.StatusForbidden, id, jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another principal")
+		return nil
+	}
 	return hs
+}
+
+// samePrincipal reports whether a request comes from the principal that opened the
+// session: a session id is no credential of its own.
+func (hs *httpSession) samePrincipal(r *http.Request) bool {
+	p := principal.From(r.Context())
+	if hs.principal == nil || p == nil {
+		return hs.principal == nil && p == nil
+	}
+	return hs.principal.Name == p.Name
 }
 
 func (h *HTTPHandler) lookup(id string) *httpSession {
@@ -388,6 +404,7 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 		return
 	}
 	id := hs.id
+	hs.principal = principal.From(r.Context())
 	done := make(chan *jsonrpc.Message, 1)
 	hs.ss.handleRequest(hs.ctx, msg, func(m *jsonrpc.Message) { done <- m })
 	resp := <-done
@@ -441,6 +458,9 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		a.finish(m)
 	}
 	ctx := withRequestSink(base, a)
+	if p := principal.From(r.Context()); p != nil {
+		ctx = principal.With(ctx, p)
+	}
 	if rm != nil {
 		ss.serveModern(ctx, &inner, *rm, reply)
 	} else {
@@ -507,6 +527,9 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 		return
 	}
 	ctx := withRequestSink(hs.ctx, a)
+	if p := principal.From(r.Context()); p != nil {
+		ctx = principal.With(ctx, p)
+	}
 	for _, m := range requests {
 		hs.ss.handleRequest(ctx, m, a.finish)
 	}
@@ -528,6 +551,10 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 	hs := h.lookup(sid)
 	if hs == nil {
 		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if !hs.samePrincipal(r) {
+		http.Error(w, "the session belongs to another principal", http.StatusForbidden)
 		return
 	}
 	after := int64(-1)
@@ -588,10 +615,16 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	hs := h.sessions[sid]
-	delete(h.sessions, sid)
+	if hs != nil && hs.samePrincipal(r) {
+		delete(h.sessions, sid)
+	}
 	h.mu.Unlock()
 	if hs == nil {
 		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	if !hs.samePrincipal(r) {
+		http.Error(w, "the session belongs to another principal", http.StatusForbidden)
 		return
 	}
 	hs.close()

@@ -7,6 +7,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
@@ -92,7 +93,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 // resourceSubscription subscribes or unsubscribes the URI's owner; it reports success.
 func (ss *session) resourceSubscription(ctx context.Context, method, uri string) bool {
 	params, _ := json.Marshal(map[string]string{"uri": uri})
-	_, err := ss.s.r.Call(ctx, &router.Request{Method: method, Params: params})
+	_, err := ss.s.r.Call(ctx, &router.Request{Method: method, Params: params, Principal: principal.From(ctx)})
 	if err != nil {
 		ss.log.Warn().Err(err).Str("uri", uri).Str("method", method).Msg("resource subscription upstream failed")
 		return false

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
@@ -34,6 +35,8 @@ type Options struct {
 	ReadyTimeout time.Duration
 	// MaxMessage bounds one message from a client, in bytes; 0 means 64 MiB.
 	MaxMessage int
+	// Principal is who a stdio client is (policy and audit); nil for nobody in particular.
+	Principal *principal.Principal
 }
 
 // Server serves client sessions over one router.
@@ -78,6 +81,9 @@ func (s *Server) startUpstreams(caps json.RawMessage) {
 func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.baseCtx = ctx
 	sess := newSession(s, transport.NewStream(in, out, s.opts.MaxMessage), s.log.With().Str("session", "stdio").Logger())
+	if s.opts.Principal != nil && principal.From(ctx) == nil {
+		ctx = principal.With(ctx, s.opts.Principal) // the one user of a stdio front end
+	}
 	return sess.serve(ctx)
 }
 

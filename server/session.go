@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
@@ -272,7 +273,7 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 	ss.mu.Unlock()
 
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss, Session: ss,
-		Meta: ss.meta}
+		Meta: ss.meta, Principal: principal.From(ctx)}
 	if hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }

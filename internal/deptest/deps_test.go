@@ -21,9 +21,10 @@ var allowed = map[string][]string{
 	"config":              {},
 	"transport":           {"jsonrpc", "mcp", "internal/jsonx"},
 	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx"},
-	"router":              {"upstream", "jsonrpc", "mcp", "internal/jsonx"},
-	"server":              {"router", "transport", "jsonrpc", "mcp", "internal/jsonx"},
-	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "mcp", "jsonrpc", "transport", "internal/jsonx"},
+	"router":              {"upstream", "jsonrpc", "mcp", "principal", "internal/jsonx"},
+	"policy":              {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx"},
+	"server":              {"router", "transport", "jsonrpc", "mcp", "principal", "internal/jsonx"},
+	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "policy", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx"},
 	"cmd/mcp-bench":       {"jsonrpc", "internal/jsonx"},
 	"internal/testserver": {},
 }

@@ -1,0 +1,432 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Auth is the auth block: how the HTTP front end authenticates requests.
+type Auth struct {
+	Resource  string   // this proxy's resource URI (the audience of tokens)
+	APIKeys   []APIKey // static keys
+	JWT       *JWT     // OAuth 2.1 access tokens; nil when not configured
+	DeclRange hcl.Range
+}
+
+// APIKey is one api_key "name" block: its principal, groups, and the key's SHA-256 (hex)
+// or the key itself (read from env()).
+type APIKey struct {
+	Name   string
+	Groups []string
+	SHA256 string
+	Token  string
+}
+
+// JWT is the jwt block inside auth.
+type JWT struct {
+	Issuer               string
+	JWKSURL              string
+	Audience             string // default: Auth.Resource
+	PrincipalClaim       string // default "sub"
+	GroupsClaim          string // default "groups"
+	RequiredScopes       []string
+	Algorithms           []string
+	Leeway               time.Duration
+	AuthorizationServers []string
+}
+
+// Policy is the policy block: rules and rate limits.
+type Policy struct {
+	DefaultAllow bool // default = "allow"; the default is "deny" once a policy block exists
+	Rules        []Rule
+	RateLimits   []RateLimit
+	DeclRange    hcl.Range
+}
+
+// Rule is one rule "name" block.
+type Rule struct {
+	Name        string
+	Deny        bool
+	Tools       []string // nil when not set
+	Prompts     []string
+	Resources   []string
+	Upstreams   []string
+	Principals  []string
+	Groups      []string
+	Annotations map[string]bool
+	Condition   hcl.Expression // nil when not set
+	// Ranges of the attributes, for diagnostics found later (unknown upstreams, bad
+	// patterns, bad expressions).
+	Ranges    map[string]hcl.Range
+	DeclRange hcl.Range
+}
+
+// RateLimit is one rate_limit "name" block.
+type RateLimit struct {
+	Name       string
+	PerSecond  float64
+	Burst      int
+	Per        []string
+	Tools      []string
+	Upstreams  []string
+	Principals []string
+	Groups     []string
+	Ranges     map[string]hcl.Range
+	DeclRange  hcl.Range
+}
+
+// Audit is the audit block.
+type Audit struct {
+	File      string // absolute; "" for none
+	Log       bool
+	Arguments string // hash (default), full, none
+	Redact    []string
+}
+
+type rawAuth struct {
+	Resource *hcl.Attribute `hcl:"resource,optional"`
+	APIKeys  []rawAPIKey    `hcl:"api_key,block"`
+	JWTs     []rawJWT       `hcl:"jwt,block"`
+	DefRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawAPIKey struct {
+	Name     string         `hcl:"name,label"`
+	SHA256   *hcl.Attribute `hcl:"sha256,optional"`
+	Token    *hcl.Attribute `hcl:"token,optional"`
+	Groups   *hcl.Attribute `hcl:"groups,optional"`
+	DefRange hcl.Range      `hcl:",def_range"`
+}
+
+type rawJWT struct {
+	Issuer               *hcl.Attribute `hcl:"issuer,optional"`
+	JWKSURL              *hcl.Attribute `hcl:"jwks_url,optional"`
+	Audience             *hcl.Attribute `hcl:"audience,optional"`
+	PrincipalClaim       *hcl.Attribute `hcl:"principal_claim,optional"`
+	GroupsClaim          *hcl.Attribute `hcl:"groups_claim,optional"`
+	RequiredScopes       *hcl.Attribute `hcl:"required_scopes,optional"`
+	Algorithms           *hcl.Attribute `hcl:"algorithms,optional"`
+	Leeway               *hcl.Attribute `hcl:"leeway,optional"`
+	AuthorizationServers *hcl.Attribute `hcl:"authorization_servers,optional"`
+	DefRange             hcl.Range      `hcl:",def_range"`
+}
+
+type rawPolicy struct {
+	Default    *hcl.Attribute `hcl:"default,optional"`
+	Rules      []rawRule      `hcl:"rule,block"`
+	RateLimits []rawRateLimit `hcl:"rate_limit,block"`
+	DefRange   hcl.Range      `hcl:",def_range"`
+}
+
+type rawRule struct {
+	Name        string         `hcl:"name,label"`
+	Effect      *hcl.Attribute `hcl:"effect,optional"`
+	Tools       *hcl.Attribute `hcl:"tools,optional"`
+	Prompts     *hcl.Attribute `hcl:"prompts,optional"`
+	Resources   *hcl.Attribute `hcl:"resources,optional"`
+	Upstreams   *hcl.Attribute `hcl:"upstreams,optional"`
+	Principals  *hcl.Attribute `hcl:"principals,optional"`
+	Groups      *hcl.Attribute `hcl:"groups,optional"`
+	Annotations *hcl.Attribute `hcl:"annotations,optional"`
+	Condition   *hcl.Attribute `hcl:"condition,optional"`
+	DefRange    hcl.Range      `hcl:",def_range"`
+}
+
+type rawRateLimit struct {
+	Name       string         `hcl:"name,label"`
+	Rate       *hcl.Attribute `hcl:"rate,optional"`
+	Burst      *hcl.Attribute `hcl:"burst,optional"`
+	Per        *hcl.Attribute `hcl:"per,optional"`
+	Tools      *hcl.Attribute `hcl:"tools,optional"`
+	Upstreams  *hcl.Attribute `hcl:"upstreams,optional"`
+	Principals *hcl.Attribute `hcl:"principals,optional"`
+	Groups     *hcl.Attribute `hcl:"groups,optional"`
+	DefRange   hcl.Range      `hcl:",def_range"`
+}
+
+type rawAudit struct {
+	File      *hcl.Attribute `hcl:"file,optional"`
+	Log       *hcl.Attribute `hcl:"log,optional"`
+	Arguments *hcl.Attribute `hcl:"arguments,optional"`
+	Redact    *hcl.Attribute `hcl:"redact,optional"`
+	DefRange  hcl.Range      `hcl:",def_range"`
+}
+
+// single reports a second block of a kind that may appear once.
+func single[T any](e *evaluator, blocks []T, kind string, rng func(*T) hcl.Range) *T {
+	if len(blocks) == 0 {
+		return nil
+	}
+	for i := 1; i < len(blocks); i++ {
+		e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate " + kind + " block",
+			Detail: fmt.Sprintf("Only one %s block is allowed.", kind), Subject: rng(&blocks[i]).Ptr()})
+	}
+	return &blocks[0]
+}
+
+func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
+	raw := single(e, raws, "auth", func(r *rawAuth) hcl.Range { return r.DefRange })
+	if raw == nil {
+		return nil
+	}
+	a := &Auth{DeclRange: raw.DefRange}
+	if s, ok := e.string(raw.Resource); ok {
+		if !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://") {
+			e.errorf(raw.Resource, "Invalid resource", "\"resource\" must be the absolute URL of this proxy's MCP endpoint, such as \"https://mcp.example.com/mcp\", got %q.", s)
+		}
+		a.Resource = s
+	}
+	seen := map[string]bool{}
+	for _, rk := range raw.APIKeys {
+		k := APIKey{Name: rk.Name}
+		if seen[rk.Name] {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate api_key",
+				Detail: fmt.Sprintf("There is already an api_key %q.", rk.Name), Subject: rk.DefRange.Ptr()})
+		}
+		seen[rk.Name] = true
+		if list, ok := e.stringList(rk.Groups); ok {
+			k.Groups = list
+		}
+		hash, hasHash := e.string(rk.SHA256)
+		token, hasToken := e.string(rk.Token)
+		switch {
+		case hasHash && hasToken:
+			e.errorf(rk.Token, "Conflicting api_key settings", "Set sha256 or token, not both.")
+		case hasHash:
+			if b, err := hex.DecodeString(hash); err != nil || len(b) != 32 {
+				e.errorf(rk.SHA256, "Invalid sha256", "\"sha256\" must be 64 hex digits (`mcp-proxy hash-key` prints them).")
+			}
+			k.SHA256 = strings.ToLower(hash)
+		case hasToken:
+			if len(token) < 16 {
+				e.errorf(rk.Token, "Weak api_key token", "An API key must be at least 16 characters long.")
+			}
+			k.Token = token
+		default:
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing api_key secret",
+				Detail: fmt.Sprintf("api_key %q needs sha256 = \"…\" (from `mcp-proxy hash-key`) or token = env(\"…\").", rk.Name), Subject: rk.DefRange.Ptr()})
+		}
+		a.APIKeys = append(a.APIKeys, k)
+	}
+	if rj := single(e, raw.JWTs, "jwt", func(r *rawJWT) hcl.Range { return r.DefRange }); rj != nil {
+		j := &JWT{PrincipalClaim: "sub", GroupsClaim: "groups", Leeway: time.Minute}
+		j.Issuer, _ = e.string(rj.Issuer)
+		j.JWKSURL, _ = e.string(rj.JWKSURL)
+		if j.Issuer == "" || j.JWKSURL == "" {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Incomplete jwt block",
+				Detail: "A jwt block needs issuer and jwks_url.", Subject: rj.DefRange.Ptr()})
+		}
+		if a.Resource == "" {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing resource",
+				Detail: "With a jwt block, auth needs resource = \"https://…/mcp\": tokens must be issued for it (their audience).", Subject: raw.DefRange.Ptr()})
+		}
+		if s, ok := e.string(rj.Audience); ok {
+			j.Audience = s
+		}
+		if s, ok := e.string(rj.PrincipalClaim); ok {
+			j.PrincipalClaim = s
+		}
+		if s, ok := e.string(rj.GroupsClaim); ok {
+			j.GroupsClaim = s
+		}
+		j.RequiredScopes, _ = e.stringList(rj.RequiredScopes)
+		j.Algorithms, _ = e.stringList(rj.Algorithms)
+		j.AuthorizationServers, _ = e.stringList(rj.AuthorizationServers)
+		if d, ok := e.duration(rj.Leeway); ok {
+			j.Leeway = d
+		}
+		a.JWT = j
+	}
+	if len(a.APIKeys) == 0 && a.JWT == nil {
+		e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty auth block",
+			Detail: "An auth block needs at least one api_key block or a jwt block.", Subject: raw.DefRange.Ptr()})
+	}
+	return a
+}
+
+// patterns reads a list of name patterns; it records the attribute's range.
+func patterns(e *evaluator, attr *hcl.Attribute, ranges map[string]hcl.Range) []string {
+	if attr == nil {
+		return nil
+	}
+	ranges[attr.Name] = attr.Expr.Range()
+	list, ok := e.stringList(attr)
+	if !ok {
+		return nil
+	}
+	if list == nil {
+		list = []string{}
+	}
+	for _, p := range list {
+		if p == "" {
+			e.errorf(attr, "Invalid pattern", "%q must not hold an empty pattern.", attr.Name)
+		}
+	}
+	return list
+}
+
+func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
+	raw := single(e, raws, "policy", func(r *rawPolicy) hcl.Range { return r.DefRange })
+	if raw == nil {
+		return nil
+	}
+	p := &Policy{DeclRange: raw.DefRange}
+	if s, ok := e.string(raw.Default); ok {
+		switch s {
+		case "allow":
+			p.DefaultAllow = true
+		case "deny":
+		default:
+			e.errorf(raw.Default, "Invalid default", "\"default\" must be \"allow\" or \"deny\", got %q.", s)
+		}
+	}
+	names := map[string]bool{}
+	for _, rr := range raw.Rules {
+		if names[rr.Name] {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate rule",
+				Detail: fmt.Sprintf("There is already a rule %q.", rr.Name), Subject: rr.DefRange.Ptr()})
+		}
+		names[rr.Name] = true
+		r := Rule{Name: rr.Name, Ranges: map[string]hcl.Range{}, DeclRange: rr.DefRange}
+		if s, ok := e.string(rr.Effect); ok {
+			switch s {
+			case "allow":
+			case "deny":
+				r.Deny = true
+			default:
+				e.errorf(rr.Effect, "Invalid effect", "\"effect\" must be \"allow\" or \"deny\", got %q.", s)
+			}
+		} else if rr.Effect == nil {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing effect",
+				Detail: fmt.Sprintf("rule %q needs effect = \"allow\" or \"deny\".", rr.Name), Subject: rr.DefRange.Ptr()})
+		}
+		r.Tools = patterns(e, rr.Tools, r.Ranges)
+		r.Prompts = patterns(e, rr.Prompts, r.Ranges)
+		r.Resources = patterns(e, rr.Resources, r.Ranges)
+		r.Upstreams = patterns(e, rr.Upstreams, r.Ranges)
+		r.Principals = patterns(e, rr.Principals, r.Ranges)
+		if list, ok := e.stringList(rr.Groups); ok {
+			r.Groups = list
+		}
+		if rr.Annotations != nil {
+			r.Ranges["annotations"] = rr.Annotations.Expr.Range()
+			if v, ok := e.value(rr.Annotations, cty.Map(cty.Bool), "a map of true/false, such as { readOnlyHint = true }"); ok {
+				r.Annotations = map[string]bool{}
+				for k, b := range v.AsValueMap() {
+					switch k {
+					case "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint":
+					default:
+						e.errorf(rr.Annotations, "Unknown annotation",
+							"%q is not a tool annotation; use readOnlyHint, destructiveHint, idempotentHint or openWorldHint.", k)
+					}
+					r.Annotations[k] = b.True()
+				}
+			}
+		}
+		if rr.Condition != nil {
+			r.Condition = rr.Condition.Expr
+			r.Ranges["condition"] = rr.Condition.Expr.Range()
+		}
+		p.Rules = append(p.Rules, r)
+	}
+	names = map[string]bool{}
+	for _, rl := range raw.RateLimits {
+		if names[rl.Name] {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate rate_limit",
+				Detail: fmt.Sprintf("There is already a rate_limit %q.", rl.Name), Subject: rl.DefRange.Ptr()})
+		}
+		names[rl.Name] = true
+		l := RateLimit{Name: rl.Name, Ranges: map[string]hcl.Range{}, DeclRange: rl.DefRange}
+		if s, ok := e.string(rl.Rate); ok {
+			if r, err := parseRate(s); err != nil {
+				e.errorf(rl.Rate, "Invalid rate", "%v", err)
+			} else {
+				l.PerSecond = r
+			}
+		} else if rl.Rate == nil {
+			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing rate",
+				Detail: fmt.Sprintf("rate_limit %q needs rate = \"10/s\" (or /m, /h).", rl.Name), Subject: rl.DefRange.Ptr()})
+		}
+		l.Burst = max(1, int(l.PerSecond))
+		if n, ok := e.int(rl.Burst); ok {
+			if n < 1 {
+				e.errorf(rl.Burst, "Invalid burst", "\"burst\" must be at least 1, got %d.", n)
+			} else {
+				l.Burst = n
+			}
+		}
+		if list, ok := e.stringList(rl.Per); ok {
+			for _, k := range list {
+				if k != "principal" && k != "upstream" && k != "tool" {
+					e.errorf(rl.Per, "Invalid per", "\"per\" may list \"principal\", \"upstream\" and \"tool\", got %q.", k)
+				}
+			}
+			l.Per = list
+		}
+		l.Tools = patterns(e, rl.Tools, l.Ranges)
+		l.Upstreams = patterns(e, rl.Upstreams, l.Ranges)
+		l.Principals = patterns(e, rl.Principals, l.Ranges)
+		if list, ok := e.stringList(rl.Groups); ok {
+			l.Groups = list
+		}
+		p.RateLimits = append(p.RateLimits, l)
+	}
+	return p
+}
+
+// parseRate reads "N/s", "N/m" or "N/h" as calls per second.
+func parseRate(s string) (float64, error) {
+	n, unit, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		return 0, fmt.Errorf("\"rate\" must look like \"10/s\", \"600/m\" or \"1000/h\", got %q", s)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("\"rate\" must start with a positive number, got %q", s)
+	}
+	switch strings.TrimSpace(unit) {
+	case "s":
+		return v, nil
+	case "m":
+		return v / 60, nil
+	case "h":
+		return v / 3600, nil
+	}
+	return 0, fmt.Errorf("\"rate\" must be per s, m or h, got %q", s)
+}
+
+func decodeAudit(e *evaluator, raws []rawAudit, base string) *Audit {
+	raw := single(e, raws, "audit", func(r *rawAudit) hcl.Range { return r.DefRange })
+	if raw == nil {
+		return nil
+	}
+	a := &Audit{Arguments: "hash"}
+	if s, ok := e.string(raw.File); ok {
+		a.File = resolvePath(base, s)
+	}
+	if b, ok := e.bool(raw.Log); ok {
+		a.Log = b
+	}
+	if s, ok := e.string(raw.Arguments); ok {
+		switch s {
+		case "hash", "full", "none":
+			a.Arguments = s
+		default:
+			e.errorf(raw.Arguments, "Invalid arguments", "\"arguments\" must be \"hash\", \"full\" or \"none\", got %q.", s)
+		}
+	}
+	if list, ok := e.stringList(raw.Redact); ok {
+		a.Redact = list
+	}
+	if a.File == "" && !a.Log {
+		e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Audit goes nowhere",
+			Detail: "The audit block has no file and log = false; set file = \"audit.jsonl\" or log = true.", Subject: raw.DefRange.Ptr()})
+	}
+	return a
+}

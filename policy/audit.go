@@ -1,0 +1,199 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+)
+
+// Outcomes of an audited request.
+const (
+	OutcomeOK            = "ok"
+	OutcomeToolError     = "tool_error"     // the tool ran and reported an error (isError)
+	OutcomeProtocolError = "protocol_error" // a JSON-RPC error, from the upstream or the proxy
+	OutcomeDenied        = "denied"
+	OutcomeRateLimited   = "rate_limited"
+	OutcomeCancelled     = "cancelled"
+)
+
+// Record is one audited request: who asked what of whom, what was decided, and how it
+// ended.
+type Record struct {
+	Time       time.Time       `json:"time"`
+	Principal  string          `json:"principal"`
+	Client     string          `json:"client,omitempty"`
+	Method     string          `json:"method"`
+	Kind       string          `json:"kind"`
+	Upstream   string          `json:"upstream"`
+	Exposed    string          `json:"name"`
+	Original   string          `json:"original_name,omitempty"`
+	Decision   string          `json:"decision"` // allow, deny, rate_limited
+	Rule       string          `json:"rule"`
+	LatencyMs  float64         `json:"latency_ms"`
+	Outcome    string          `json:"outcome"`
+	Error      string          `json:"error,omitempty"`
+	ArgsSHA256 string          `json:"args_sha256,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+}
+
+// AuditOptions configures the audit trail.
+type AuditOptions struct {
+	File string // append-only JSONL file; "" for none
+	Log  bool   // also one log line per record (stderr)
+	// Arguments: "hash" (default: their SHA-256 only), "full" (recorded, with Redact
+	// fields replaced), or "none".
+	Arguments string
+	Redact    []string // argument field names whose values are never recorded (any depth)
+}
+
+// Auditor writes records to its sinks. Each record is one write(2) of one line to a file
+// opened with O_APPEND, so records from concurrent calls never interleave.
+type Auditor struct {
+	opts   AuditOptions
+	log    zerolog.Logger
+	redact map[string]bool
+
+	mu  sync.Mutex
+	f   *os.File
+	buf []byte
+}
+
+// NewAuditor opens the sinks.
+func NewAuditor(opts AuditOptions, log zerolog.Logger) (*Auditor, error) {
+	switch opts.Arguments {
+	case "":
+		opts.Arguments = "hash"
+	case "hash", "full", "none":
+	default:
+		return nil, fmt.Errorf("audit arguments must be hash, full or none, got %q", opts.Arguments)
+	}
+	a := &Auditor{opts: opts, log: log, redact: map[string]bool{}}
+	for _, r := range opts.Redact {
+		a.redact[strings.ToLower(r)] = true
+	}
+	if opts.File != "" {
+		f, err := os.OpenFile(opts.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("opening the audit file: %w", err)
+		}
+		a.f = f
+	}
+	return a, nil
+}
+
+// Close closes the file.
+func (a *Auditor) Close() error {
+	if a == nil || a.f == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.f.Close()
+}
+
+// arguments fills the record's view of the arguments per the options.
+func (a *Auditor) arguments(rec *Record, args json.RawMessage) {
+	if a == nil || len(args) == 0 {
+		return
+	}
+	switch a.opts.Arguments {
+	case "hash":
+		sum := sha256.Sum256(args)
+		rec.ArgsSHA256 = hex.EncodeToString(sum[:])
+	case "full":
+		rec.Args = a.redacted(args)
+	}
+}
+
+// redacted replaces the values of redacted fields, at any depth.
+func (a *Auditor) redacted(v json.RawMessage) json.RawMessage {
+	if len(a.redact) == 0 || len(v) == 0 {
+		return v
+	}
+	switch v[0] {
+	case '{':
+		var changes []jsonx.Change
+		_ = jsonx.Each(v, func(f jsonx.Field) bool {
+			k, err := jsonx.Unquote(f.RawKey)
+			if err != nil {
+				return true
+			}
+			val := f.Value
+			if a.redact[strings.ToLower(k)] {
+				changes = append(changes, jsonx.Change{Key: k, Value: []byte(`"[redacted]"`)})
+			} else if len(val) > 0 && (val[0] == '{' || val[0] == '[') {
+				if r := a.redacted(val); string(r) != string(val) {
+					changes = append(changes, jsonx.Change{Key: k, Value: r})
+				}
+			}
+			return true
+		})
+		if len(changes) == 0 {
+			return v
+		}
+		if out, err := jsonx.Edit(v, changes); err == nil {
+			return out
+		}
+		return json.RawMessage(`"[unrecordable]"`)
+	case '[':
+		var items []json.RawMessage
+		if json.Unmarshal(v, &items) != nil {
+			return v
+		}
+		changed := false
+		for i, it := range items {
+			if r := a.redacted(it); string(r) != string(it) {
+				items[i], changed = r, true
+			}
+		}
+		if !changed {
+			return v
+		}
+		out, _ := json.Marshal(items)
+		return out
+	}
+	return v
+}
+
+// Write records one request.
+func (a *Auditor) Write(rec *Record) {
+	if a == nil {
+		return
+	}
+	if a.opts.Log {
+		ev := a.log.Info().Str("audit", rec.Decision).Str("principal", rec.Principal).Str("method", rec.Method).
+			Str("upstream", rec.Upstream).Str("name", rec.Exposed).Str("rule", rec.Rule).
+			Str("outcome", rec.Outcome).Float64("latency_ms", rec.LatencyMs)
+		if rec.Client != "" {
+			ev = ev.Str("client", rec.Client)
+		}
+		if rec.Error != "" {
+			ev = ev.Str("error", rec.Error)
+		}
+		ev.Msg("audit")
+	}
+	if a.f == nil {
+		return
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		a.log.Error().Err(err).Msg("audit record could not be encoded")
+		return
+	}
+	a.mu.Lock()
+	a.buf = append(append(a.buf[:0], b...), '\n')
+	_, err = a.f.Write(a.buf)
+	a.mu.Unlock()
+	if err != nil {
+		a.log.Error().Err(err).Str("file", a.opts.File).Msg("audit record could not be written")
+	}
+}

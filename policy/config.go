@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
+
+// Check reports what is wrong with the configuration's policy beyond its syntax: rules
+// and limits naming upstreams that do not exist, malformed patterns, conditions using
+// unknown variables or functions. Each diagnostic points at the offending attribute.
+func Check(cfg *config.Config) hcl.Diagnostics {
+	if cfg.Policy == nil {
+		return nil
+	}
+	upstreams := map[string]bool{}
+	for _, u := range cfg.Upstreams {
+		upstreams[u.Name] = true
+	}
+	var diags hcl.Diagnostics
+	at := func(ranges map[string]hcl.Range, attr string, decl hcl.Range) *hcl.Range {
+		if r, ok := ranges[attr]; ok {
+			return &r
+		}
+		return &decl
+	}
+	checkPatterns := func(what, name string, ranges map[string]hcl.Range, decl hcl.Range, attr string, pats []string) {
+		for _, p := range pats {
+			if _, err := CompileGlob(p); err != nil {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid pattern",
+					Detail: fmt.Sprintf("%s %q: %s: %v.", what, name, attr, err), Subject: at(ranges, attr, decl)})
+			}
+		}
+	}
+	checkUpstreams := func(what, name string, ranges map[string]hcl.Range, decl hcl.Range, pats []string) {
+		for _, p := range pats {
+			if strings.ContainsAny(p, "*?\\") || upstreams[p] {
+				continue
+			}
+			known := make([]string, 0, len(cfg.Upstreams))
+			for _, u := range cfg.Upstreams {
+				known = append(known, u.Name)
+			}
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown upstream",
+				Detail: fmt.Sprintf("%s %q names upstream %q, which is not configured (upstreams: %s).", what, name, p, strings.Join(known, ", ")),
+				Subject: at(ranges, "upstreams", decl)})
+		}
+	}
+	for _, r := range cfg.Policy.Rules {
+		for attr, pats := range map[string][]string{"tools": r.Tools, "prompts": r.Prompts, "resources": r.Resources,
+			"upstreams": r.Upstreams, "principals": r.Principals} {
+			checkPatterns("rule", r.Name, r.Ranges, r.DeclRange, attr, pats)
+		}
+		checkUpstreams("rule", r.Name, r.Ranges, r.DeclRange, r.Upstreams)
+		if r.Condition != nil {
+			diags = append(diags, CheckCondition(r.Condition)...)
+		}
+	}
+	for _, l := range cfg.Policy.RateLimits {
+		for attr, pats := range map[string][]string{"tools": l.Tools, "upstreams": l.Upstreams, "principals": l.Principals} {
+			checkPatterns("rate_limit", l.Name, l.Ranges, l.DeclRange, attr, pats)
+		}
+		checkUpstreams("rate_limit", l.Name, l.Ranges, l.DeclRange, l.Upstreams)
+	}
+	return diags
+}
+
+// Build makes the policy chain the configuration asks for; nil when it asks for none
+// (no policy, no limits, no audit).
+func Build(cfg *config.Config, log zerolog.Logger) (*Chain, error) {
+	inflight := map[string]int{}
+	for _, u := range cfg.Upstreams {
+		if u.MaxInFlight > 0 {
+			inflight[u.Name] = u.MaxInFlight
+		}
+	}
+	if cfg.Policy == nil && cfg.Audit == nil && len(inflight) == 0 {
+		return nil, nil
+	}
+	c := &Chain{Log: log}
+	var limits []Limit
+	if p := cfg.Policy; p != nil {
+		rules := make([]Rule, len(p.Rules))
+		for i, r := range p.Rules {
+			rules[i] = Rule{Name: r.Name, Deny: r.Deny, Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources,
+				Upstreams: r.Upstreams, Principals: r.Principals, Groups: r.Groups, Annotations: r.Annotations,
+				Condition: r.Condition, Where: r.DeclRange.String()}
+		}
+		e, err := NewEngine(rules, p.DefaultAllow)
+		if err != nil {
+			return nil, err
+		}
+		c.Rules = e
+		for _, l := range p.RateLimits {
+			limits = append(limits, Limit{Name: l.Name, Rate: rate.Limit(l.PerSecond), Burst: l.Burst, Per: l.Per,
+				Tools: l.Tools, Upstreams: l.Upstreams, Principals: l.Principals, Groups: l.Groups, Where: l.DeclRange.String()})
+		}
+	}
+	if len(limits) > 0 || len(inflight) > 0 {
+		l, err := NewLimiter(limits, inflight)
+		if err != nil {
+			return nil, err
+		}
+		c.Limits = l
+	}
+	if a := cfg.Audit; a != nil {
+		au, err := NewAuditor(AuditOptions{File: a.File, Log: a.Log, Arguments: a.Arguments, Redact: a.Redact}, log)
+		if err != nil {
+			return nil, err
+		}
+		c.Audit = au
+	}
+	return c, nil
+}
+
+// Close releases the chain's resources (the limiter's sweeper, the audit file).
+func (c *Chain) Close() error {
+	if c == nil {
+		return nil
+	}
+	if c.Limits != nil {
+		c.Limits.Close()
+	}
+	return c.Audit.Close()
+}

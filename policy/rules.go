@@ -1,0 +1,397 @@
+// Package policy is the proxy's policy chain: allow/deny rules over tools, prompts and
+// resources, rate and concurrency limits, and the audit trail. It plugs into the router
+// as a router.Guard; the router asks it about every routed request and every listed
+// item, so a principal never sees, nor reaches by any route, what it may not use.
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/principal"
+)
+
+// Kind is what a rule or item is about.
+type Kind uint8
+
+const (
+	KindTool Kind = 1 << iota
+	KindPrompt
+	KindResource // a resource URI, or a resource template
+	AllKinds     = KindTool | KindPrompt | KindResource
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindTool:
+		return "tool"
+	case KindPrompt:
+		return "prompt"
+	case KindResource:
+		return "resource"
+	}
+	return "item"
+}
+
+// Item is one thing a principal may use: a tool or prompt by exposed name, a resource by
+// URI (or a template by its URI template).
+type Item struct {
+	Kind     Kind
+	Name     string          // exposed name, URI or URI template
+	Upstream string          // the owning upstream's configured name
+	Raw      json.RawMessage // the item as listed (a tool's annotations are read from it)
+}
+
+// Rule is one allow or deny rule, as configured. Empty matchers match everything; the
+// kinds a rule is about are those whose pattern list is set (all when none is).
+type Rule struct {
+	Name       string
+	Deny       bool // effect = "deny"; otherwise allow
+	Tools      []string
+	Prompts    []string
+	Resources  []string
+	Upstreams  []string
+	Principals []string
+	Groups     []string
+	// Annotations the tool must declare with these values (readOnlyHint = true, ...). A
+	// tool that does not declare one counts as having the spec's default for it.
+	Annotations map[string]bool
+	// Condition is an expression over the call's arguments (args), the principal and
+	// the item; nil for none. An error or a non-true result means the rule does not
+	// apply for an allow rule, and applies for a deny rule: a failed check never allows.
+	Condition hcl.Expression
+	Where     string // file:line, for decisions and logs
+}
+
+// Decision is the outcome of the rules for one request.
+type Decision struct {
+	Allow  bool
+	Rule   string // the rule that decided, "default" when none did
+	Reason string // for the client and the audit trail
+}
+
+type compiledRule struct {
+	Rule
+	kinds                     Kind
+	tools, prompts, resources globs
+	upstreams, principals     globs
+}
+
+// Engine evaluates rules; it is immutable and safe for concurrent use.
+type Engine struct {
+	rules        []compiledRule
+	defaultAllow bool
+}
+
+// NewEngine compiles rules; defaultAllow decides when no rule matches.
+func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
+	e := &Engine{defaultAllow: defaultAllow}
+	for _, r := range rules {
+		c := compiledRule{Rule: r}
+		var err error
+		add := func(dst *globs, pats []string, k Kind) {
+			for _, p := range pats {
+				g, gerr := CompileGlob(p)
+				if gerr != nil && err == nil {
+					err = fmt.Errorf("rule %q: %v", r.Name, gerr)
+				}
+				*dst = append(*dst, g)
+			}
+			if pats != nil {
+				c.kinds |= k
+			}
+		}
+		add(&c.tools, r.Tools, KindTool)
+		add(&c.prompts, r.Prompts, KindPrompt)
+		add(&c.resources, r.Resources, KindResource)
+		add(&c.upstreams, r.Upstreams, 0)
+		add(&c.principals, r.Principals, 0)
+		if err != nil {
+			return nil, err
+		}
+		if c.kinds == 0 {
+			c.kinds = AllKinds
+		}
+		if len(r.Annotations) > 0 && r.Tools == nil {
+			c.kinds &= KindTool // annotations only exist on tools
+		}
+		e.rules = append(e.rules, c)
+	}
+	return e, nil
+}
+
+// applies reports whether the rule's matchers (everything but the condition) select it.
+func (c *compiledRule) applies(p *principal.Principal, it *Item) bool {
+	if c.kinds&it.Kind == 0 || !c.upstreams.match(it.Upstream) {
+		return false
+	}
+	switch it.Kind {
+	case KindTool:
+		if !c.tools.match(it.Name) {
+			return false
+		}
+	case KindPrompt:
+		if !c.prompts.match(it.Name) {
+			return false
+		}
+	case KindResource:
+		if !c.resources.match(it.Name) {
+			return false
+		}
+	}
+	if len(c.principals) > 0 && (p == nil || !c.principals.match(p.Name)) {
+		return false
+	}
+	if len(c.Groups) > 0 {
+		in := false
+		for _, g := range c.Groups {
+			if p.InGroup(g) {
+				in = true
+				break
+			}
+		}
+		if !in {
+			return false
+		}
+	}
+	for name, want := range c.Annotations {
+		if toolAnnotation(it.Raw, name) != want {
+			return false
+		}
+	}
+	return true
+}
+
+// toolAnnotation reads a boolean annotation of a tool, with the spec's defaults when the
+// tool does not declare it (readOnlyHint false, destructiveHint true, idempotentHint
+// false, openWorldHint true).
+func toolAnnotation(raw json.RawMessage, name string) bool {
+	if v, ok, _ := jsonx.Get(raw, "annotations"); ok {
+		if b, ok, _ := jsonx.Get(v, name); ok {
+			return string(b) == "true"
+		}
+	}
+	switch name {
+	case "destructiveHint", "openWorldHint":
+		return true
+	}
+	return false
+}
+
+// Decide applies the rules to one request. Precedence: a matching deny rule wins over
+// any allow rule; among rules of the same effect the first in the configuration names
+// the decision; with no match the default decides.
+func (e *Engine) Decide(p *principal.Principal, it *Item, args json.RawMessage) Decision {
+	var allow *compiledRule
+	var vars *cty.Value
+	for i := range e.rules {
+		r := &e.rules[i]
+		if !r.applies(p, it) {
+			continue
+		}
+		if r.Condition != nil {
+			if vars == nil {
+				v := evalVars(p, it, args)
+				vars = &v
+			}
+			ok, err := evalCondition(r.Condition, *vars)
+			if r.Deny {
+				if ok || err != nil {
+					reason := fmt.Sprintf("denied by rule %q", r.Name)
+					if err != nil {
+						reason += fmt.Sprintf(" (its condition could not be checked: %v)", err)
+					}
+					return Decision{Rule: r.Name, Reason: reason}
+				}
+				continue
+			}
+			if !ok {
+				continue
+			}
+		} else if r.Deny {
+			return Decision{Rule: r.Name, Reason: fmt.Sprintf("denied by rule %q", r.Name)}
+		}
+		if allow == nil {
+			allow = r
+		}
+	}
+	if allow != nil {
+		return Decision{Allow: true, Rule: allow.Name}
+	}
+	if e.defaultAllow {
+		return Decision{Allow: true, Rule: "default"}
+	}
+	return Decision{Rule: "default", Reason: "no rule allows it (the default is deny)"}
+}
+
+// Visible reports whether a principal may see an item in lists: no unconditional deny
+// rule matches it, and some allow rule (whatever its condition) or the default allows it.
+func (e *Engine) Visible(p *principal.Principal, it *Item) bool {
+	allowed := e.defaultAllow
+	for i := range e.rules {
+		r := &e.rules[i]
+		if !r.applies(p, it) {
+			continue
+		}
+		if r.Deny {
+			if r.Condition == nil {
+				return false
+			}
+			continue
+		}
+		allowed = true
+	}
+	return allowed
+}
+
+// Rules returns the number of rules.
+func (e *Engine) Rules() int { return len(e.rules) }
+
+// ConditionVariables are the roots a condition may use.
+var ConditionVariables = []string{"args", "principal", "item"}
+
+// evalVars builds the variables of a condition.
+func evalVars(p *principal.Principal, it *Item, args json.RawMessage) cty.Value {
+	argv := cty.EmptyObjectVal
+	if len(args) > 0 {
+		if ty, err := ctyjson.ImpliedType(args); err == nil {
+			if v, err := ctyjson.Unmarshal(args, ty); err == nil {
+				argv = v
+			}
+		}
+	}
+	name, groups := "", []cty.Value{}
+	if p != nil {
+		name = p.Name
+		for _, g := range p.Groups {
+			groups = append(groups, cty.StringVal(g))
+		}
+	}
+	gv := cty.ListValEmpty(cty.String)
+	if len(groups) > 0 {
+		gv = cty.ListVal(groups)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"args":      argv,
+		"principal": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "groups": gv}),
+		"item": cty.ObjectVal(map[string]cty.Value{
+			"name": cty.StringVal(it.Name), "upstream": cty.StringVal(it.Upstream), "kind": cty.StringVal(it.Kind.String()),
+		}),
+	})
+}
+
+func evalCondition(expr hcl.Expression, vars cty.Value) (bool, error) {
+	ctx := &hcl.EvalContext{Variables: vars.AsValueMap(), Functions: Functions}
+	v, diags := expr.Value(ctx)
+	if diags.HasErrors() {
+		return false, fmt.Errorf("%s", diags.Errs()[0])
+	}
+	if v.IsNull() || !v.IsKnown() || v.Type() != cty.Bool {
+		return false, fmt.Errorf("the condition is %s, not true or false", v.Type().FriendlyName())
+	}
+	return v.True(), nil
+}
+
+// Functions are what conditions may call.
+var Functions = map[string]function.Function{
+	"startswith": stringPredicate(strings.HasPrefix),
+	"endswith":   stringPredicate(strings.HasSuffix),
+	"contains":   stringPredicate(strings.Contains),
+	"lower":      stdlib.LowerFunc,
+	"upper":      stdlib.UpperFunc,
+	"length":     stdlib.LengthFunc,
+	"regex":      stdlib.RegexFunc,
+	"can":        tryfunc.CanFunc,
+	"try":        tryfunc.TryFunc,
+	"under":      underFunc,
+}
+
+func stringPredicate(f func(s, sub string) bool) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "s", Type: cty.String}, {Name: "sub", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.BoolVal(f(args[0].AsString(), args[1].AsString())), nil
+		},
+	})
+}
+
+// underFunc is under(path, dir): whether a slash-separated path, once cleaned of "."
+// and "..", is dir or inside it. A relative path is never under an absolute dir.
+var underFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "path", Type: cty.String}, {Name: "dir", Type: cty.String}},
+	Type:   function.StaticReturnType(cty.Bool),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		return cty.BoolVal(Under(args[0].AsString(), args[1].AsString())), nil
+	},
+})
+
+// Under reports whether p, cleaned, is dir or below it.
+func Under(p, dir string) bool {
+	if strings.IndexByte(p, 0) >= 0 {
+		return false
+	}
+	if strings.HasPrefix(p, "file://") {
+		p = strings.TrimPrefix(p, "file://")
+	}
+	dir = path.Clean(dir)
+	if path.IsAbs(dir) != path.IsAbs(p) {
+		return false
+	}
+	p = path.Clean(p)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// CheckCondition reports what is wrong with a condition expression without evaluating
+// it: unknown variables or functions.
+func CheckCondition(expr hcl.Expression) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, tr := range expr.Variables() {
+		root := tr.RootName()
+		ok := false
+		for _, v := range ConditionVariables {
+			ok = ok || v == root
+		}
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown variable in condition",
+				Detail:   fmt.Sprintf("A condition may use %s; there is no %q.", strings.Join(ConditionVariables, ", "), root),
+				Subject:  tr.SourceRange().Ptr(),
+			})
+		}
+	}
+	if se, ok := expr.(hclsyntax.Expression); ok {
+		hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
+			if call, ok := n.(*hclsyntax.FunctionCallExpr); ok {
+				if _, known := Functions[call.Name]; !known {
+					names := make([]string, 0, len(Functions))
+					for k := range Functions {
+						names = append(names, k)
+					}
+					sort.Strings(names)
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Unknown function in condition",
+						Detail:   fmt.Sprintf("There is no function %q in conditions; there are %s.", call.Name, strings.Join(names, ", ")),
+						Subject:  call.NameRange.Ptr(),
+					})
+				}
+			}
+			return nil
+		})
+	}
+	return diags
+}

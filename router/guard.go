@@ -1,0 +1,80 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+)
+
+// Guard is the policy chain between the front end and the upstreams. The router asks it
+// about every item it would show (lists, and the targets of completions and
+// subscriptions) and every request it routes, after the exposed name is resolved and
+// before anything reaches the upstream.
+type Guard interface {
+	// Visible reports whether the request's principal may see t.
+	Visible(req *Request, t *Target) bool
+	// Admit decides a routed request (tools/call, prompts/get, resources/read,
+	// completion/complete). A refusal is sent to the client as it is; otherwise finish,
+	// when not nil, is called once with the outcome.
+	Admit(req *Request, t *Target) (finish func(res json.RawMessage, err error), refusal error)
+}
+
+// TargetKind is what a Target is.
+type TargetKind uint8
+
+const (
+	TargetTool TargetKind = iota + 1
+	TargetPrompt
+	TargetResource // a resource URI or a resource template
+)
+
+// Target is the item a request is about, as the router resolved it.
+type Target struct {
+	Kind     TargetKind
+	Name     string // exposed name, URI, or URI template
+	Original string // the upstream's own name or URI
+	Upstream string
+	Raw      json.RawMessage // the item as listed, when it is listed
+}
+
+// SetGuard installs the policy chain; call it before Start.
+func (r *Router) SetGuard(g Guard) { r.guard = g }
+
+// UnknownError is the answer for a name or URI the client cannot use: the same whether
+// it does not exist or the principal may not see it, so that hidden items do not leak.
+func UnknownError(kind TargetKind, name string) error {
+	switch kind {
+	case TargetTool:
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown tool: %s", name)
+	case TargetPrompt:
+		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+	}
+	data, _ := json.Marshal(map[string]string{"uri": name})
+	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
+}
+
+// admit runs the guard for a routed request; reply is wrapped to report the outcome.
+// ok is false when the request was refused (and answered).
+func (r *Router) admit(req *Request, t *Target, reply Reply) (Reply, bool) {
+	if r.guard == nil {
+		return reply, true
+	}
+	finish, refusal := r.guard.Admit(req, t)
+	if refusal != nil {
+		reply(nil, refusal)
+		return nil, false
+	}
+	if finish == nil {
+		return reply, true
+	}
+	return func(res json.RawMessage, err error) {
+		finish(res, err)
+		reply(res, err)
+	}, true
+}
+
+// visible is Guard.Visible, true without a guard.
+func (r *Router) visible(req *Request, t *Target) bool {
+	return r.guard == nil || r.guard.Visible(req, t)
+}
