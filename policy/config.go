@@ -47,7 +47,7 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 				known = append(known, u.Name)
 			}
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown upstream",
-				Detail: fmt.Sprintf("%s %q names upstream %q, which is not configured (upstreams: %s).", what, name, p, strings.Join(known, ", ")),
+				Detail:  fmt.Sprintf("%s %q names upstream %q, which is not configured (upstreams: %s).", what, name, p, strings.Join(known, ", ")),
 				Subject: at(ranges, "upstreams", decl)})
 		}
 	}
