@@ -423,11 +423,23 @@ func TestHTTPFull(t *testing.T) {
 	}
 
 	// ping_client: the server's request arrives on the GET stream and is answered by POST.
-	answered := make(chan *message, 1)
-	go func() {
-		cc := *c
-		cc.nextID = 1000
-		answered <- cc.request("tools/call", map[string]any{"name": "ping_client"})
+	type answer struct {
+		body string
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() { // not c.request: no t.Fatal off the test's goroutine
+		req, _ := http.NewRequest(http.MethodPost, s.url, strings.NewReader(`{"jsonrpc":"2.0","id":1000,"method":"tools/call","params":{"name":"ping_client"}}`))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.session)
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		answered <- answer{string(b), err}
 	}()
 	ev := readEvent(t, br)
 	var ping struct {
@@ -441,9 +453,9 @@ func TestHTTPFull(t *testing.T) {
 		t.Errorf("POST of the ping response: %d", status)
 	}
 	select {
-	case m := <-answered:
-		if !strings.Contains(string(m.Result), "client answered ping") {
-			t.Errorf("ping_client: %s", m.raw)
+	case a := <-answered:
+		if a.err != nil || !strings.Contains(a.body, "client answered ping") {
+			t.Errorf("ping_client: %q %v", a.body, a.err)
 		}
 	case <-time.After(testTimeout):
 		t.Fatal("ping_client did not finish")
