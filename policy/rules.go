@@ -311,7 +311,7 @@ var Functions = map[string]function.Function{
 	"contains":   stringPredicate(strings.Contains),
 	"lower":      stdlib.LowerFunc,
 	"upper":      stdlib.UpperFunc,
-	"length":     stdlib.LengthFunc,
+	"length":     lengthFunc,
 	"regex":      stdlib.RegexFunc,
 	"can":        tryfunc.CanFunc,
 	"try":        tryfunc.TryFunc,
@@ -327,6 +327,19 @@ func stringPredicate(f func(s, sub string) bool) function.Function {
 		},
 	})
 }
+
+// lengthFunc is length(x): characters of a string, elements of a list, map or object.
+var lengthFunc = function.New(&function.Spec{
+	Params: []function.Parameter{{Name: "value", Type: cty.DynamicPseudoType, AllowDynamicType: true}},
+	Type:   function.StaticReturnType(cty.Number),
+	Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+		v := args[0]
+		if v.Type() == cty.String {
+			return stdlib.Strlen(v)
+		}
+		return stdlib.Length(v)
+	},
+})
 
 // underFunc is under(path, dir): whether a slash-separated path, once cleaned of "."
 // and "..", is dir or inside it. A relative path is never under an absolute dir.

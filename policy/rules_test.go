@@ -176,6 +176,12 @@ func TestVisible(t *testing.T) {
 }
 
 func TestCheckCondition(t *testing.T) {
+	v := evalVars(alice, tool("t", "u", ""), json.RawMessage(`{"s":"héllo","l":[1,2,3]}`))
+	for src, want := range map[string]bool{`length(args.s) == 5`: true, `length(args.l) == 3`: true, `contains(args.s, "ll")`: true} {
+		if got, err := evalCondition(expr(t, src), v); err != nil || got != want {
+			t.Errorf("%s = %v, %v", src, got, err)
+		}
+	}
 	if d := CheckCondition(expr(t, `under(args.path, "/srv") && principal.name != "x" && item.kind == "tool"`)); d.HasErrors() {
 		t.Errorf("valid condition refused: %v", d)
 	}

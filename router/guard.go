@@ -41,6 +41,12 @@ type Target struct {
 // SetGuard installs the policy chain; call it before Start.
 func (r *Router) SetGuard(g Guard) { r.guard = g }
 
+// Guard returns the installed policy chain, or nil.
+func (r *Router) Guard() Guard { return r.guard }
+
+// OnClose registers f to run when the router closes, after the upstreams have stopped.
+func (r *Router) OnClose(f func()) { r.onClose = append(r.onClose, f) }
+
 // UnknownError is the answer for a name or URI the client cannot use: the same whether
 // it does not exist or the principal may not see it, so that hidden items do not leak.
 func UnknownError(kind TargetKind, name string) error {

@@ -133,7 +133,8 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	guard Guard // the policy chain; nil when there is none
+	guard   Guard // the policy chain; nil when there is none
+	onClose []func()
 
 	startOnce sync.Once
 	ctx       context.Context // from Start: the lifetime of per-client upstream sessions
@@ -251,7 +252,12 @@ func (r *Router) Close() error {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
+	hooks := r.onClose
+	r.onClose = nil
 	r.rebuildMu.Unlock()
+	for _, f := range hooks {
+		f()
+	}
 	return errors.Join(errs...)
 }
 
@@ -357,6 +363,7 @@ type Tool struct {
 	Upstream     string // owner
 	OriginalName string // the upstream's own name
 	Description  string
+	Raw          json.RawMessage // the tool as listed
 }
 
 // Tools lists the merged tools in catalogue order.
@@ -365,7 +372,7 @@ func (r *Router) Tools() []Tool {
 	out := make([]Tool, len(snap.tools))
 	for i, e := range snap.tools {
 		desc, _, _ := jsonx.GetString(e.raw, "description")
-		out[i] = Tool{Name: e.exposed, Upstream: e.owner.name, OriginalName: e.original, Description: desc}
+		out[i] = Tool{Name: e.exposed, Upstream: e.owner.name, OriginalName: e.original, Description: desc, Raw: e.raw}
 	}
 	return out
 }

@@ -132,6 +132,8 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	fs := newFlagSet("tools", stderr, &c)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	as := fs.String("as", "", "show only the tools this principal may see under the policy")
+	groups := fs.String("groups", "", "with --as: the principal's groups, comma-separated (an API key's groups are added)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -145,6 +147,19 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer r.Close()
 	tools := r.Tools()
+	if *as != "" {
+		cfg, err := loadConfig(c.config, stderr)
+		if err != nil {
+			return err
+		}
+		var gs []string
+		for _, g := range strings.Split(*groups, ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				gs = append(gs, g)
+			}
+		}
+		tools = visibleTools(r, principalFor(cfg, *as, gs), tools)
+	}
 	rows := make([]toolRow, len(tools))
 	for i, t := range tools {
 		rows[i] = toolRow{Name: t.Name, Upstream: t.Upstream, OriginalName: t.OriginalName, Description: t.Description}

@@ -4,19 +4,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os/user"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/server"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// loadConfig reads the config file, printing every diagnostic to stderr on failure.
+// loadConfig reads the config file, printing every diagnostic to stderr on failure. It
+// includes the policy checks (unknown upstreams, patterns, conditions).
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	cfg, diags := config.Load(path)
+	if !diags.HasErrors() {
+		diags = append(diags, policy.Check(cfg)...)
+	}
 	if diags.HasErrors() {
 		fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
@@ -31,6 +38,35 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 // manyClients says the front end serves many client sessions (HTTP): only then do
 // per-client upstreams get a session per client (with one client the two coincide).
 func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) *router.Router {
+	r := newRouter(cfg, log, manyClients)
+	chain, err := policy.Build(cfg, log)
+	if err != nil { // policy.Check has vetted the configuration: this is not expected
+		log.Error().Err(err).Msg("building the policy chain; every routed call will be refused")
+		chain = &policy.Chain{Rules: denyAll}
+	}
+	if chain != nil {
+		r.SetGuard(chain)
+		r.OnClose(func() {
+			if err := chain.Close(); err != nil {
+				log.Error().Err(err).Msg("closing the audit trail")
+			}
+		})
+		log.Info().Bool("rules", chain.Rules != nil).Bool("limits", chain.Limits != nil).Bool("audit", chain.Audit != nil).
+			Msg("policy chain active")
+	}
+	return r
+}
+
+// denyAll refuses everything: what a policy that failed to build falls back to.
+var denyAll, _ = policy.NewEngine(nil, false)
+
+// guardOf returns the policy chain of an engine (nil when it has none).
+func guardOf(r *router.Router) *policy.Chain {
+	c, _ := r.Guard().(*policy.Chain)
+	return c
+}
+
+func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router.Router {
 	r := router.New(router.Options{
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
@@ -91,9 +127,23 @@ func proxyVersion(cfg *config.Config) string {
 // newServer is the front end for cfg over r.
 func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger) *server.Server {
 	return server.New(r, server.Options{
+		Principal:    stdioPrincipal(cfg),
 		Name:         proxyName(cfg),
 		Version:      proxyVersion(cfg),
 		Instructions: cfg.Proxy.Instructions,
 		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
 	}, log)
+}
+
+// stdioPrincipal is the one user of a stdio front end: proxy.principal, or the OS user.
+func stdioPrincipal(cfg *config.Config) *principal.Principal {
+	name := cfg.Proxy.Principal
+	if name == "" {
+		if u, err := user.Current(); err == nil && u.Username != "" {
+			name = u.Username
+		} else {
+			name = "local"
+		}
+	}
+	return &principal.Principal{Name: name, Groups: cfg.Proxy.PrincipalGroups, Via: "stdio"}
 }

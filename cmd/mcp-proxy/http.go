@@ -18,6 +18,13 @@ import (
 // sessions and stops the upstreams.
 func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger) error {
 	l := cfg.Listen[0]
+	authn, err := newAuthenticator(cfg, l, log)
+	if err != nil {
+		return err
+	}
+	if authn != nil {
+		defer authn.Close()
+	}
 	r := newEngine(cfg, log, true)
 	defer r.Close()
 	srv := newServer(cfg, r, log)
@@ -36,7 +43,11 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = h
+	if authn != nil {
+		handler = authn.Middleware(h) // every request, the RFC 9728 metadata excepted
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	log.Info().Str("config", source).Str("address", ln.Addr().String()).Str("path", l.Path).
 		Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).Msg("mcp-proxy serving on HTTP")
 	errc := make(chan error, 1)

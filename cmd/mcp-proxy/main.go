@@ -61,10 +61,13 @@ const usage = `mcp-proxy: one MCP server in front of many.
 Usage:
   mcp-proxy run      [--config FILE]               serve the merged servers on stdin/stdout
   mcp-proxy validate [--config FILE]               check a config file; exit 1 with diagnostics
-  mcp-proxy tools    [--config FILE] [--json]      start the upstreams, print the merged tools
+  mcp-proxy tools    [--config FILE] [--json] [--as PRINCIPAL [--groups G,..]]
+                                                   start the upstreams, print the merged tools
+                                                   (with --as: only those the policy lets PRINCIPAL see)
   mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
   mcp-proxy bridge   --url URL [--header K=V]      expose one remote (Streamable HTTP) server on stdin/stdout
   mcp-proxy bridge   --listen ADDR -- CMD ARGS...  serve one stdio server over Streamable HTTP
+  mcp-proxy hash-key                               read an API key on stdin, print its sha256 for auth.api_key
   mcp-proxy version                                print the version
 
 Common flags (after the command):
@@ -91,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdCall(ctx, rest, stdout, stderr)
 	case "bridge":
 		return cmdBridge(ctx, rest, stdin, stdout, stderr)
+	case "hash-key":
+		return cmdHashKey(stdin, stdout)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "mcp-proxy", buildVersion())
 		return nil
