@@ -283,8 +283,8 @@ func TestPolicyOverHTTP(t *testing.T) {
 	calls++ // one call, audited when it completes after the retries below
 	var ir struct {
 		Result struct {
-			ResultType   string `json:"resultType"`
-			RequestState string `json:"requestState"`
+			ResultType   string                     `json:"resultType"`
+			RequestState string                     `json:"requestState"`
 			Input        map[string]json.RawMessage `json:"inputRequests"`
 		} `json:"result"`
 	}
