@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,6 +94,12 @@ type compiledRule struct {
 type Engine struct {
 	rules        []compiledRule
 	defaultAllow bool
+	// argKeys are the top-level arguments conditions read (args.path → "path"); only
+	// those are converted for evaluation. allArgs: some condition uses args as a whole.
+	argKeys []string
+	allArgs bool
+	// Whether some condition reads principal or item (they are built only then).
+	usesPrincipal, usesItem bool
 }
 
 // NewEngine compiles rules; defaultAllow decides when no rule matches.
@@ -127,9 +134,47 @@ func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 		if len(r.Annotations) > 0 && r.Tools == nil {
 			c.kinds &= KindTool // annotations only exist on tools
 		}
+		if r.Condition != nil {
+			e.noteArgs(r.Condition)
+		}
 		e.rules = append(e.rules, c)
 	}
 	return e, nil
+}
+
+// noteArgs records which arguments a condition reads.
+func (e *Engine) noteArgs(expr hcl.Expression) {
+	for _, tr := range expr.Variables() {
+		switch tr.RootName() {
+		case "principal":
+			e.usesPrincipal = true
+		case "item":
+			e.usesItem = true
+		}
+		if tr.RootName() != "args" {
+			continue
+		}
+		if len(tr) < 2 {
+			e.allArgs = true
+			continue
+		}
+		var key string
+		switch step := tr[1].(type) {
+		case hcl.TraverseAttr:
+			key = step.Name
+		case hcl.TraverseIndex:
+			if step.Key.Type() == cty.String {
+				key = step.Key.AsString()
+			}
+		}
+		if key == "" {
+			e.allArgs = true
+			continue
+		}
+		if !slices.Contains(e.argKeys, key) {
+			e.argKeys = append(e.argKeys, key)
+		}
+	}
 }
 
 // applies reports whether the rule's matchers (everything but the condition) select it.
@@ -195,7 +240,7 @@ func toolAnnotation(raw json.RawMessage, name string) bool {
 // the decision; with no match the default decides.
 func (e *Engine) Decide(p *principal.Principal, it *Item, args json.RawMessage) Decision {
 	var allow *compiledRule
-	var vars *cty.Value
+	var vars map[string]cty.Value
 	for i := range e.rules {
 		r := &e.rules[i]
 		if !r.applies(p, it) {
@@ -203,10 +248,9 @@ func (e *Engine) Decide(p *principal.Principal, it *Item, args json.RawMessage) 
 		}
 		if r.Condition != nil {
 			if vars == nil {
-				v := evalVars(p, it, args)
-				vars = &v
+				vars = e.evalVars(p, it, args)
 			}
-			ok, err := evalCondition(r.Condition, *vars)
+			ok, err := evalCondition(r.Condition, vars)
 			if r.Deny {
 				if ok || err != nil {
 					reason := fmt.Sprintf("denied by rule %q", r.Name)
@@ -262,38 +306,80 @@ func (e *Engine) Rules() int { return len(e.rules) }
 // ConditionVariables are the roots a condition may use.
 var ConditionVariables = []string{"args", "principal", "item"}
 
-// evalVars builds the variables of a condition.
-func evalVars(p *principal.Principal, it *Item, args json.RawMessage) cty.Value {
+// evalVars builds the variables of a condition: args holds the arguments conditions
+// read (converted from JSON one by one, not the whole object), principal and item.
+func (e *Engine) evalVars(p *principal.Principal, it *Item, args json.RawMessage) map[string]cty.Value {
 	argv := cty.EmptyObjectVal
 	if len(args) > 0 {
-		if ty, err := ctyjson.ImpliedType(args); err == nil {
-			if v, err := ctyjson.Unmarshal(args, ty); err == nil {
-				argv = v
+		if e.allArgs {
+			argv = jsonToCty(args)
+		} else if len(e.argKeys) > 0 {
+			attrs := make(map[string]cty.Value, len(e.argKeys))
+			for _, k := range e.argKeys {
+				if raw, ok, _ := jsonx.Get(args, k); ok {
+					attrs[k] = jsonToCty(raw)
+				}
+			}
+			if len(attrs) > 0 {
+				argv = cty.ObjectVal(attrs)
 			}
 		}
 	}
-	name, groups := "", []cty.Value{}
-	if p != nil {
-		name = p.Name
-		for _, g := range p.Groups {
-			groups = append(groups, cty.StringVal(g))
+	vars := map[string]cty.Value{"args": argv}
+	if e.usesPrincipal {
+		name, gv := "", cty.ListValEmpty(cty.String)
+		if p != nil {
+			name = p.Name
+			if len(p.Groups) > 0 {
+				groups := make([]cty.Value, len(p.Groups))
+				for i, g := range p.Groups {
+					groups[i] = cty.StringVal(g)
+				}
+				gv = cty.ListVal(groups)
+			}
 		}
+		vars["principal"] = cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "groups": gv})
 	}
-	gv := cty.ListValEmpty(cty.String)
-	if len(groups) > 0 {
-		gv = cty.ListVal(groups)
-	}
-	return cty.ObjectVal(map[string]cty.Value{
-		"args":      argv,
-		"principal": cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "groups": gv}),
-		"item": cty.ObjectVal(map[string]cty.Value{
+	if e.usesItem {
+		vars["item"] = cty.ObjectVal(map[string]cty.Value{
 			"name": cty.StringVal(it.Name), "upstream": cty.StringVal(it.Upstream), "kind": cty.StringVal(it.Kind.String()),
-		}),
-	})
+		})
+	}
+	return vars
 }
 
-func evalCondition(expr hcl.Expression, vars cty.Value) (bool, error) {
-	ctx := &hcl.EvalContext{Variables: vars.AsValueMap(), Functions: Functions}
+// jsonToCty converts one JSON value, with fast paths for scalars.
+func jsonToCty(raw json.RawMessage) cty.Value {
+	if len(raw) == 0 {
+		return cty.NullVal(cty.DynamicPseudoType)
+	}
+	switch raw[0] {
+	case '"':
+		if s, err := jsonx.Unquote(raw); err == nil {
+			return cty.StringVal(s)
+		}
+	case 't':
+		return cty.True
+	case 'f':
+		return cty.False
+	case 'n':
+		return cty.NullVal(cty.DynamicPseudoType)
+	case '{', '[':
+		if ty, err := ctyjson.ImpliedType(raw); err == nil {
+			if v, err := ctyjson.Unmarshal(raw, ty); err == nil {
+				return v
+			}
+		}
+	default:
+		if v, err := cty.ParseNumberVal(string(raw)); err == nil {
+			return v
+		}
+	}
+	return cty.NullVal(cty.DynamicPseudoType)
+}
+
+func evalCondition(expr hcl.Expression, vars map[string]cty.Value) (bool, error) {
+	ctx := &hcl.EvalContext{Variables: vars, Functions: Functions}
 	v, diags := expr.Value(ctx)
 	if diags.HasErrors() {
 		return false, fmt.Errorf("%s", diags.Errs()[0])

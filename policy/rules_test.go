@@ -176,7 +176,8 @@ func TestVisible(t *testing.T) {
 }
 
 func TestCheckCondition(t *testing.T) {
-	v := evalVars(alice, tool("t", "u", ""), json.RawMessage(`{"s":"héllo","l":[1,2,3]}`))
+	e, _ := NewEngine([]Rule{{Name: "x", Condition: expr(t, `length(args.s) + length(args.l) > 0`)}}, false)
+	v := e.evalVars(alice, tool("t", "u", ""), json.RawMessage(`{"s":"héllo","l":[1,2,3]}`))
 	for src, want := range map[string]bool{`length(args.s) == 5`: true, `length(args.l) == 3`: true, `contains(args.s, "ll")`: true} {
 		if got, err := evalCondition(expr(t, src), v); err != nil || got != want {
 			t.Errorf("%s = %v, %v", src, got, err)

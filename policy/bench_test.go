@@ -1,0 +1,99 @@
+package policy
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
+
+	"github.com/mcp-proxy/mcp-proxy/router"
+)
+
+// benchChain is a realistic chain: a dozen rules (globs, groups, annotations, one
+// argument condition), two combined rate limits and an in-flight cap, and an audit
+// record per call written to a JSONL file.
+func benchChain(b *testing.B, auditFile bool) *Chain { return benchChainCond(b, auditFile, true) }
+
+func benchChainCond(b *testing.B, auditFile, condition bool) *Chain {
+	rules := []Rule{
+		{Name: "deny-destructive-contractors", Deny: true, Groups: []string{"contractors"}, Annotations: map[string]bool{"destructiveHint": true}},
+		{Name: "deny-admin", Deny: true, Tools: []string{"*admin*", "*__delete_*"}},
+		{Name: "fs-under-srv", Tools: []string{"fs__*"}},
+		{Name: "github", Upstreams: []string{"github"}, Groups: []string{"dev"}},
+		{Name: "docs", Prompts: []string{"docs__*"}},
+		{Name: "public", Resources: []string{"file:///public/*"}},
+	}
+	if condition {
+		rules[2].Condition = expr(b, `under(args.path, "/srv/data")`)
+	}
+	for i := 0; i < 6; i++ {
+		rules = append(rules, Rule{Name: "filler", Tools: []string{"other" + string(rune('a'+i)) + "__*"}, Principals: []string{"svc-*"}})
+	}
+	e, err := NewEngine(rules, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := NewLimiter([]Limit{
+		{Name: "per-principal", Rate: rate.Limit(1e9), Burst: 1 << 30, Per: []string{"principal"}},
+		{Name: "per-tool", Rate: rate.Limit(1e9), Burst: 1 << 30, Per: []string{"principal", "tool"}, Upstreams: []string{"fs"}},
+	}, map[string]int{"fs": 1 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(l.Close)
+	opts := AuditOptions{}
+	if auditFile {
+		opts.File = filepath.Join(b.TempDir(), "audit.jsonl")
+	}
+	a, err := NewAuditor(opts, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close() })
+	return &Chain{Rules: e, Limits: l, Audit: a}
+}
+
+func benchAdmit(b *testing.B, auditFile, condition bool) {
+	c := benchChainCond(b, auditFile, condition)
+	req := &router.Request{Method: "tools/call", Principal: alice,
+		Params: json.RawMessage(`{"name":"fs__read_file","arguments":{"path":"/srv/data/reports/2026/q3.csv"}}`)}
+	t := &router.Target{Kind: router.TargetTool, Name: "fs__read_file", Original: "read_file", Upstream: "fs",
+		Raw: json.RawMessage(`{"name":"fs__read_file","annotations":{"readOnlyHint":true}}`)}
+	res := json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		finish, refusal := c.Admit(req, t)
+		if refusal != nil {
+			b.Fatal(refusal)
+		}
+		finish(res, nil)
+	}
+}
+
+// BenchmarkChainAdmit is the whole chain on the hot path: decide (with an argument
+// condition), two rate limits and an in-flight slot, and the audit record (hash of the
+// arguments, encoding) without a file.
+func BenchmarkChainAdmit(b *testing.B) { benchAdmit(b, false, true) }
+
+// BenchmarkChainAdmitNoCondition is the chain when no rule has an argument condition.
+func BenchmarkChainAdmitNoCondition(b *testing.B) { benchAdmit(b, false, false) }
+
+// BenchmarkChainAdmitAuditFile adds the write of each record to a JSONL file.
+func BenchmarkChainAdmitAuditFile(b *testing.B) { benchAdmit(b, true, true) }
+
+// BenchmarkVisible is one list item's visibility check (a tools/list runs it per tool).
+func BenchmarkVisible(b *testing.B) {
+	c := benchChain(b, false)
+	req := &router.Request{Principal: alice}
+	t := &router.Target{Kind: router.TargetTool, Name: "github__create_issue", Upstream: "github",
+		Raw: json.RawMessage(`{"name":"github__create_issue"}`)}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if !c.Visible(req, t) {
+			b.Fatal("hidden")
+		}
+	}
+}
