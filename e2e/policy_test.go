@@ -397,3 +397,57 @@ func TestJWTAuth(t *testing.T) {
 		t.Errorf("metadata: %d %v", meta.StatusCode, doc)
 	}
 }
+
+// TestToolsAs shows the catalogue one principal sees, with `mcp-proxy tools --as`.
+func TestToolsAs(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, `
+auth {
+  api_key "bob" {
+    token  = "bob-key-0123456789abcdef"
+    groups = ["contractors"]
+  }
+}
+policy {
+  rule "contractors" {
+    effect = "allow"
+    groups = ["contractors"]
+    tools  = ["t__echo", "t__fail"]
+  }
+  rule "ops" {
+    effect = "allow"
+    groups = ["ops"]
+    tools  = ["t__*"]
+  }
+}
+`+testUpstream("t", "t", nil, ""))
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--as", "bob"}, []string{"t__echo", "t__fail"}},
+		{[]string{"--as", "carol", "--groups", "ops"}, nil}, // all t__ tools
+		{[]string{"--as", "dave"}, []string{}},
+	} {
+		out, err := exec.Command(proxyBin, append([]string{"tools", "--config", cfg, "--json"}, tc.args...)...).Output()
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var rows []struct{ Name string }
+		if err := json.Unmarshal(out, &rows); err != nil {
+			t.Fatalf("%v: %v %s", tc.args, err, out)
+		}
+		var names []string
+		for _, r := range rows {
+			names = append(names, r.Name)
+		}
+		switch {
+		case tc.want == nil:
+			if len(names) < 9 {
+				t.Errorf("%v: %v", tc.args, names)
+			}
+		case fmt.Sprint(names) != fmt.Sprint(tc.want) && !(len(names) == 0 && len(tc.want) == 0):
+			t.Errorf("%v: %v, want %v", tc.args, names, tc.want)
+		}
+	}
+}
