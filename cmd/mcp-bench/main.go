@@ -105,7 +105,8 @@ memory come from /proc.
 -mode stdio (default): both targets are spoken to over stdin/stdout.
 
 -mode http: both are spoken to over Streamable HTTP, one MCP session per worker over a
-keep-alive connection pool, with the same client code:
+keep-alive connection pool (idle connections kept for every worker), with the same client
+code; the TCP connections it dials during each measured phase are counted:
   direct        the upstream serving HTTP itself: -upstream plus
                 "-http 127.0.0.1:0 -http-addr-file FILE" (testserver -http supports it)
   proxy         mcp-proxy run with a listen "http" block on a free loopback port and
@@ -119,6 +120,9 @@ keep-alive connection pool, with the same client code:
                 stream open and -session-calls tools/call, and reports the proxy's RSS per
                 idle session, and its threads, descriptors (and goroutines, if it serves
                 net/http/pprof on MCP_PROXY_DEBUG_ADDR) before, during and after DELETE.
+
+Each throughput worker makes 10 unmeasured calls first; the measurement starts when all
+have (over HTTP, each then has its session and its connection).
 
 Flags:
 `
