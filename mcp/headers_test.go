@@ -153,3 +153,45 @@ func TestParamHeaderValuesAndCheck(t *testing.T) {
 		t.Errorf("null argument without header refused: %v", err)
 	}
 }
+
+// FuzzHeaderValue: encoding round-trips, the encoded form is always a valid header
+// value, and decoding never panics.
+func FuzzHeaderValue(f *testing.F) {
+	for _, s := range []string{"us-west1", " padded ", "=?base64?x?=", "Zürich", "", "a\nb"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		enc := EncodeHeaderValue(s)
+		for i := 0; i < len(enc); i++ {
+			if enc[i] < 0x20 || enc[i] > 0x7e {
+				t.Fatalf("EncodeHeaderValue(%q) = %q holds byte 0x%02x", s, enc, enc[i])
+			}
+		}
+		if dec, err := DecodeHeaderValue(enc); err != nil || dec != s {
+			t.Fatalf("round trip of %q: %q %v", s, dec, err)
+		}
+		_, _ = DecodeHeaderValue(s)
+	})
+}
+
+// FuzzParamHeaders: any schema is either accepted with valid annotations or refused;
+// never a panic.
+func FuzzParamHeaders(f *testing.F) {
+	f.Add(`{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}`)
+	f.Add(`{"properties":{"a":{"properties":{"b":{"type":"integer","x-mcp-header":"B"}}}}}`)
+	f.Add(`{"items":[{"x-mcp-header":"X"}]}`)
+	f.Fuzz(func(t *testing.T, schema string) {
+		phs, err := ParamHeaders(json.RawMessage(schema))
+		if err != nil {
+			return
+		}
+		seen := map[string]bool{}
+		for _, ph := range phs {
+			name := strings.ToLower(ph.Header)
+			if seen[name] || len(ph.Path) == 0 || !isToken(strings.TrimPrefix(ph.Header, ParamHeaderPrefix)) {
+				t.Fatalf("accepted an invalid annotation %+v in %s", ph, schema)
+			}
+			seen[name] = true
+		}
+	})
+}
