@@ -36,6 +36,9 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzEdit -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzScanValue -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./config/
+	$(GO) test -run='^$$' -fuzz=FuzzGlob -fuzztime=$(FUZZTIME) ./policy/
+	$(GO) test -run='^$$' -fuzz=FuzzHeaderValue -fuzztime=$(FUZZTIME) ./mcp/
+	$(GO) test -run='^$$' -fuzz=FuzzParamHeaders -fuzztime=$(FUZZTIME) ./mcp/
 
 # Go benchmarks of the per-message hot path.
 bench-go:
