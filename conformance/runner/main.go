@@ -88,6 +88,10 @@ func runMain(args []string) int {
 	if o.directOnly {
 		o.direct = true
 	}
+	if o.writeBaseline && o.scenario != "" {
+		fmt.Fprintln(os.Stderr, "-write-baseline needs whole runs; drop -scenario")
+		return 2
+	}
 
 	env, err := newEnvironment(o)
 	if err != nil {

@@ -84,7 +84,7 @@ func readResults(dir, mode string) (map[string][]check, error) {
 // suite does: a scenario entry covers every failing check of that scenario, a
 // "scenario:check" entry covers that check; WARNING counts as failing; a covered
 // scenario or check that passes is stale.
-func evaluate(res *result, dir, mode string, base *baseline, scored map[string]bool) {
+func evaluate(res *result, dir, mode string, base *baseline, scored map[string]bool, oneScenario bool) {
 	results, err := readResults(dir, mode)
 	if err != nil {
 		res.status, res.note = "ERROR", err.Error()
@@ -167,7 +167,7 @@ func evaluate(res *result, dir, mode string, base *baseline, scored map[string]b
 		}
 	}
 	for _, en := range entries {
-		if _, ran := results[en.scenario]; !ran {
+		if _, ran := results[en.scenario]; !ran && !oneScenario {
 			res.unused = append(res.unused, en.String())
 		}
 	}

@@ -122,7 +122,7 @@ func (e *environment) execute(ctx context.Context, r *run) *result {
 	if res.status != "" { // ERROR or SKIP before the suite ran
 		return res
 	}
-	evaluate(res, filepath.Join(dir, "results"), r.mode, base, scored)
+	evaluate(res, filepath.Join(dir, "results"), r.mode, base, scored, e.opts.scenario != "")
 	if ctx.Err() == context.DeadlineExceeded {
 		res.status, res.note = "ERROR", fmt.Sprintf("run timed out after %s; ", e.opts.runTimeout)+res.note
 	}
@@ -186,7 +186,9 @@ func (e *environment) clientRun(ctx context.Context, r *run, dir, efPath string)
 	if err := os.MkdirAll(driveDir, 0o755); err != nil {
 		return &result{status: "ERROR", note: err.Error()}
 	}
-	command := strings.Join([]string{e.self, "drive", "--proxy", e.proxy, "--client", e.client,
+	// The suite runs the command through sh -c and kills sh on its timeout; exec makes
+	// the driver that process, so that it gets the signal and stops the proxy.
+	command := strings.Join([]string{"exec", e.self, "drive", "--proxy", e.proxy, "--client", e.client,
 		"--logdir", driveDir, "--log-level", e.opts.proxyLogLevel}, " ")
 	if r.direct {
 		command += " --direct"
