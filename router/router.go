@@ -124,8 +124,9 @@ type Router struct {
 	pending   changeSet
 	timer     *time.Timer
 
-	clientsMu sync.Mutex        // guards clients
-	clients   map[Client]uint64 // subscribed clients, with the changeSeq they subscribed at
+	clientsMu sync.Mutex               // guards clients
+	clients   map[Client]uint64        // subscribed clients, with the changeSeq they subscribed at
+	corkers   atomic.Pointer[[]Client] // the subscribed clients worth corking (copy on write)
 
 	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
 
@@ -269,10 +270,12 @@ func (r *Router) Subscribe(c Client) (unsubscribe func()) {
 	r.rebuildMu.Unlock()
 	r.clientsMu.Lock()
 	r.clients[c] = seq
+	r.refreshCorkersLocked()
 	r.clientsMu.Unlock()
 	return func() {
 		r.clientsMu.Lock()
 		delete(r.clients, c)
+		r.refreshCorkersLocked()
 		r.clientsMu.Unlock()
 	}
 }
@@ -404,7 +407,11 @@ func (r *Router) CorkUpstreams() (uncork func()) {
 
 // holdClients corks every subscribed client until the returned function is called.
 func (r *Router) holdClients() (release func()) {
-	cs := r.clientList()
+	p := r.corkers.Load()
+	if p == nil || len(*p) == 0 {
+		return noRelease
+	}
+	cs := *p
 	for _, c := range cs {
 		c.Cork()
 	}
@@ -413,4 +420,24 @@ func (r *Router) holdClients() (release func()) {
 			c.Uncork()
 		}
 	}
+}
+
+func noRelease() {}
+
+// Corkless is implemented by clients for which corking achieves nothing (an HTTP
+// session, whose answers do not go through its own stream): an upstream's burst then
+// costs nothing per such client.
+type Corkless interface{ Corkless() bool }
+
+// refreshCorkersLocked rebuilds the copy-on-write list of clients worth corking;
+// clientsMu is held.
+func (r *Router) refreshCorkersLocked() {
+	cs := make([]Client, 0, len(r.clients))
+	for c := range r.clients {
+		if cl, ok := c.(Corkless); ok && cl.Corkless() {
+			continue
+		}
+		cs = append(cs, c)
+	}
+	r.corkers.Store(&cs)
 }

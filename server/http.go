@@ -42,12 +42,13 @@ type HTTPHandler struct {
 	s    *Server
 	opts HTTPOptions
 
-	mu       sync.Mutex // guards sessions
+	mu       sync.RWMutex // guards sessions
 	sessions map[string]*httpSession
 	modern   *session // serves every modern request (stateless: no state between them but parked calls)
 	seq      atomic.Uint64
 	stop     chan struct{}
 	draining chan struct{} // closed by Drain
+	beat     *beat         // keep-alive ticks for every waiting request
 	wg       sync.WaitGroup
 }
 
@@ -85,8 +86,10 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 		opts.MaxSessions = 1000
 	}
 	s.baseCtx = ctx
-	h := &HTTPHandler{s: s, opts: opts, sessions: map[string]*httpSession{}, stop: make(chan struct{}), draining: make(chan struct{})}
+	h := &HTTPHandler{s: s, opts: opts, sessions: map[string]*httpSession{}, stop: make(chan struct{}), draining: make(chan struct{}),
+		beat: newBeat(opts.KeepAlive)}
 	h.modern = newSession(s, transport.NewOutputStream(io.Discard), s.log.With().Str("session", "http-modern").Logger())
+	h.modern.corkless = true
 	h.wg.Add(1)
 	go h.expire()
 	return h
@@ -131,6 +134,7 @@ func (h *HTTPHandler) Close() {
 		hs.close()
 	}
 	h.modern.shutdown()
+	h.beat.close()
 	h.wg.Wait()
 }
 
@@ -241,9 +245,13 @@ func httpError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg
 }
 
 func acceptsBoth(r *http.Request) bool {
-	a := strings.Join(r.Header.Values("Accept"), ",")
-	return (strings.Contains(a, "application/json") || strings.Contains(a, "*/*")) &&
-		(strings.Contains(a, "text/event-stream") || strings.Contains(a, "*/*"))
+	var json, sse bool
+	for _, a := range r.Header.Values("Accept") {
+		any := strings.Contains(a, "*/*")
+		json = json || any || strings.Contains(a, "application/json")
+		sse = sse || any || strings.Contains(a, "text/event-stream")
+	}
+	return json && sse
 }
 
 func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
@@ -252,7 +260,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			"Not Acceptable: Accept must list application/json and text/event-stream")
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.opts.MaxBody)+1))
+	body, err := readBody(r, h.opts.MaxBody)
 	if err != nil {
 		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "Parse error: "+err.Error())
 		return
@@ -360,13 +368,25 @@ func (hs *httpSession) samePrincipal(r *http.Request) bool {
 }
 
 func (h *HTTPHandler) lookup(id string) *httpSession {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
 	hs := h.sessions[id]
+	h.mu.RUnlock()
 	if hs != nil {
 		hs.lastUsed.Store(time.Now().UnixNano())
 	}
 	return hs
+}
+
+// readBody reads a request body of at most max bytes (one more tells it was longer),
+// sized from Content-Length when the client gave one.
+func readBody(r *http.Request, max int) ([]byte, error) {
+	size := 512
+	if r.ContentLength > 0 && r.ContentLength <= int64(max) {
+		size = int(r.ContentLength) + 1 // +1: reading to EOF needs no second buffer
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, int64(max)+1))
+	return buf.Bytes(), err
 }
 
 // newHTTPSession makes a session (not yet registered) with a cryptographically random
@@ -388,6 +408,7 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	hs.get = newEventSink(newEventStream(getStreamID, keepEvents), h.opts.KeepAlive)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), h.s.log.With().Str("session", id[:8]).Logger())
+	hs.ss.corkless = true
 	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs
 }
@@ -470,7 +491,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	if msg.Method == mcp.MethodSubscriptionsListen {
 		drain = h.draining // a subscription only ends when someone ends it
 	}
-	if a.wait(r.Context(), h.opts.KeepAlive, drain) && rm != nil {
+	if a.wait(r.Context(), h.beat, drain) && rm != nil {
 		key := inner.ID.Key()
 		if !ss.endListen(key) {
 			ss.mu.Lock()
@@ -533,7 +554,7 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 	for _, m := range requests {
 		hs.ss.handleRequest(ctx, m, a.finish)
 	}
-	a.wait(r.Context(), h.opts.KeepAlive, nil)
+	a.wait(r.Context(), h.beat, nil)
 }
 
 // getStream serves a legacy session's GET stream (messages tied to no request), or

@@ -39,6 +39,8 @@ type session struct {
 
 	nonce [16]byte // binds requestState handles to this connection
 
+	corkless bool // an HTTP session (see Corkless)
+
 	outNext atomic.Int64 // ids of requests the proxy sends to this client
 
 	wg sync.WaitGroup // requests in flight; Add only through track
@@ -86,6 +88,10 @@ var _ router.Client = (*session)(nil)
 
 // Cork implements router.Client.
 func (ss *session) Cork() { ss.stream.Cork() }
+
+// Corkless implements router.Corkless: an HTTP session's answers go on their requests'
+// own streams, so holding its session stream back saves nothing.
+func (ss *session) Corkless() bool { return ss.corkless }
 
 // Uncork implements router.Client.
 func (ss *session) Uncork() {

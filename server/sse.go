@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -390,24 +391,16 @@ func (a *answer) disconnect() (pending bool) {
 }
 
 // wait serves the answer until it is complete or the client goes away; gone reports the
-// latter.
-// A closed drain ends the wait as if the client went away (for streams that never end
-// by themselves, such as subscriptions, when the proxy shuts down).
-func (a *answer) wait(ctx context.Context, keepAlive time.Duration, drain <-chan struct{}) (gone bool) {
-	select {
-	case <-a.done: // the common case: answered before any timer was needed
-		a.complete()
-		return false
-	default:
-	}
-	ka := time.NewTicker(keepAlive)
-	defer ka.Stop()
+// latter. A closed drain ends the wait as if the client went away (for streams that
+// never end by themselves, such as subscriptions, when the proxy shuts down). tick
+// beats every keep-alive interval (shared by all requests: no timer per request).
+func (a *answer) wait(ctx context.Context, tick *beat, drain <-chan struct{}) (gone bool) {
 	for {
 		select {
 		case <-a.done:
 			a.complete()
 			return false
-		case <-ka.C:
+		case <-tick.next():
 			a.keepAlive()
 		case <-ctx.Done():
 			return a.disconnect()
@@ -416,6 +409,38 @@ func (a *answer) wait(ctx context.Context, keepAlive time.Duration, drain <-chan
 		}
 	}
 }
+
+// beat is a broadcast tick: every interval the current channel is closed and replaced,
+// so any number of waiters can wake on it for the price of an atomic load each.
+type beat struct {
+	ch   atomic.Pointer[chan struct{}]
+	stop chan struct{}
+}
+
+func newBeat(interval time.Duration) *beat {
+	b := &beat{stop: make(chan struct{})}
+	ch := make(chan struct{})
+	b.ch.Store(&ch)
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-b.stop:
+				return
+			case <-t.C:
+				next := make(chan struct{})
+				close(*b.ch.Swap(&next))
+			}
+		}
+	}()
+	return b
+}
+
+// next is the channel closed at the next beat.
+func (b *beat) next() <-chan struct{} { return *b.ch.Load() }
+
+func (b *beat) close() { close(b.stop) }
 
 // eventSink is a session's GET stream: the session writes lines to it (as to stdout);
 // they go out as events on the client's open GET request, and are kept (a bounded

@@ -188,7 +188,7 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 
 // post sends one request and queues what comes back.
 func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
-	resp, err := l.client.Do(req)
+	resp, err := l.client.Transport.RoundTrip(req) // no redirects or cookies to follow: skip http.Client's machinery on the hot path
 	if err != nil {
 		if l.ctx.Err() == nil && m.IsRequest() {
 			l.synthesize(m, fmt.Sprintf("HTTP request to %s failed: %v", l.spec.URL, err))
