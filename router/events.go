@@ -21,14 +21,24 @@ var _ upstream.Events = (*events)(nil)
 // Changed rebuilds the merged catalogue and schedules one list_changed per changed kind.
 func (e *events) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
 	r := (*Router)(e)
-	r.rebuild()
+	var announced upstream.Kinds
+	if kinds != upstream.AllKinds {
+		announced = kinds // the upstream said list_changed: pass it on even if the list looks the same
+	}
+	r.rebuildAnnounced(announced)
 	if st, _ := u.State(); st == upstream.StateReady && kinds == upstream.AllKinds {
 		r.reapplyLogLevel(u)
 	}
 }
 
 // rebuild recomputes the snapshot and records which client-visible lists changed.
-func (r *Router) rebuild() {
+func (r *Router) rebuild() { r.rebuildAnnounced(0) }
+
+// rebuildAnnounced is rebuild for an upstream that announced list changes of the given
+// kinds: those are notified even when the merged list comes out the same (it may have
+// changed and changed back between two refreshes; a client that listed in between must
+// look again).
+func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	r.rebuildMu.Lock()
 	defer r.rebuildMu.Unlock()
 	old := r.snap.Load()
@@ -38,9 +48,9 @@ func (r *Router) rebuild() {
 	rawR := func(x *resource) json.RawMessage { return x.raw }
 	rawT := func(x *template) json.RawMessage { return x.raw }
 	ch := changeSet{
-		tools:     !equalLists(old.tools, s.tools, rawE),
-		prompts:   !equalLists(old.prompts, s.prompts, rawE),
-		resources: !equalLists(old.resources, s.resources, rawR) || !equalLists(old.templates, s.templates, rawT),
+		tools:     announced&upstream.KindTools != 0 || !equalLists(old.tools, s.tools, rawE),
+		prompts:   announced&upstream.KindPrompts != 0 || !equalLists(old.prompts, s.prompts, rawE),
+		resources: announced&(upstream.KindResources|upstream.KindTemplates) != 0 || !equalLists(old.resources, s.resources, rawR) || !equalLists(old.templates, s.templates, rawT),
 	}
 	if !ch.tools && !ch.prompts && !ch.resources {
 		return

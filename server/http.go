@@ -290,9 +290,15 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if meta, version := modernMeta(msg.Params); msg.IsRequest() && (version != "" || msg.Method == mcp.MethodServerDiscover) {
-		rm, jerr := h.modern.modernPrecheck(msg, meta, version)
-		if jerr == nil {
+		// The headers first: a version header that disagrees with _meta is a mismatch
+		// (-32020) before it is an unsupported version (-32022).
+		var jerr *jsonrpc.Error
+		if version != "" {
 			jerr = h.checkHeaders(r, msg, version)
+		}
+		var rm requestMeta
+		if jerr == nil {
+			rm, jerr = h.modern.modernPrecheck(msg, meta, version)
 		}
 		if jerr != nil {
 			status := http.StatusBadRequest
@@ -464,6 +470,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	if hs != nil {
 		a.prime = hs.primes()
 	}
+	a.modern = rm != nil
 	clientID := msg.ID
 	inner := *msg
 	if rm != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
 // Server-sent events for the HTTP front end: the connection writer (streamOut), the
@@ -241,6 +242,7 @@ type answer struct {
 	w      http.ResponseWriter
 	hs     *httpSession // the legacy session whose stream this is; nil for modern requests
 	batch  bool         // answer with an array
+	modern bool         // a 2026-07-28 request: some errors are HTTP statuses
 	prime  bool         // start an event stream with a priming event (2025-11-25 and later)
 	opened bool         // set by open
 
@@ -375,6 +377,18 @@ func (a *answer) complete() {
 		a.w.Header().Set("Content-Type", "application/json")
 		a.w.Write(b)
 	default:
+		if a.modern && a.finals[0].Error != nil {
+			switch a.finals[0].Error.Code {
+			case mcp.CodeHeaderMismatch, mcp.CodeMissingClientCapability, mcp.CodeUnsupportedVersion:
+				// The modern transport answers these with 400, whoever raised them.
+				a.w.Header().Set("Content-Type", "application/json")
+				a.w.WriteHeader(http.StatusBadRequest)
+				if b, err := a.finals[0].Encode(); err == nil {
+					a.w.Write(b)
+				}
+				return
+			}
+		}
 		writeJSON(a.w, a.finals[0])
 	}
 }

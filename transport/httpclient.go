@@ -42,6 +42,8 @@ type HTTPLink struct {
 	session   string
 	version   string
 	getting   bool
+	getReady  chan struct{} // closed once the first GET stream attempt has its answer
+	getOnce   sync.Once
 	err       error
 	done      chan struct{}
 	closeOnce sync.Once
@@ -68,7 +70,7 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
 	}
 	return &HTTPLink{spec: spec, client: &http.Client{Transport: sharedTransport}, ctx: ctx, cancel: cancel,
-		in: make(chan []byte, 1024), done: make(chan struct{})}
+		in: make(chan []byte, 1024), done: make(chan struct{}), getReady: make(chan struct{})}
 }
 
 // Describe implements Link.
@@ -165,6 +167,13 @@ func (l *HTTPLink) WriteWithHeaders(m *jsonrpc.Message, extra map[string]string)
 		req.Header.Set(k, v)
 	}
 	l.wg.Add(1)
+	if !m.IsRequest() {
+		// Notifications and responses are posted in order, before Write returns: a
+		// server must see notifications/initialized before the first call.
+		defer l.wg.Done()
+		l.post(req, m)
+		return nil
+	}
 	go func() {
 		defer l.wg.Done()
 		l.post(req, m)
@@ -224,6 +233,16 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 			l.synthesize(m, fmt.Sprintf("reading the answer from %s: %v", l.spec.URL, err))
 		case len(b) > l.spec.MaxMessage:
 			l.synthesize(m, fmt.Sprintf("the answer from %s exceeds %d bytes", l.spec.URL, l.spec.MaxMessage))
+		case resp.StatusCode >= 400 && m.IsRequest() && jsonish(b):
+			// An HTTP error whose body is a JSON-RPC error without an id (the spec lets
+			// a server answer so): it is the answer to this request.
+			if e, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil && e.Error != nil {
+				if out, err := jsonrpc.NewErrorResponse(m.ID, e.Error).Encode(); err == nil {
+					l.push(out)
+					return
+				}
+			}
+			l.synthesize(m, fmt.Sprintf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		case len(bytes.TrimSpace(b)) > 0 && jsonish(b):
 			l.push(b)
 		case m.IsRequest():
@@ -347,12 +366,32 @@ func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message) {
 			end.retry = next.retry
 		}
 	}
-	if want != "" && !answered && end.retry == 0 && end.lastID == "" && l.ctx.Err() == nil {
-		// Closed without a way to resume: the response is not coming.
+	if want != "" && !answered && l.ctx.Err() == nil {
+		// Closed for good, or without an event id to resume from: the response is not
+		// coming, so the call fails now rather than at its timeout.
 		l.synthesize(m, fmt.Sprintf("the event stream from %s ended before the response", l.spec.URL))
 	}
-	// Otherwise the server meant to go on (it sent a retry delay): the response may
-	// still come on the GET stream, and the request's timeout bounds the wait.
+}
+
+func (l *HTTPLink) markGETReady() { l.getOnce.Do(func() { close(l.getReady) }) }
+
+// WaitStreams waits (at most d) until the GET stream of a legacy session is open, so
+// that server messages sent right after initialization are not missed; at once when
+// the session has no GET stream.
+func (l *HTTPLink) WaitStreams(d time.Duration) {
+	l.mu.Lock()
+	getting := l.getting
+	l.mu.Unlock()
+	if !getting {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.getReady:
+	case <-t.C:
+	case <-l.ctx.Done():
+	}
 }
 
 // openGET follows the server's GET stream (messages not tied to a request) while the
@@ -368,6 +407,7 @@ func (l *HTTPLink) openGET() {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
+		defer l.markGETReady()
 		lastID := ""
 		for attempt := 0; l.ctx.Err() == nil; attempt++ {
 			req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.spec.URL, nil)
@@ -380,6 +420,7 @@ func (l *HTTPLink) openGET() {
 				req.Header.Set("Last-Event-ID", lastID)
 			}
 			resp, err := l.client.Do(req)
+			l.markGETReady()
 			if err == nil {
 				if resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotFound {
 					resp.Body.Close()

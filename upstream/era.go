@@ -126,11 +126,37 @@ func (c *conn) modernMeta(req *Request) []jsonx.Change {
 // anything but a usable DiscoverResult (or nothing in time): the caller then falls back
 // to initialize, whatever the error was.
 func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool) {
-	c.modern, c.version = true, mcp.ModernVersion // so that send stamps the request
-	c.proc.SetProtocolVersion(mcp.ModernVersion)
-	resp, err := c.call(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}"), Timeout: timeout})
-	c.modern, c.version = false, ""
-	c.proc.SetProtocolVersion("")
+	version := mcp.ModernVersion
+	var resp *jsonrpc.Message
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		c.modern, c.version = true, version // so that send stamps the request
+		c.proc.SetProtocolVersion(version)
+		resp, err = c.call(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}"), Timeout: timeout})
+		c.modern, c.version = false, ""
+		c.proc.SetProtocolVersion("")
+		if err != nil || resp.Error == nil || resp.Error.Code != mcp.CodeUnsupportedVersion {
+			break
+		}
+		// -32022 lists what the server speaks: try once more with a modern version from
+		// that list, if there is one this proxy speaks too.
+		retry := ""
+		var data struct {
+			Supported []string `json:"supported"`
+		}
+		if json.Unmarshal(resp.Error.Data, &data) == nil {
+			for _, v := range data.Supported {
+				if mcp.IsModernVersion(v) {
+					retry = v
+					break
+				}
+			}
+		}
+		if retry == "" {
+			break
+		}
+		version = retry
+	}
 	if err != nil || resp.Error != nil {
 		return Info{}, false
 	}

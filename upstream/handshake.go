@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -75,6 +76,9 @@ func (c *conn) initialize(ctx context.Context) (Info, error) {
 	c.proc.SetProtocolVersion(res.ProtocolVersion) // HTTP: every later request carries it
 	if err := c.write(jsonrpc.NewNotification(mcp.NotificationInitialized, nil)); err != nil {
 		return Info{}, err
+	}
+	if w, ok := c.proc.(interface{ WaitStreams(time.Duration) }); ok {
+		w.WaitStreams(2 * time.Second) // an HTTP session's GET stream, before the first call
 	}
 	return info, nil
 }
