@@ -28,8 +28,12 @@ type Request struct {
 	// owning upstream sends while this request is in flight. Client identifies whose
 	// request it is: when every request in flight on that upstream belongs to the same
 	// client, the upstream's request can only be for it.
-	Input  InputFunc
-	Client any
+	Input InputFunc
+	// Waiting, when set, reports whether the request is parked waiting for its client
+	// (a modern call between input rounds): an upstream request cannot come from it,
+	// so it is left out when attributing one.
+	Waiting func() bool
+	Client  any
 	// Session is the client session the request belongs to, which has its own session
 	// with per-client upstreams; nil for requests without one (stateless modern
 	// clients), which those upstreams' catalogue instance serves.

@@ -100,6 +100,9 @@ func (b *backend) inputFor() (input InputFunc, ok bool) {
 	defer b.mu.Unlock()
 	var client any
 	for req := range b.inflight {
+		if req.Waiting != nil && req.Waiting() {
+			continue // parked: its upstream call is itself waiting on a client
+		}
 		if input != nil && req.Client != client {
 			return nil, false
 		}

@@ -94,7 +94,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	}
 	switch msg.Method {
 	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
-		req.Input, req.Client = bc.input, bc
+		req.Input, req.Client, req.Waiting = bc.input, bc, bc.parked
 	}
 	ss.mu.Lock()
 	ss.inflight[msg.ID.Key()] = &bc.canceller
@@ -127,7 +127,7 @@ func (bc *bridgeCall) deliver(a *activeReq, res json.RawMessage, err error) {
 	case err != nil:
 		bc.answer(a, responseFor(a.id, nil, modernError(err)))
 	default:
-		bc.answer(a, jsonrpc.NewResult(a.id, modernResult(bc.method, bc.ss.s.bindInputRequired(bc.principal, res))))
+		bc.answer(a, jsonrpc.NewResult(a.id, modernResult(bc.method, bc.ss.s.bindInputRequired(bc.principal, markInputRequired(res)))))
 	}
 }
 
@@ -255,6 +255,13 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 	}
 }
 
+// parked reports whether the call waits for its client's retry.
+func (bc *bridgeCall) parked() bool {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	return bc.pending != nil
+}
+
 func (ss *session) keepBridge(bc *bridgeCall) {
 	ss.mu.Lock()
 	ss.bridges[bc.id] = bc
@@ -351,6 +358,26 @@ func principalName(ctx context.Context) string {
 		return p.Name
 	}
 	return ""
+}
+
+// markInputRequired gives a result that asks for input (inputRequests and requestState)
+// but says no resultType its type, input_required, rather than letting it pass as
+// complete (a legacy session of a dual-era SDK returns later rounds that way).
+func markInputRequired(res json.RawMessage) json.RawMessage {
+	if _, ok, _ := jsonx.Get(res, "resultType"); ok {
+		return res
+	}
+	if _, ok, _ := jsonx.Get(res, "inputRequests"); !ok {
+		return res
+	}
+	if _, ok, _ := jsonx.Get(res, "requestState"); !ok {
+		return res
+	}
+	out, err := jsonx.Set(res, "resultType", []byte(`"`+mcp.ResultTypeInputRequired+`"`))
+	if err != nil {
+		return res
+	}
+	return out
 }
 
 // bindInputRequired wraps the requestState of an upstream's input_required result.

@@ -44,6 +44,7 @@ type HTTPLink struct {
 	getting   bool
 	getReady  chan struct{} // closed once the first GET stream attempt has its answer
 	getOnce   sync.Once
+	related   map[string]string // server request id → id of the request whose stream carried it
 	err       error
 	done      chan struct{}
 	closeOnce sync.Once
@@ -297,10 +298,43 @@ func (l *HTTPLink) readSSE(r io.Reader, want string) (end streamEnd, answered bo
 			if want != "" && !answered && isResponseTo(data, want) {
 				answered = true
 			}
+			if want != "" {
+				l.noteRelated(data, want)
+			}
 			l.push(data)
 		}
 	})
 	return end, answered
+}
+
+// maxRelated bounds the relation table (entries leave it when looked up).
+const maxRelated = 4096
+
+// noteRelated records that a server request arrived on the answer stream of request
+// `to`.
+func (l *HTTPLink) noteRelated(data []byte, to string) {
+	if _, isRequest, _ := jsonx.Get(data, "method"); !isRequest {
+		return
+	}
+	id, ok, _ := jsonx.Get(data, "id")
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	if l.related == nil || len(l.related) >= maxRelated {
+		l.related = map[string]string{}
+	}
+	l.related[string(id)] = to
+	l.mu.Unlock()
+}
+
+// RelatedRequest says which request's answer stream carried a server request.
+func (l *HTTPLink) RelatedRequest(serverRequestID string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	to, ok := l.related[serverRequestID]
+	delete(l.related, serverRequestID)
+	return to, ok
 }
 
 // isResponseTo reports whether data is a response whose id is want (raw JSON).

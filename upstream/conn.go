@@ -66,6 +66,7 @@ type pendingCall struct {
 	deadline    int64       // UnixNano after which the sweeper times the call out
 	canceller   *Canceller  // the caller's, or nil
 	stopCtx     func() bool // unregisters the context watcher, or nil
+	input       func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 }
 
 func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
@@ -122,7 +123,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	id = c.nextID.Add(1)
 	idRaw := strconv.FormatInt(id, 10)
 	params := req.Params
-	pc := &pendingCall{done: done, method: req.Method}
+	pc := &pendingCall{done: done, method: req.Method, input: req.Input}
 
 	params, origToken, err := c.adapt(req, idRaw)
 	if err != nil {
@@ -453,7 +454,14 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 		// the upstream's calls are waiting on it: their timeouts stop, and restart when
 		// the answer is in.
 		c.asking.Add(1)
-		res, rerr := c.u.events.Request(ctx, c.u, msg)
+		var res json.RawMessage
+		var rerr *jsonrpc.Error
+		if input := c.originInput(msg); input != nil {
+			// The server sent it on one call's own stream: it is that call's client's.
+			res, rerr = input(ctx, msg.Method, msg.Params)
+		} else {
+			res, rerr = c.u.events.Request(ctx, c.u, msg)
+		}
 		c.asking.Add(-1)
 		c.extendDeadlines()
 		if ctx.Err() != nil {
@@ -468,6 +476,41 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 	if err := c.write(reply); err != nil {
 		c.log.Debug().Err(err).Str("method", msg.Method).Msg("could not answer server request")
 	}
+}
+
+// relater is a link that knows which of the proxy's requests a server-to-client request
+// came with (Streamable HTTP: it arrived on that request's answer stream).
+type relater interface {
+	RelatedRequest(serverRequestID string) (requestID string, ok bool)
+}
+
+// originInput returns the Input of the call a server-to-client request belongs to, when
+// the transport can tell; nil otherwise (the router then attributes it).
+func (c *conn) originInput(msg *jsonrpc.Message) func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	switch msg.Method {
+	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
+	default:
+		return nil
+	}
+	rl, ok := c.proc.(relater)
+	if !ok {
+		return nil
+	}
+	origin, ok := rl.RelatedRequest(msg.ID.Raw())
+	if !ok {
+		return nil
+	}
+	id, err := strconv.ParseInt(origin, 10, 64)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	pc := c.pending[id]
+	c.mu.Unlock()
+	if pc == nil {
+		return nil
+	}
+	return pc.input
 }
 
 // badLine handles a line that is not a valid JSON-RPC message.
