@@ -55,16 +55,22 @@ type AuditOptions struct {
 	Redact    []string // argument field names whose values are never recorded (any depth)
 }
 
-// Auditor writes records to its sinks. Each record is one write(2) of one line to a file
-// opened with O_APPEND, so records from concurrent calls never interleave.
+// Auditor writes records to its sinks. Records are encoded by the caller and written by
+// one writer goroutine to a file opened with O_APPEND, whole lines at a time (records
+// never interleave), several per write(2) under load; the call does not wait for the
+// disk. A full queue makes callers wait rather than drop records. Close writes what is
+// queued.
 type Auditor struct {
 	opts   AuditOptions
 	log    zerolog.Logger
 	redact map[string]bool
 
-	mu  sync.Mutex
-	f   *os.File
-	buf []byte
+	f      *os.File
+	queue  chan []byte
+	done   chan struct{}
+	closed sync.Once
+	mu     sync.RWMutex // held for reading while queueing, for writing while closing
+	shut   bool
 }
 
 // NewAuditor opens the sinks.
@@ -86,18 +92,52 @@ func NewAuditor(opts AuditOptions, log zerolog.Logger) (*Auditor, error) {
 			return nil, fmt.Errorf("opening the audit file: %w", err)
 		}
 		a.f = f
+		a.queue = make(chan []byte, 4096)
+		a.done = make(chan struct{})
+		go a.writer()
 	}
 	return a, nil
 }
 
-// Close closes the file.
+// writer appends queued records to the file.
+func (a *Auditor) writer() {
+	defer close(a.done)
+	var buf []byte
+	for line := range a.queue {
+		buf = append(buf[:0], line...)
+		for more := true; more && len(buf) < 1<<20; { // take whatever else is queued
+			select {
+			case l, ok := <-a.queue:
+				if !ok {
+					more = false
+					break
+				}
+				buf = append(buf, l...)
+			default:
+				more = false
+			}
+		}
+		if _, err := a.f.Write(buf); err != nil {
+			a.log.Error().Err(err).Str("file", a.opts.File).Msg("audit records could not be written")
+		}
+	}
+}
+
+// Close writes the queued records and closes the file.
 func (a *Auditor) Close() error {
 	if a == nil || a.f == nil {
 		return nil
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.f.Close()
+	var err error
+	a.closed.Do(func() {
+		a.mu.Lock()
+		a.shut = true
+		close(a.queue)
+		a.mu.Unlock()
+		<-a.done
+		err = a.f.Close()
+	})
+	return err
 }
 
 // arguments fills the record's view of the arguments per the options.
@@ -189,11 +229,12 @@ func (a *Auditor) Write(rec *Record) {
 		a.log.Error().Err(err).Msg("audit record could not be encoded")
 		return
 	}
-	a.mu.Lock()
-	a.buf = append(append(a.buf[:0], b...), '\n')
-	_, err = a.f.Write(a.buf)
-	a.mu.Unlock()
-	if err != nil {
-		a.log.Error().Err(err).Str("file", a.opts.File).Msg("audit record could not be written")
+	b = append(b, '\n')
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.shut {
+		a.log.Warn().Str("principal", rec.Principal).Str("name", rec.Exposed).Msg("audit record after the audit trail closed; logged only")
+		return
 	}
+	a.queue <- b
 }
