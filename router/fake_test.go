@@ -62,6 +62,7 @@ func (f *fakeUpstream) Send(ctx context.Context, req *upstream.Request, done fun
 func (f *fakeUpstream) Cork() func() { return func() {} }
 
 func (f *fakeUpstream) SetClientCapabilities(json.RawMessage) {}
+func (f *fakeUpstream) SetPreferLegacy(bool)                  {}
 
 func (f *fakeUpstream) ListAll(context.Context, string, string) ([]json.RawMessage, error) {
 	return nil, nil

@@ -36,6 +36,7 @@ type Upstream interface {
 	Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error))
 	Cork() (uncork func())
 	SetClientCapabilities(caps json.RawMessage)
+	SetPreferLegacy(legacy bool)
 	ListAll(ctx context.Context, method, key string) ([]json.RawMessage, error)
 	Notify(method string, params json.RawMessage) error
 }
@@ -183,6 +184,14 @@ func (r *Router) Add(u Upstream, namespace string) {
 	b := &backend{name: u.Name(), namespace: namespace, up: u}
 	r.backends = append(r.backends, b)
 	r.byUp[u] = b
+}
+
+// SetPreferLegacy tells the upstreams the client that starts them speaks the legacy era
+// (see upstream.Upstream.SetPreferLegacy).
+func (r *Router) SetPreferLegacy(legacy bool) {
+	for _, b := range r.backends {
+		b.up.SetPreferLegacy(legacy)
+	}
 }
 
 // SetClientCapabilities sets what upstreams are told the client can do (already narrowed

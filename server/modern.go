@@ -95,7 +95,7 @@ func (ss *session) modernPrecheck(msg *jsonrpc.Message, meta json.RawMessage, ve
 // serveModern serves a modern request that passed modernPrecheck.
 func (ss *session) serveModern(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, reply func(*jsonrpc.Message)) {
 	caps := rm.caps
-	ss.s.startUpstreams(mcp.NarrowClientCapabilities(caps))
+	ss.s.startUpstreams(mcp.NarrowClientCapabilities(caps), false)
 
 	switch msg.Method {
 	case mcp.MethodServerDiscover:

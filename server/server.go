@@ -68,9 +68,11 @@ func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
 // startUpstreams starts the upstreams on the first client's initialize, telling them
 // the client capabilities the proxy can relay. Upstreams already started (by the caller,
 // or earlier) keep running and take the capabilities at their next restart.
-func (s *Server) startUpstreams(caps json.RawMessage) {
+// legacy says that client speaks the legacy era.
+func (s *Server) startUpstreams(caps json.RawMessage, legacy bool) {
 	s.startOnce.Do(func() {
 		s.r.SetClientCapabilities(caps)
+		s.r.SetPreferLegacy(legacy)
 		s.r.Start(s.baseCtx)
 	})
 }

@@ -388,7 +388,7 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	ss.mu.Unlock()
 	// Upstreams are told no more than this client can do; they start now unless they
 	// are already running.
-	ss.s.startUpstreams(mcp.NarrowClientCapabilities(p.Capabilities))
+	ss.s.startUpstreams(mcp.NarrowClientCapabilities(p.Capabilities), true)
 
 	rctx, cancel := context.WithTimeout(ctx, ss.s.opts.ReadyTimeout)
 	if err := ss.s.r.WaitReady(rctx); err != nil {

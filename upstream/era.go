@@ -193,6 +193,21 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 	if proto == "" {
 		proto = ProtocolAuto
 	}
+	if proto == ProtocolAuto && c.u.preferLegacy.Load() && len(c.u.spec.Command) > 0 {
+		// A legacy client: try the legacy era first (a server that speaks both is best
+		// driven in the era of the client), then discovery.
+		info, err := c.initialize(ctx)
+		if err == nil {
+			c.version = info.ProtocolVersion
+			c.proc.SetProtocolVersion(info.ProtocolVersion)
+			return info, nil
+		}
+		if ctx.Err() != nil {
+			return Info{}, err
+		}
+		c.log.Debug().Err(err).Msg("initialize refused; probing server/discover")
+		proto = ProtocolModern // only discovery is left to try
+	}
 	if proto != ProtocolLegacy {
 		probe := min(c.u.spec.StartupTimeout/2, 10*time.Second)
 		if proto == ProtocolModern {

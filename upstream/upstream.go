@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -133,14 +134,16 @@ type Upstream struct {
 	log    zerolog.Logger
 	events Events
 
-	mu          sync.Mutex // guards the fields below
-	cur         *conn      // live connection; nil unless state is StateReady
-	state       State
-	lastErr     error
-	info        Info
-	catalogue   *Catalogue
-	restarts    int
-	learnedKind string // the HTTP transport auto found
+	mu           sync.Mutex // guards the fields below
+	cur          *conn      // live connection; nil unless state is StateReady
+	state        State
+	lastErr      error
+	info         Info
+	catalogue    *Catalogue
+	restarts     int
+	learnedKind  string      // the HTTP transport auto found
+	preferLegacy atomic.Bool // see SetPreferLegacy
+
 	// paramHeaders are the x-mcp-header annotations of the current catalogue's tools.
 	paramHeaders map[string][]mcp.ParamHeader
 	started      bool
@@ -306,6 +309,12 @@ func (u *Upstream) Send(ctx context.Context, req *Request, done func(*jsonrpc.Me
 	}
 	c.send(ctx, req, done)
 }
+
+// SetPreferLegacy says the proxy's client speaks the legacy era: a child-process
+// upstream with protocol "auto" is then offered initialize first, so a server that
+// speaks both eras is driven in the legacy one, where it can send requests to the
+// client in the middle of a call (the modern era cannot). Applies to the next start.
+func (u *Upstream) SetPreferLegacy(legacy bool) { u.preferLegacy.Store(legacy) }
 
 // SetClientCapabilities sets the client capabilities sent in the next initialize (the
 // first start, or the next restart).

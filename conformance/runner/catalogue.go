@@ -63,8 +63,17 @@ func (c *catalogueResult) String() string {
 // checkCatalogue lists the server's tools, prompts and resources over a legacy
 // Streamable HTTP session until the catalogue is complete or timeout passes (the
 // upstreams start in the background).
-func checkCatalogue(ctx context.Context, url string, withSecond bool, timeout time.Duration) *catalogueResult {
+//
+// The proxy drives a dual-era upstream in the era of the first client that starts the
+// upstreams; modernFirst makes the check's first request a modern one (for the
+// 2026-07-28 runs, whose clients are modern), before the legacy session that lists.
+func checkCatalogue(ctx context.Context, url string, withSecond, modernFirst bool, timeout time.Duration) *catalogueResult {
 	start := time.Now()
+	if modernFirst {
+		if err := modernHello(ctx, url); err != nil {
+			return &catalogueResult{err: "modern server/discover: " + err.Error()}
+		}
+	}
 	var res *catalogueResult
 	for attempt := 1; ; attempt++ {
 		res = catalogueOnce(ctx, url, withSecond)
@@ -342,4 +351,34 @@ func (c *rpcClient) close(ctx context.Context) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+}
+
+// modernHello sends one 2026-07-28 server/discover declaring the preflight capabilities.
+func modernHello(ctx context.Context, url string) error {
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+		"params": map[string]any{"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+			"io.modelcontextprotocol/clientCapabilities": preflightCapabilities,
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "mcp-proxy-conformance-harness", "version": "1"},
+		}},
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "server/discover")
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	}
+	return nil
 }
