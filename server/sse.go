@@ -250,6 +250,8 @@ type answer struct {
 	es      *eventStream // nil until the answer becomes a stream
 	out     *streamOut
 	finals  []*jsonrpc.Message // responses, while the answer is not a stream
+	written bool               // the JSON answer went out from finish
+	gone    bool               // the handler has returned (client gone, or draining)
 	pending int                // responses still to come
 	done    chan struct{}      // closed when pending reaches zero
 }
@@ -330,11 +332,42 @@ func (a *answer) finish(m *jsonrpc.Message) {
 			close(a.es.endCh)
 		}
 		a.es.mu.Unlock()
+	case m != nil && last && !a.batch && len(a.finals) == 0 && !a.gone:
+		// The common case: the response is all there is. It is written here, on the
+		// goroutine that has it, with its length, so the client has the whole answer
+		// without waiting for the handler's goroutine to wake up and end the response.
+		a.writeFinalLocked(m)
+		a.written = true
 	case m != nil:
 		a.finals = append(a.finals, m)
 	}
 	if last {
 		close(a.done)
+	}
+}
+
+// writeFinalLocked writes a single JSON answer; a.mu is held. Modern-era errors that are
+// HTTP statuses get theirs.
+func (a *answer) writeFinalLocked(m *jsonrpc.Message) {
+	b, err := m.Encode()
+	if err != nil {
+		a.w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	h := a.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	status := http.StatusOK
+	if a.modern && m.Error != nil {
+		switch m.Error.Code {
+		case mcp.CodeHeaderMismatch, mcp.CodeMissingClientCapability, mcp.CodeUnsupportedVersion:
+			status = http.StatusBadRequest // the modern transport answers these with 400, whoever raised them
+		}
+	}
+	a.w.WriteHeader(status)
+	a.w.Write(b)
+	if f, ok := a.w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
@@ -354,6 +387,9 @@ func (a *answer) keepAlive() {
 func (a *answer) complete() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.written {
+		return
+	}
 	if a.es != nil {
 		a.out.close()
 		if a.hs != nil && a.es.delivered() {
@@ -377,19 +413,7 @@ func (a *answer) complete() {
 		a.w.Header().Set("Content-Type", "application/json")
 		a.w.Write(b)
 	default:
-		if a.modern && a.finals[0].Error != nil {
-			switch a.finals[0].Error.Code {
-			case mcp.CodeHeaderMismatch, mcp.CodeMissingClientCapability, mcp.CodeUnsupportedVersion:
-				// The modern transport answers these with 400, whoever raised them.
-				a.w.Header().Set("Content-Type", "application/json")
-				a.w.WriteHeader(http.StatusBadRequest)
-				if b, err := a.finals[0].Encode(); err == nil {
-					a.w.Write(b)
-				}
-				return
-			}
-		}
-		writeJSON(a.w, a.finals[0])
+		a.writeFinalLocked(a.finals[0])
 	}
 }
 
@@ -398,6 +422,7 @@ func (a *answer) complete() {
 func (a *answer) disconnect() (pending bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.gone = true // the handler returns: nothing may touch its ResponseWriter now
 	if a.es != nil {
 		a.es.detach(a.out)
 	}
