@@ -85,6 +85,7 @@ type Decision struct {
 
 type compiledRule struct {
 	Rule
+	fast                      fastCond // the condition compiled to Go, when it can be
 	kinds                     Kind
 	tools, prompts, resources globs
 	upstreams, principals     globs
@@ -136,6 +137,7 @@ func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 		}
 		if r.Condition != nil {
 			e.noteArgs(r.Condition)
+			c.fast = compileFast(r.Condition)
 		}
 		e.rules = append(e.rules, c)
 	}
@@ -247,10 +249,18 @@ func (e *Engine) Decide(p *principal.Principal, it *Item, args json.RawMessage) 
 			continue
 		}
 		if r.Condition != nil {
-			if vars == nil {
-				vars = e.evalVars(p, it, args)
+			var ok bool
+			var err error
+			decided := false
+			if r.fast != nil {
+				ok, err, decided = r.fast(args)
 			}
-			ok, err := evalCondition(r.Condition, vars)
+			if !decided {
+				if vars == nil {
+					vars = e.evalVars(p, it, args)
+				}
+				ok, err = evalCondition(r.Condition, vars)
+			}
 			if r.Deny {
 				if ok || err != nil {
 					reason := fmt.Sprintf("denied by rule %q", r.Name)
