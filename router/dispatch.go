@@ -392,6 +392,11 @@ func (r *Router) setLevel(ctx context.Context, req *Request) (json.RawMessage, e
 	r.logLevel.Store(&level)
 	var wg sync.WaitGroup
 	for _, b := range r.backends {
+		// The session this client's calls go to (its own, or the one for its
+		// capabilities); one starting now takes the level when it is ready.
+		if t, _, err := r.route(b, req); err == nil {
+			b = t
+		}
 		if st, _ := b.up.State(); st != upstream.StateReady || !b.up.Info().HasLogging() {
 			continue
 		}

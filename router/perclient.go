@@ -48,6 +48,7 @@ type clientPool struct {
 
 	mu       sync.Mutex
 	byClient map[any]*instance
+	byCaps   bool // keyed by client capabilities, not by client session
 	closed   bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -58,7 +59,8 @@ type clientPool struct {
 // request that triggered them.
 type instance struct {
 	backend
-	client   any
+	client   any          // the client session (per-client), or the capability key (capability sessions)
+	shared   bool         // serves every client with these capabilities: its notifications go to all
 	calls    atomic.Int32 // requests in flight
 	lastUsed atomic.Int64 // unix nanoseconds
 }
@@ -66,9 +68,19 @@ type instance struct {
 // instanceFor returns the client's instance, starting one if it has none; an error
 // when the cap is reached and no idle instance can make room.
 func (p *clientPool) instanceFor(req *Request) (*instance, error) {
+	var caps json.RawMessage
+	if req.Meta != nil {
+		caps = req.Meta.Capabilities
+	}
+	return p.instanceForKey(req.Session, caps)
+}
+
+// instanceForKey is instanceFor for any key: a client session, or (for capability
+// sessions) a set of client capabilities.
+func (p *clientPool) instanceForKey(key any, caps json.RawMessage) (*instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if inst := p.byClient[req.Session]; inst != nil {
+	if inst := p.byClient[key]; inst != nil {
 		return inst, nil
 	}
 	if p.closed {
@@ -76,25 +88,25 @@ func (p *clientPool) instanceFor(req *Request) (*instance, error) {
 	}
 	if len(p.byClient) >= p.pc.MaxSessions && !p.evictIdleLocked() {
 		p.r.log.Warn().Str("upstream", p.parent.name).Int("max_sessions", p.pc.MaxSessions).
-			Msg("per-client upstream at its session cap with every session busy; call refused")
+			Msg("upstream at its session cap with every session busy; call refused")
 		return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, p.parent.name,
-			fmt.Sprintf("upstream %q already serves its maximum of %d client sessions; try again later", p.parent.name, p.pc.MaxSessions))
+			fmt.Sprintf("upstream %q already serves its maximum of %d sessions; try again later", p.parent.name, p.pc.MaxSessions))
 	}
-	var caps json.RawMessage
-	if req.Meta != nil {
-		caps = req.Meta.Capabilities
-	}
-	inst := &instance{client: req.Session}
+	inst := &instance{client: key, shared: p.byCaps}
 	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace}
 	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
 	inst.lastUsed.Store(time.Now().UnixNano())
-	p.byClient[req.Session] = inst
+	p.byClient[key] = inst
 	ctx := p.r.ctx
 	if ctx == nil { // not started: nothing can call before Start, but stay safe
 		ctx = context.Background()
 	}
 	inst.up.Start(ctx)
-	p.r.log.Info().Str("upstream", p.parent.name).Int("sessions", len(p.byClient)).Msg("per-client upstream session started")
+	what := "per-client upstream session started"
+	if p.byCaps {
+		what = "upstream session started for another set of client capabilities"
+	}
+	p.r.log.Info().Str("upstream", p.parent.name).Int("sessions", len(p.byClient)).Msg(what)
 	return inst, nil
 }
 
@@ -196,6 +208,15 @@ func (r *Router) Release(client any) {
 // calling client session's instance (inst is then that instance). Requests without a
 // session (stateless modern clients, the CLI) use the catalogue instance.
 func (r *Router) route(b *backend, req *Request) (target *backend, inst *instance, err error) {
+	if b.capsPool != nil && req.Meta != nil && !b.up.Info().Modern {
+		if key := CapabilitiesKey(req.Meta.Capabilities); key != r.firstCapsKey() {
+			inst, err := b.capsPool.instanceForKey(key, req.Meta.Capabilities)
+			if err != nil {
+				return nil, nil, err
+			}
+			return &inst.backend, inst, nil
+		}
+	}
 	if b.pool == nil || req.Session == nil {
 		return b, nil, nil
 	}
@@ -214,7 +235,13 @@ type instanceEvents struct {
 	inst *instance
 }
 
-func (e *instanceEvents) Changed(*upstream.Upstream, upstream.Kinds) {}
+// Changed: the catalogue is the catalogue instance's; a session that became ready takes
+// the clients' log level.
+func (e *instanceEvents) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
+	if st, _ := u.State(); st == upstream.StateReady && kinds == upstream.AllKinds {
+		e.p.r.reapplyLogLevel(u)
+	}
+}
 
 func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 	r := e.p.r
@@ -226,6 +253,10 @@ func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) 
 	switch m.Method {
 	case mcp.NotificationToolsListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationResourcesListChanged:
 		return // the catalogue instance reports catalogue changes
+	}
+	if e.inst.shared {
+		r.broadcast(m.Method, r.adaptNotification(e.p.parent, u.Name(), m))
+		return
 	}
 	if c, ok := e.inst.client.(Client); ok {
 		c.Notify(m.Method, r.adaptNotification(e.p.parent, u.Name(), m))
@@ -244,7 +275,76 @@ func (e *instanceEvents) Request(ctx context.Context, u *upstream.Upstream, m *j
 	if c, ok := e.inst.client.(Client); ok {
 		return c.Request(ctx, m.Method, m.Params)
 	}
+	if e.inst.shared {
+		return (*events)(e.p.r).Request(ctx, u, m) // no call in flight: the one client, if there is one
+	}
 	return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcp-proxy has no client to relay %s to", m.Method)
 }
 
 func (e *instanceEvents) Hold() (release func()) { return e.p.r.holdClients() }
+
+// A legacy upstream session is initialized with one set of client capabilities, and a
+// server decides what to ask the client from them. A shared legacy HTTP upstream serving
+// clients with different capabilities therefore gets one session per distinct set (the
+// first client's is the catalogue session), so that it never asks a client for what
+// that client did not declare.
+
+// SetCapabilitySessions gives the named shared upstream one session per distinct set of
+// client capabilities while it speaks the legacy era. Call it after Add, before Start.
+func (r *Router) SetCapabilitySessions(name string, pc PerClient) {
+	if pc.MaxSessions <= 0 {
+		pc.MaxSessions = 16
+	}
+	if pc.IdleTimeout <= 0 {
+		pc.IdleTimeout = 10 * time.Minute
+	}
+	for _, b := range r.backends {
+		if b.name == name && b.pool == nil {
+			b.capsPool = &clientPool{r: r, parent: b, pc: pc, byClient: map[any]*instance{}, byCaps: true, stop: make(chan struct{})}
+		}
+	}
+}
+
+// firstCapsKey is the key of the capabilities the upstreams were started with.
+func (r *Router) firstCapsKey() string {
+	if p := r.clientCaps.Load(); p != nil {
+		return CapabilitiesKey(*p)
+	}
+	return CapabilitiesKey(nil)
+}
+
+// CapabilitiesKey names a set of client capabilities by what the proxy relays (roots,
+// roots.listChanged, sampling, elicitation form and url), ignoring formatting.
+func CapabilitiesKey(caps json.RawMessage) string {
+	var c struct {
+		Roots *struct {
+			ListChanged bool `json:"listChanged"`
+		} `json:"roots"`
+		Sampling    *struct{} `json:"sampling"`
+		Elicitation *struct {
+			Form *struct{} `json:"form"`
+			URL  *struct{} `json:"url"`
+		} `json:"elicitation"`
+	}
+	_ = json.Unmarshal(caps, &c)
+	k := []byte("-----")
+	if c.Roots != nil {
+		k[0] = 'r'
+		if c.Roots.ListChanged {
+			k[1] = 'l'
+		}
+	}
+	if c.Sampling != nil {
+		k[2] = 's'
+	}
+	if c.Elicitation != nil {
+		// An empty elicitation object means form (2025-06-18).
+		if c.Elicitation.Form != nil || c.Elicitation.URL == nil {
+			k[3] = 'f'
+		}
+		if c.Elicitation.URL != nil {
+			k[4] = 'u'
+		}
+	}
+	return string(k)
+}

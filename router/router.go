@@ -75,7 +75,8 @@ type backend struct {
 	mu       sync.Mutex            // guards inflight
 	inflight map[*Request]struct{} // requests in flight that can answer server-to-client requests
 
-	pool *clientPool // per-client sessions; nil for a shared upstream
+	pool     *clientPool // per-client sessions; nil for a shared upstream
+	capsPool *clientPool // sessions for other client capabilities (see SetCapabilitySessions)
 }
 
 // track records req as in flight on b until the returned function is called.
@@ -141,6 +142,8 @@ type Router struct {
 	guard   Guard // the policy chain; nil when there is none
 	onClose []func()
 
+	clientCaps atomic.Pointer[json.RawMessage] // what the upstreams were started with
+
 	startOnce sync.Once
 	ctx       context.Context // from Start: the lifetime of per-client upstream sessions
 }
@@ -197,6 +200,7 @@ func (r *Router) SetPreferLegacy(legacy bool) {
 // SetClientCapabilities sets what upstreams are told the client can do (already narrowed
 // to what the proxy relays); it applies to upstreams started or restarted afterwards.
 func (r *Router) SetClientCapabilities(caps json.RawMessage) {
+	r.clientCaps.Store(&caps)
 	for _, b := range r.backends {
 		b.up.SetClientCapabilities(caps)
 	}
@@ -207,9 +211,11 @@ func (r *Router) Start(ctx context.Context) {
 	r.startOnce.Do(func() {
 		r.ctx = ctx
 		for _, b := range r.backends {
-			if b.pool != nil {
-				b.pool.wg.Add(1)
-				go b.pool.sweep()
+			for _, p := range []*clientPool{b.pool, b.capsPool} {
+				if p != nil {
+					p.wg.Add(1)
+					go p.sweep()
+				}
 			}
 		}
 	})
@@ -244,12 +250,14 @@ func (r *Router) Settled() bool { return r.settled.Load() }
 func (r *Router) Close() error {
 	var wg sync.WaitGroup
 	for _, b := range r.backends {
-		if b.pool != nil {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				b.pool.close()
-			}()
+		for _, p := range []*clientPool{b.pool, b.capsPool} {
+			if p != nil {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p.close()
+				}()
+			}
 		}
 	}
 	errs := make([]error, len(r.backends))

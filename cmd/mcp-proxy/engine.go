@@ -93,16 +93,21 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 			ClientVersion:  buildVersion(),
 		}
 		u := upstream.New(spec, log, r.Events())
+		newInstance := func(caps json.RawMessage, events upstream.Events) router.Upstream {
+			s := spec
+			s.ClientCapabilities = caps
+			return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
+		}
 		if uc.Session != config.SessionPerClient || !manyClients {
 			r.Add(u, uc.Namespace)
+			if manyClients && uc.URL != "" {
+				// A shared legacy HTTP session per distinct set of client capabilities.
+				r.SetCapabilitySessions(uc.Name, router.PerClient{New: newInstance})
+			}
 			continue
 		}
 		r.AddPerClient(u, uc.Namespace, router.PerClient{
-			New: func(caps json.RawMessage, events upstream.Events) router.Upstream {
-				s := spec
-				s.ClientCapabilities = caps
-				return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
-			},
+			New:         newInstance,
 			MaxSessions: uc.MaxSessions,
 			IdleTimeout: uc.IdleTimeout,
 		})
