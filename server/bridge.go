@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +33,17 @@ import (
 // upstream.
 const parkTTL = 5 * time.Minute
 
-// inputKey names the one input request of a round.
+// inputKey names the first input request of a round; later ones in the same round are
+// input2, input3, ...
 const inputKey = "input"
+
+// gatherWindow is how long a round waits, after the upstream's first input request, for
+// others it sends together (elicitation, sampling and roots at once), so that the
+// client gets them in one input_required result.
+const gatherWindow = 10 * time.Millisecond
+
+// maxRoundInputs bounds the input requests of one round.
+const maxRoundInputs = 16
 
 // bridgeCall is one modern call that may go through input rounds.
 type bridgeCall struct {
@@ -47,8 +57,15 @@ type bridgeCall struct {
 
 	mu      sync.Mutex // guards the fields below
 	active  *activeReq // the client request now waiting for this call; nil while parked
-	pending *parked    // the upstream's request awaiting the client's input
+	pending *round     // the upstream's requests awaiting the client's input
 	final   *outcome   // the upstream's result, if it came while no client request waited
+}
+
+// round is the set of the upstream's input requests answered by one client retry.
+type round struct {
+	keys   []string
+	parked map[string]*parked
+	sent   bool // the input_required result has gone to the client
 }
 
 type activeReq struct {
@@ -152,23 +169,47 @@ func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawM
 	}
 	p := &parked{method: method, params: params, answer: make(chan json.RawMessage, 1)}
 	bc.mu.Lock()
-	if bc.pending != nil || bc.active == nil {
+	switch r := bc.pending; {
+	case r != nil && !r.sent && len(r.keys) < maxRoundInputs:
+		// Another request of the round being gathered: it goes out with the first.
+		key := inputKey + strconv.Itoa(len(r.keys)+1)
+		r.keys = append(r.keys, key)
+		r.parked[key] = p
 		bc.mu.Unlock()
-		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcp-proxy relays one input request at a time per call")
+	case r != nil || bc.active == nil:
+		bc.mu.Unlock()
+		return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "mcp-proxy cannot relay %s now: the call is waiting for its client", method)
+	default:
+		r := &round{keys: []string{inputKey}, parked: map[string]*parked{inputKey: p}}
+		bc.pending = r
+		bc.mu.Unlock()
+		time.Sleep(gatherWindow)
+		bc.mu.Lock()
+		r.sent = true
+		a := bc.active
+		bc.active = nil
+		requests := make(map[string]any, len(r.keys))
+		for _, k := range r.keys {
+			requests[k] = map[string]any{"method": r.parked[k].method, "params": r.parked[k].params}
+		}
+		if a == nil { // the client's request went away while gathering: no one to ask
+			bc.pending = nil
+			bc.mu.Unlock()
+			for _, k := range r.keys[1:] {
+				r.parked[k].answer <- nil
+			}
+			return nil, jsonrpc.Errorf(jsonrpc.CodeInternalError, "the client's request ended before it could be asked for %s", method)
+		}
+		bc.mu.Unlock()
+		bc.ss.keepBridge(bc)
+		state := bc.ss.s.mintState(bc.ss.nonce, bc.principal, bc.id, time.Now().Add(parkTTL))
+		res, _ := json.Marshal(map[string]any{
+			"resultType":    mcp.ResultTypeInputRequired,
+			"inputRequests": requests,
+			"requestState":  state,
+		})
+		bc.answer(a, jsonrpc.NewResult(a.id, res))
 	}
-	bc.pending = p
-	a := bc.active
-	bc.active = nil
-	bc.mu.Unlock()
-
-	bc.ss.keepBridge(bc)
-	state := bc.ss.s.mintState(bc.ss.nonce, bc.principal, bc.id, time.Now().Add(parkTTL))
-	res, _ := json.Marshal(map[string]any{
-		"resultType":    mcp.ResultTypeInputRequired,
-		"inputRequests": map[string]any{inputKey: map[string]any{"method": method, "params": params}},
-		"requestState":  state,
-	})
-	bc.answer(a, jsonrpc.NewResult(a.id, res))
 
 	timer := time.NewTimer(parkTTL)
 	defer timer.Stop()
@@ -234,6 +275,11 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 	ss.inflight[msg.ID.Key()] = &bc.canceller
 	ss.mu.Unlock()
 	p := bc.pending
+	if p != nil && !p.sent {
+		bc.mu.Unlock()
+		bad("is not awaited yet")
+		return
+	}
 	bc.pending = nil
 	a := &activeReq{id: msg.ID, reply: reply}
 	final := bc.final
@@ -243,11 +289,11 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 	}
 	bc.mu.Unlock()
 	if p != nil {
-		var ans json.RawMessage
-		if responses, ok, _ := jsonx.Get(msg.Params, "inputResponses"); ok {
-			ans, _, _ = jsonx.Get(responses, inputKey)
+		responses, _, _ := jsonx.Get(msg.Params, "inputResponses")
+		for _, k := range p.keys {
+			ans, _, _ := jsonx.Get(responses, k)
+			p.parked[k].answer <- ans
 		}
-		p.answer <- ans
 	}
 	if final != nil {
 		ss.forgetBridge(bc.id)
@@ -259,7 +305,7 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 func (bc *bridgeCall) parked() bool {
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
-	return bc.pending != nil
+	return bc.pending != nil && bc.pending.sent
 }
 
 func (ss *session) keepBridge(bc *bridgeCall) {
