@@ -32,6 +32,7 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	url := fs.String("url", "", "the Streamable HTTP endpoint to expose on stdin/stdout")
 	listen := fs.String("listen", "", "serve the command after -- over Streamable HTTP at this host:port")
 	path := fs.String("path", "/mcp", "the HTTP endpoint path with --listen")
+	insecure := fs.Bool("insecure-no-auth", false, "with --listen on a non-loopback address: serve without authentication (a gateway in front authenticates)")
 	headers := headerFlags{}
 	fs.Var(headers, "header", "NAME=VALUE sent to the server on every request (repeatable)")
 	timeout := fs.Duration("timeout", 60*time.Second, "per request")
@@ -39,7 +40,7 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	const usage = "usage: mcp-proxy bridge --url URL [--header NAME=VALUE]...\n   or: mcp-proxy bridge --listen HOST:PORT [--path /mcp] -- COMMAND [ARGS...]"
+	const usage = "usage: mcp-proxy bridge --url URL [--header NAME=VALUE]...\n   or: mcp-proxy bridge --listen HOST:PORT [--path /mcp] [--insecure-no-auth] -- COMMAND [ARGS...]"
 	if *listen != "" {
 		if *url != "" || len(pos) == 0 {
 			return exitError{code: 2, msg: usage}
@@ -50,7 +51,7 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 		cfg := bridgeConfig(config.Upstream{Name: "local", Command: pos}, *timeout)
 		cfg.Listen = []config.Listen{{Address: *listen, Path: *path, MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
-			SessionIdle: 30 * time.Minute, MaxSessions: 1000}}
+			SessionIdle: 30 * time.Minute, MaxSessions: 1000, InsecureNoAuth: *insecure}}
 		return serveHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
 	}
 	if *url == "" || len(pos) > 0 {

@@ -37,7 +37,7 @@ func newAuthenticator(cfg *config.Config, l config.Listen, log zerolog.Logger) (
 	if cfg.Auth == nil {
 		if !isLoopback(l.Address) && !l.InsecureNoAuth {
 			return nil, exitError{code: 1, msg: fmt.Sprintf(
-				"refusing to serve %s without authentication: add an auth block, bind to 127.0.0.1, or set insecure_no_auth = true in the listen block if a gateway in front authenticates", l.Address)}
+				"refusing to serve %s without authentication: add an auth block, bind to 127.0.0.1, or set insecure_no_auth = true in the listen block (bridge: --insecure-no-auth) if a gateway in front authenticates", l.Address)}
 		}
 		return nil, nil
 	}
