@@ -66,7 +66,8 @@ Usage:
                                                    (with --as: only those the policy lets PRINCIPAL see)
   mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
   mcp-proxy bridge   --url URL [--header K=V]      expose one remote (Streamable HTTP) server on stdin/stdout
-  mcp-proxy bridge   --listen ADDR -- CMD ARGS...  serve one stdio server over Streamable HTTP
+  mcp-proxy bridge   --listen ADDR [--insecure-no-auth] -- CMD ARGS...
+                                                   serve one stdio server over Streamable HTTP
   mcp-proxy hash-key                               read an API key on stdin, print its sha256 for auth.api_key
   mcp-proxy version                                print the version
 
