@@ -100,3 +100,47 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, logs 
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestCapabilitySessions: a shared legacy HTTP upstream gets one session per distinct
+// set of client capabilities, so the server never asks a client for what it did not
+// declare: a client without sampling gets the server's own "no sampling" answer, and a
+// client with it is asked.
+func TestCapabilitySessions(t *testing.T) {
+	t.Parallel()
+	upURL := startHTTPEverything(t, false) // stateful: a legacy-era session
+	url, stderr := startHTTPProxy(t, fmt.Sprintf("upstream \"ev\" {\n  url = %q\n  namespace = \"ev\"\n}\n", upURL))
+	ctx := ctxT(t, 90*time.Second)
+	connect := func(name string, sampling bool) *mcp.ClientSession {
+		opts := &mcp.ClientOptions{}
+		if sampling {
+			opts.CreateMessageHandler = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled for " + name}}, nil
+			}
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("connect %s: %v\n%s", name, err, stderr)
+		}
+		return cs
+	}
+	withSampling := connect("with", true) // the first client: its capabilities start the upstream
+	without := connect("without", false)
+	defer withSampling.Close()
+	defer without.Close()
+
+	res, err := withSampling.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_sampling", Arguments: map[string]any{"prompt": "hi"}})
+	if err != nil || !strings.Contains(textOf(res), "sampled for with") {
+		t.Errorf("client with sampling: %v %q", err, textOf(res))
+	}
+	res, err = without.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_sampling", Arguments: map[string]any{"prompt": "hi"}})
+	if err == nil && strings.Contains(textOf(res), "sampled for") {
+		t.Errorf("a client without sampling was sampled: %q", textOf(res))
+	}
+	if strings.Contains(stderr.String(), "cannot relay sampling/createMessage") {
+		t.Errorf("the server asked a client for sampling it did not declare (the proxy had to refuse)\n%s", stderr)
+	}
+	if !strings.Contains(stderr.String(), "upstream session started for another set of client capabilities") {
+		t.Errorf("no second session for the other capabilities\n%s", stderr)
+	}
+}
