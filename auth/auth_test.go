@@ -486,3 +486,36 @@ func TestClaimNames(t *testing.T) {
 		t.Fatalf("principal %+v", p)
 	}
 }
+
+// TestVerifiedTokenCache: a token is verified once and then served from the cache until
+// it expires; the cache holds no token past its expiry, and a tampered token never hits.
+func TestVerifiedTokenCache(t *testing.T) {
+	keys(t)
+	is := newIssuer(t, rsaKey)
+	a, _ := newAuth(t, Config{Resource: testResource, JWT: is.jwtConfig()})
+	tok := sign(t, rsaKey, claims(nil))
+	for i := 0; i < 5; i++ {
+		if p, f := a.Authenticate(request(bearer(tok))); f != nil || p.Name != "alice" {
+			t.Fatalf("call %d: %+v %+v", i, p, f)
+		}
+	}
+	if n := a.jwt.verifications.Load(); n != 1 {
+		t.Errorf("%d signature checks for five requests with one token, want 1", n)
+	}
+	if _, f := a.Authenticate(request(bearer(tamper(tok)))); f == nil {
+		t.Error("a tampered token was accepted")
+	}
+	// A token about to expire is cached only until it expires.
+	short := sign(t, rsaKey, claims(map[string]any{"exp": time.Now().Add(1100 * time.Millisecond).Unix()}))
+	before := a.jwt.verifications.Load()
+	a.Authenticate(request(bearer(short)))
+	a.Authenticate(request(bearer(short)))
+	if got := a.jwt.verifications.Load() - before; got != 1 {
+		t.Errorf("%d checks before expiry, want 1", got)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	a.Authenticate(request(bearer(short))) // past exp: checked again (the leeway still admits it)
+	if got := a.jwt.verifications.Load() - before; got != 2 {
+		t.Errorf("an expired cache entry was used (%d checks)", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -88,6 +91,62 @@ type jwtValidator struct {
 	algs                       []jose.SignatureAlgorithm
 	leeway                     time.Duration
 	keys                       *jwksCache
+
+	// Verified tokens, by their SHA-256: a signature check costs 100–200 µs, and a
+	// client sends the same token on every request. An entry lives until the token
+	// expires, and at most verifiedTTL (a key the issuer withdraws stops being trusted
+	// within that time).
+	cacheMu       sync.Mutex
+	cache         map[[32]byte]verifiedToken
+	verifications atomic.Int64 // signature checks done (for tests and metrics)
+}
+
+type verifiedToken struct {
+	p     *principal.Principal
+	until time.Time
+}
+
+const (
+	verifiedTTL = 5 * time.Minute
+	maxVerified = 4096
+)
+
+// cached returns the principal of a token verified before and still fresh.
+func (v *jwtValidator) cached(key [32]byte, now time.Time) *principal.Principal {
+	v.cacheMu.Lock()
+	defer v.cacheMu.Unlock()
+	e, ok := v.cache[key]
+	if !ok {
+		return nil
+	}
+	if !now.Before(e.until) {
+		delete(v.cache, key)
+		return nil
+	}
+	return e.p
+}
+
+func (v *jwtValidator) remember(key [32]byte, p *principal.Principal, until time.Time) {
+	v.cacheMu.Lock()
+	defer v.cacheMu.Unlock()
+	if v.cache == nil {
+		v.cache = map[[32]byte]verifiedToken{}
+	}
+	if len(v.cache) >= maxVerified {
+		now := time.Now()
+		for k, e := range v.cache {
+			if !now.Before(e.until) {
+				delete(v.cache, k)
+			}
+		}
+		for k := range v.cache { // still full: forget an arbitrary eighth
+			if len(v.cache) < maxVerified*7/8 {
+				break
+			}
+			delete(v.cache, k)
+		}
+	}
+	v.cache[key] = verifiedToken{p: p, until: until}
 }
 
 func newJWTValidator(c JWTConfig, resource string, log zerolog.Logger) (*jwtValidator, error) {
@@ -197,21 +256,47 @@ func (v *jwtValidator) validate(tok string) (*principal.Principal, *tokenError) 
 	if len(tok) > maxTokenLen {
 		return nil, tokErr("invalid token", fmt.Sprintf("token of %d bytes exceeds %d", len(tok), maxTokenLen))
 	}
+	key := sha256.Sum256([]byte(tok))
+	now := time.Now()
+	if p := v.cached(key, now); p != nil {
+		return p, nil
+	}
+	p, terr := v.verify(tok, now)
+	if terr == nil {
+		until := now.Add(verifiedTTL)
+		if p.exp.Before(until) {
+			until = p.exp
+		}
+		v.remember(key, p.p, until)
+		return p.p, nil
+	}
+	return nil, terr
+}
+
+type verifiedClaims struct {
+	p   *principal.Principal
+	exp time.Time
+}
+
+// verify checks a token's signature and claims.
+func (v *jwtValidator) verify(tok string, now time.Time) (verifiedClaims, *tokenError) {
+	v.verifications.Add(1)
+	fail := func(e *tokenError) (verifiedClaims, *tokenError) { return verifiedClaims{}, e }
 	jws, err := jose.ParseSignedCompact(tok, v.algs)
 	if err != nil {
 		var bad *jose.ErrUnexpectedSignatureAlgorithm
 		if errors.As(err, &bad) {
-			return nil, tokErr("token signing algorithm not allowed", err.Error())
+			return fail(tokErr("token signing algorithm not allowed", err.Error()))
 		}
-		return nil, tokErr("malformed token", err.Error())
+		return fail(tokErr("malformed token", err.Error()))
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, tokErr("malformed token", "not exactly one signature")
+		return fail(tokErr("malformed token", "not exactly one signature"))
 	}
 	h := jws.Signatures[0].Protected
 	alg := jose.SignatureAlgorithm(h.Algorithm)
 	if !slices.Contains(v.algs, alg) { // ParseSignedCompact checked this; be explicit
-		return nil, tokErr("token signing algorithm not allowed", "alg "+h.Algorithm)
+		return fail(tokErr("token signing algorithm not allowed", "alg "+h.Algorithm))
 	}
 
 	cands := v.keys.candidates(h.KeyID, alg)
@@ -221,7 +306,7 @@ func (v *jwtValidator) validate(tok string) (*principal.Principal, *tokenError) 
 		cands = v.keys.candidates(h.KeyID, alg)
 	}
 	if len(cands) == 0 {
-		return nil, tokErr("token signed by an unknown key", fmt.Sprintf("no %s key with kid %q in the issuer's JWKS", alg, h.KeyID))
+		return fail(tokErr("token signed by an unknown key", fmt.Sprintf("no %s key with kid %q in the issuer's JWKS", alg, h.KeyID)))
 	}
 	var payload []byte
 	for _, k := range cands {
@@ -230,40 +315,40 @@ func (v *jwtValidator) validate(tok string) (*principal.Principal, *tokenError) 
 		}
 	}
 	if err != nil {
-		return nil, tokErr("invalid token signature", fmt.Sprintf("kid %q: %v", h.KeyID, err))
+		return fail(tokErr("invalid token signature", fmt.Sprintf("kid %q: %v", h.KeyID, err)))
 	}
 
 	var std jwt.Claims
 	var all map[string]any
 	if err := json.Unmarshal(payload, &std); err != nil {
-		return nil, tokErr("malformed token claims", err.Error())
+		return fail(tokErr("malformed token claims", err.Error()))
 	}
 	if err := json.Unmarshal(payload, &all); err != nil {
-		return nil, tokErr("malformed token claims", err.Error())
+		return fail(tokErr("malformed token claims", err.Error()))
 	}
 	if std.Expiry == nil {
-		return nil, tokErr("token has no expiry", "no exp claim")
+		return fail(tokErr("token has no expiry", "no exp claim"))
 	}
-	err = std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.audience}, Time: time.Now()}, v.leeway)
+	err = std.ValidateWithLeeway(jwt.Expected{Issuer: v.issuer, AnyAudience: jwt.Audience{v.audience}, Time: now}, v.leeway)
 	switch {
 	case err == nil:
 	case errors.Is(err, jwt.ErrInvalidIssuer):
-		return nil, tokErr("token issuer not accepted", fmt.Sprintf("iss %q, want %q", std.Issuer, v.issuer))
+		return fail(tokErr("token issuer not accepted", fmt.Sprintf("iss %q, want %q", std.Issuer, v.issuer)))
 	case errors.Is(err, jwt.ErrInvalidAudience):
-		return nil, tokErr("token audience does not include this resource", fmt.Sprintf("aud %q, want %q", []string(std.Audience), v.audience))
+		return fail(tokErr("token audience does not include this resource", fmt.Sprintf("aud %q, want %q", []string(std.Audience), v.audience)))
 	case errors.Is(err, jwt.ErrExpired):
-		return nil, tokErr("token expired", "expired at "+std.Expiry.Time().UTC().Format(time.RFC3339))
+		return fail(tokErr("token expired", "expired at "+std.Expiry.Time().UTC().Format(time.RFC3339)))
 	case errors.Is(err, jwt.ErrNotValidYet):
-		return nil, tokErr("token not yet valid", "nbf "+std.NotBefore.Time().UTC().Format(time.RFC3339))
+		return fail(tokErr("token not yet valid", "nbf "+std.NotBefore.Time().UTC().Format(time.RFC3339)))
 	case errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return nil, tokErr("token issued in the future", "iat "+std.IssuedAt.Time().UTC().Format(time.RFC3339))
+		return fail(tokErr("token issued in the future", "iat "+std.IssuedAt.Time().UTC().Format(time.RFC3339)))
 	default:
-		return nil, tokErr("invalid token", err.Error())
+		return fail(tokErr("invalid token", err.Error()))
 	}
 
 	name, _ := lookupClaim(all, v.principalClaim).(string)
 	if name == "" {
-		return nil, tokErr("token has no subject", fmt.Sprintf("claim %q missing, empty or not a string", v.principalClaim))
+		return fail(tokErr("token has no subject", fmt.Sprintf("claim %q missing, empty or not a string", v.principalClaim)))
 	}
 	p := &principal.Principal{Name: name, Via: "jwt"}
 	p.Groups = claimStrings(lookupClaim(all, v.groupClaim))
@@ -274,7 +359,7 @@ func (v *jwtValidator) validate(tok string) (*principal.Principal, *tokenError) 
 			}
 		}
 	}
-	return p, nil
+	return verifiedClaims{p: p, exp: std.Expiry.Time()}, nil
 }
 
 // lookupClaim returns claims[name], or for a dotted name with no such top-level claim,
