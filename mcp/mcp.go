@@ -95,3 +95,13 @@ const (
 	ResultTypeComplete      = "complete"
 	ResultTypeInputRequired = "input_required"
 )
+
+// IsClientRequest reports whether method is a request a server may send its client
+// (sampling, elicitation, roots): the only ones the proxy relays.
+func IsClientRequest(method string) bool {
+	switch method {
+	case MethodSamplingCreateMessage, MethodElicitationCreate, MethodRootsList:
+		return true
+	}
+	return false
+}

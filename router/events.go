@@ -128,11 +128,6 @@ func (r *Router) adaptNotification(b *backend, name string, m *jsonrpc.Message) 
 // cannot be tied to one of them, it is refused with an error rather than guessed.
 func (e *events) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
 	r := (*Router)(e)
-	switch m.Method {
-	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
-	default:
-		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", m.Method)
-	}
 	if b := r.byUp[u]; b != nil {
 		input, ok := b.inputFor()
 		if !ok {

@@ -264,11 +264,6 @@ func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) 
 }
 
 func (e *instanceEvents) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
-	switch m.Method {
-	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
-	default:
-		return nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", m.Method)
-	}
 	if input, _ := e.inst.inputFor(); input != nil {
 		return input(ctx, m.Method, m.Params) // on the stream of the request that caused it
 	}

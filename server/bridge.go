@@ -105,7 +105,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: &bc.canceller, Modern: true,
 		Principal: principal.From(ctx),
 		Meta:      &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
-	if meta, _ := modernMeta(msg.Params); hasProgressToken(meta) {
+	if hasProgressToken(rm.meta) {
 		notify := ss.requestNotifier(ctx)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}

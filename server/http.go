@@ -289,7 +289,8 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, id, code, err.Error())
 		return
 	}
-	if meta, version := modernMeta(msg.Params); msg.IsRequest() && (version != "" || msg.Method == mcp.MethodServerDiscover) {
+	meta, version := modernMeta(msg.Params)
+	if msg.IsRequest() && (version != "" || msg.Method == mcp.MethodServerDiscover) {
 		// The headers first: a version header that disagrees with _meta is a mismatch
 		// (-32020) before it is an unsupported version (-32022).
 		var jerr *jsonrpc.Error
@@ -311,7 +312,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			w.Write(b)
 			return
 		}
-		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, &rm)
+		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, meta, &rm)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -335,32 +336,58 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		hs.ss.deliverResponse(msg)
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		h.serveRequest(w, r, hs.ctx, hs, hs.ss, msg, nil)
+		h.serveRequest(w, r, hs.ctx, hs, hs.ss, msg, meta, nil)
 	}
 }
 
 // sessionOf finds the legacy session a POST belongs to, or answers the error: 400
 // without Mcp-Session-Id or with a bad MCP-Protocol-Version, 404 for an unknown session.
 func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonrpc.ID) *httpSession {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+	hs, status := h.sessionFor(r)
+	switch status {
+	case http.StatusBadRequest:
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
 		return nil
-	}
-	hs := h.lookup(sid)
-	if hs == nil {
-		httpError(w, http.StatusNotFound, id, jsonrpc.CodeInvalidRequest, "Session not found")
+	case http.StatusNotFound:
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Session not found")
+		return nil
+	case http.StatusForbidden:
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another principal")
 		return nil
 	}
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !mcp.IsLegacyVersion(v) {
 		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version "+v)
 		return nil
 	}
-	if !hs.samePrincipal(r) {
-		httpError(w, http.StatusForbidden, id, jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another principal")
-		return nil
-	}
 	return hs
+}
+
+// sessionFor finds the legacy session of a request: status is 400 without
+// Mcp-Session-Id, 404 for an unknown session, 403 when it belongs to another principal,
+// and 200 with the session.
+func (h *HTTPHandler) sessionFor(r *http.Request) (*httpSession, int) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		return nil, http.StatusBadRequest
+	}
+	hs := h.lookup(sid)
+	switch {
+	case hs == nil:
+		return nil, http.StatusNotFound
+	case !hs.samePrincipal(r):
+		return nil, http.StatusForbidden
+	}
+	return hs, http.StatusOK
+}
+
+// plainSessionError answers a GET or DELETE whose session sessionFor did not find.
+func plainSessionError(w http.ResponseWriter, status int) {
+	msg := map[int]string{
+		http.StatusBadRequest: "Mcp-Session-Id header is required",
+		http.StatusNotFound:   "session not found",
+		http.StatusForbidden:  "the session belongs to another principal",
+	}[status]
+	http.Error(w, msg, status)
 }
 
 // samePrincipal reports whether a request comes from the principal that opened the
@@ -411,7 +438,7 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	id := hex.EncodeToString(b[:])
 	hs := &httpSession{id: id}
-	hs.get = newEventSink(newEventStream(getStreamID, keepEvents), h.opts.KeepAlive)
+	hs.get = newEventSink(newEventStream(getStreamID, keepEvents), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), h.s.log.With().Str("session", id[:8]).Logger())
 	hs.ss.corkless = true
@@ -465,7 +492,8 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 // serveRequest answers one request: as JSON, or as an event stream carrying its related
 // messages before its response. For a modern request a closed stream cancels it; a
 // legacy request goes on (the spec's rule) and its stream can be resumed.
-func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, rm *requestMeta) {
+// meta is the request's _meta, read once by the caller.
+func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, meta json.RawMessage, rm *requestMeta) {
 	a := newAnswer(w, hs, 1)
 	if hs != nil {
 		a.prime = hs.primes()
@@ -492,7 +520,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	if rm != nil {
 		ss.serveModern(ctx, &inner, *rm, reply)
 	} else {
-		ss.handleRequest(ctx, &inner, reply)
+		ss.handleLegacy(ctx, &inner, meta, reply)
 	}
 	var drain <-chan struct{}
 	if msg.Method == mcp.MethodSubscriptionsListen {
@@ -571,18 +599,9 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		http.Error(w, "Mcp-Session-Id header is required", http.StatusBadRequest)
-		return
-	}
-	hs := h.lookup(sid)
+	hs, status := h.sessionFor(r)
 	if hs == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
-		return
-	}
-	if !hs.samePrincipal(r) {
-		http.Error(w, "the session belongs to another principal", http.StatusForbidden)
+		plainSessionError(w, status)
 		return
 	}
 	after := int64(-1)
@@ -610,49 +629,25 @@ func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, hs *httpSes
 		hs.dropStream(es)
 		return
 	}
-	ka := time.NewTicker(h.opts.KeepAlive)
-	defer ka.Stop()
-	for {
-		select {
-		case <-es.endCh:
-			es.detach(out)
-			if es.delivered() {
-				hs.dropStream(es)
-			}
-			return
-		case <-ka.C:
-			out.comment()
-		case <-r.Context().Done():
-			es.detach(out)
-			return
-		case <-hs.ctx.Done():
-			es.detach(out)
-			return
-		case <-h.draining:
-			es.detach(out)
-			return
-		}
+	if es.hold(out, h.beat, r.Context().Done(), hs.ctx.Done(), h.draining) && es.delivered() {
+		hs.dropStream(es)
 	}
 }
 
 func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
-		http.Error(w, "Mcp-Session-Id header is required", http.StatusBadRequest)
+	hs, status := h.sessionFor(r)
+	if hs == nil {
+		plainSessionError(w, status)
 		return
 	}
 	h.mu.Lock()
-	hs := h.sessions[sid]
-	if hs != nil && hs.samePrincipal(r) {
-		delete(h.sessions, sid)
+	removed := h.sessions[hs.id] == hs
+	if removed {
+		delete(h.sessions, hs.id)
 	}
 	h.mu.Unlock()
-	if hs == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
-		return
-	}
-	if !hs.samePrincipal(r) {
-		http.Error(w, "the session belongs to another principal", http.StatusForbidden)
+	if !removed { // deleted meanwhile by another request
+		plainSessionError(w, http.StatusNotFound)
 		return
 	}
 	hs.close()

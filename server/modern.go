@@ -16,6 +16,7 @@ import (
 
 // requestMeta is the per-request identity of a modern request.
 type requestMeta struct {
+	meta     json.RawMessage // the request's _meta
 	version  string
 	caps     json.RawMessage
 	parsed   mcp.ClientCapabilities
@@ -83,7 +84,7 @@ func (ss *session) modernPrecheck(msg *jsonrpc.Message, meta json.RawMessage, ve
 		return rm, jsonrpc.Errorf(jsonrpc.CodeInvalidParams,
 			"Invalid params: _meta[%q] is required", mcp.MetaClientCapabilities)
 	}
-	rm = requestMeta{version: version, caps: caps}
+	rm = requestMeta{meta: meta, version: version, caps: caps}
 	rm.info, _, _ = jsonx.Get(meta, mcp.MetaClientInfo)
 	rm.logLevel, _, _ = jsonx.GetString(meta, mcp.MetaLogLevel)
 	if err := json.Unmarshal(caps, &rm.parsed); err != nil {

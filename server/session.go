@@ -236,6 +236,12 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, repl
 		ss.handleModern(ctx, msg, meta, version, reply)
 		return
 	}
+	ss.handleLegacy(ctx, msg, meta, reply)
+}
+
+// handleLegacy is handleRequest for a request of the legacy era, whose _meta (nil when
+// it has none) the caller has read.
+func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, reply func(*jsonrpc.Message)) {
 	switch msg.Method {
 	case mcp.MethodPing:
 		reply(jsonrpc.NewResult(msg.ID, nil))

@@ -191,6 +191,27 @@ func (es *eventStream) attach(out *streamOut, after int64) (ended bool) {
 	return es.ended
 }
 
+// hold keeps out carrying the stream, with a keep-alive comment on every beat, until
+// the stream ends (ended is true) or client, session or drain is closed; out is detached
+// either way.
+func (es *eventStream) hold(out *streamOut, tick *beat, client, session, drain <-chan struct{}) (ended bool) {
+	defer es.detach(out)
+	for {
+		select {
+		case <-es.endCh:
+			return true
+		case <-tick.next():
+			out.comment()
+		case <-client:
+			return false
+		case <-session:
+			return false
+		case <-drain:
+			return false
+		}
+	}
+}
+
 // detach stops out carrying the stream (its client went away).
 func (es *eventStream) detach(out *streamOut) {
 	es.mu.Lock()
@@ -485,15 +506,15 @@ func (b *beat) close() { close(b.stop) }
 // they go out as events on the client's open GET request, and are kept (a bounded
 // number) while none is open.
 type eventSink struct {
-	es        *eventStream
-	keepAlive time.Duration
+	es   *eventStream
+	beat *beat // keep-alive ticks
 
 	mu  sync.Mutex
 	out *streamOut // the newest GET request's connection
 }
 
-func newEventSink(es *eventStream, keepAlive time.Duration) *eventSink {
-	return &eventSink{es: es, keepAlive: keepAlive}
+func newEventSink(es *eventStream, tick *beat) *eventSink {
+	return &eventSink{es: es, beat: tick}
 }
 
 // Write implements io.Writer for the session's line writer: one line per message.
@@ -524,21 +545,5 @@ func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Co
 		e.es.detach(prev)
 	}
 	e.es.attach(out, lastID)
-	ka := time.NewTicker(e.keepAlive)
-	defer ka.Stop()
-	for {
-		select {
-		case <-ka.C:
-			out.comment()
-		case <-r.Context().Done():
-			e.es.detach(out)
-			return
-		case <-ctx.Done():
-			e.es.detach(out)
-			return
-		case <-drain:
-			e.es.detach(out)
-			return
-		}
-	}
+	e.es.hold(out, e.beat, r.Context().Done(), ctx.Done(), drain)
 }

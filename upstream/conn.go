@@ -436,9 +436,12 @@ func (c *conn) notification(msg *jsonrpc.Message) {
 
 func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 	var reply *jsonrpc.Message
-	if msg.Method == mcp.MethodPing {
+	switch {
+	case msg.Method == mcp.MethodPing:
 		reply = jsonrpc.NewResult(msg.ID, nil)
-	} else {
+	case !mcp.IsClientRequest(msg.Method):
+		reply = jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", msg.Method))
+	default:
 		ctx, cancel := context.WithCancel(ctx)
 		key := msg.ID.Key()
 		c.inboundMu.Lock()
@@ -487,11 +490,6 @@ type relater interface {
 // originInput returns the Input of the call a server-to-client request belongs to, when
 // the transport can tell; nil otherwise (the router then attributes it).
 func (c *conn) originInput(msg *jsonrpc.Message) func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-	switch msg.Method {
-	case mcp.MethodSamplingCreateMessage, mcp.MethodElicitationCreate, mcp.MethodRootsList:
-	default:
-		return nil
-	}
 	rl, ok := c.proc.(relater)
 	if !ok {
 		return nil

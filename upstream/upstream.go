@@ -60,8 +60,10 @@ type Events interface {
 	// Notification is called for notifications the upstream does not consume itself
 	// (logging messages, resource updates, ...).
 	Notification(u *Upstream, m *jsonrpc.Message)
-	// Request is called for server-to-client requests other than ping. The returned
-	// result or error is sent back to the upstream with its own request id.
+	// Request is called for the server-to-client requests the proxy relays (sampling,
+	// elicitation, roots; see mcp.IsClientRequest): the upstream answers ping and refuses
+	// the rest itself. The returned result or error is sent back to the upstream with
+	// its own request id.
 	Request(ctx context.Context, u *Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error)
 	// Hold is called before the upstream's reader handles a burst of messages that are
 	// already buffered; the returned function is called when the burst is done. The
