@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
 // Glob matches names and URIs: '*' stands for any run of characters (slashes
@@ -127,12 +129,52 @@ func indexQ(s, sub string) int {
 // globs is a set of patterns; an empty set matches everything.
 type globs []Glob
 
+// compileGlobs compiles patterns into a set.
+func compileGlobs(pats []string) (globs, error) {
+	var gs globs
+	for _, p := range pats {
+		g, err := CompileGlob(p)
+		if err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
+}
+
 func (gs globs) match(s string) bool {
 	if len(gs) == 0 {
 		return true
 	}
 	for _, g := range gs {
 		if g.Match(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// who selects principals by name pattern and by group; empty selects everyone (rules
+// and limits alike).
+type who struct {
+	principals globs
+	groups     []string
+}
+
+func newWho(principals, groups []string) (who, error) {
+	ps, err := compileGlobs(principals)
+	return who{principals: ps, groups: groups}, err
+}
+
+func (w *who) matches(p *principal.Principal) bool {
+	if len(w.principals) > 0 && (p == nil || !w.principals.match(p.Name)) {
+		return false
+	}
+	if len(w.groups) == 0 {
+		return true
+	}
+	for _, g := range w.groups {
+		if p.InGroup(g) {
 			return true
 		}
 	}

@@ -51,9 +51,9 @@ type Limiter struct {
 
 type compiledLimit struct {
 	Limit
-	tools, upstreams, principals globs
-	perPrincipal, perUpstream    bool
-	perTool                      bool
+	tools, upstreams                   globs
+	who                                who
+	perPrincipal, perUpstream, perTool bool
 }
 
 type bucket struct {
@@ -84,17 +84,14 @@ func NewLimiter(limits []Limit, inflight map[string]int) (*Limiter, error) {
 				return nil, fmt.Errorf("limit %q: per must list principal, upstream or tool, got %q", lim.Name, p)
 			}
 		}
-		for _, set := range []struct {
-			dst  *globs
-			pats []string
-		}{{&c.tools, lim.Tools}, {&c.upstreams, lim.Upstreams}, {&c.principals, lim.Principals}} {
-			for _, p := range set.pats {
-				g, err := CompileGlob(p)
-				if err != nil {
-					return nil, fmt.Errorf("limit %q: %v", lim.Name, err)
-				}
-				*set.dst = append(*set.dst, g)
+		var err error
+		if c.tools, err = compileGlobs(lim.Tools); err == nil {
+			if c.upstreams, err = compileGlobs(lim.Upstreams); err == nil {
+				c.who, err = newWho(lim.Principals, lim.Groups)
 			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("limit %q: %v", lim.Name, err)
 		}
 		if lim.Rate <= 0 || lim.Burst < 1 {
 			return nil, fmt.Errorf("limit %q: rate and burst must be positive", lim.Name)
@@ -124,21 +121,7 @@ func (l *Limiter) Close() {
 }
 
 func (c *compiledLimit) applies(p *principal.Principal, it *Item) bool {
-	if !c.tools.match(it.Name) || !c.upstreams.match(it.Upstream) {
-		return false
-	}
-	if len(c.principals) > 0 && (p == nil || !c.principals.match(p.Name)) {
-		return false
-	}
-	if len(c.Groups) > 0 {
-		for _, g := range c.Groups {
-			if p.InGroup(g) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
+	return c.tools.match(it.Name) && c.upstreams.match(it.Upstream) && c.who.matches(p)
 }
 
 // key names the bucket of a call under c.

@@ -88,7 +88,8 @@ type compiledRule struct {
 	fast                      fastCond // the condition compiled to Go, when it can be
 	kinds                     Kind
 	tools, prompts, resources globs
-	upstreams, principals     globs
+	upstreams                 globs
+	who                       who
 }
 
 // Engine evaluates rules; it is immutable and safe for concurrent use.
@@ -109,25 +110,20 @@ func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 	for _, r := range rules {
 		c := compiledRule{Rule: r}
 		var err error
-		add := func(dst *globs, pats []string, k Kind) {
-			for _, p := range pats {
-				g, gerr := CompileGlob(p)
-				if gerr != nil && err == nil {
-					err = fmt.Errorf("rule %q: %v", r.Name, gerr)
-				}
-				*dst = append(*dst, g)
+		for _, set := range []struct {
+			dst  *globs
+			pats []string
+			kind Kind
+		}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, r.Resources, KindResource}, {&c.upstreams, r.Upstreams, 0}} {
+			if *set.dst, err = compileGlobs(set.pats); err != nil {
+				return nil, fmt.Errorf("rule %q: %v", r.Name, err)
 			}
-			if pats != nil {
-				c.kinds |= k
+			if set.pats != nil {
+				c.kinds |= set.kind
 			}
 		}
-		add(&c.tools, r.Tools, KindTool)
-		add(&c.prompts, r.Prompts, KindPrompt)
-		add(&c.resources, r.Resources, KindResource)
-		add(&c.upstreams, r.Upstreams, 0)
-		add(&c.principals, r.Principals, 0)
-		if err != nil {
-			return nil, err
+		if c.who, err = newWho(r.Principals, r.Groups); err != nil {
+			return nil, fmt.Errorf("rule %q: %v", r.Name, err)
 		}
 		if c.kinds == 0 {
 			c.kinds = AllKinds
@@ -198,20 +194,8 @@ func (c *compiledRule) applies(p *principal.Principal, it *Item) bool {
 			return false
 		}
 	}
-	if len(c.principals) > 0 && (p == nil || !c.principals.match(p.Name)) {
+	if !c.who.matches(p) {
 		return false
-	}
-	if len(c.Groups) > 0 {
-		in := false
-		for _, g := range c.Groups {
-			if p.InGroup(g) {
-				in = true
-				break
-			}
-		}
-		if !in {
-			return false
-		}
 	}
 	for name, want := range c.Annotations {
 		if toolAnnotation(it.Raw, name) != want {
