@@ -31,6 +31,25 @@ func (e *evaluator) errorf(attr *hcl.Attribute, summary, format string, args ...
 	})
 }
 
+// blockErrorf records an error diagnostic about a block or label at rng.
+func (e *evaluator) blockErrorf(rng hcl.Range, summary, format string, args ...any) {
+	e.diags = append(e.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  rng.Ptr(),
+	})
+}
+
+// unique records an error when name was seen before among blocks of kind (written with
+// its article, "a rule"), and remembers it.
+func (e *evaluator) unique(seen map[string]bool, name, kind, aKind string, rng hcl.Range) {
+	if seen[name] {
+		e.blockErrorf(rng, "Duplicate "+kind, "There is already %s %q.", aKind, name)
+	}
+	seen[name] = true
+}
+
 // warnf records a warning diagnostic about attr.
 func (e *evaluator) warnf(attr *hcl.Attribute, summary, format string, args ...any) {
 	e.diags = append(e.diags, &hcl.Diagnostic{

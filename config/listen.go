@@ -44,13 +44,11 @@ func decodeListens(e *evaluator, raws []rawListen) []Listen {
 	for i := range raws {
 		raw := &raws[i]
 		if raw.Kind != "http" {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid listen kind",
-				Detail: `The only listen kind is "http": listen "http" { address = "127.0.0.1:8080" }.`, Subject: raw.KindRange.Ptr()})
+			e.blockErrorf(raw.KindRange, "Invalid listen kind", `The only listen kind is "http": listen "http" { address = "127.0.0.1:8080" }.`)
 			continue
 		}
 		if len(out) == 1 {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate listen block",
-				Detail: "Only one listen \"http\" block is supported.", Subject: raw.DefRange.Ptr()})
+			e.blockErrorf(raw.DefRange, "Duplicate listen block", "Only one listen \"http\" block is supported.")
 			continue
 		}
 		l := Listen{Address: "127.0.0.1:8080", Path: "/mcp", MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,

@@ -164,8 +164,7 @@ func single[T any](e *evaluator, blocks []T, kind string, rng func(*T) hcl.Range
 		return nil
 	}
 	for i := 1; i < len(blocks); i++ {
-		e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate " + kind + " block",
-			Detail: fmt.Sprintf("Only one %s block is allowed.", kind), Subject: rng(&blocks[i]).Ptr()})
+		e.blockErrorf(rng(&blocks[i]), "Duplicate "+kind+" block", "Only one %s block is allowed.", kind)
 	}
 	return &blocks[0]
 }
@@ -185,11 +184,7 @@ func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
 	seen := map[string]bool{}
 	for _, rk := range raw.APIKeys {
 		k := APIKey{Name: rk.Name}
-		if seen[rk.Name] {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate api_key",
-				Detail: fmt.Sprintf("There is already an api_key %q.", rk.Name), Subject: rk.DefRange.Ptr()})
-		}
-		seen[rk.Name] = true
+		e.unique(seen, rk.Name, "api_key", "an api_key", rk.DefRange)
 		if list, ok := e.stringList(rk.Groups); ok {
 			k.Groups = list
 		}
@@ -209,8 +204,7 @@ func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
 			}
 			k.Token = token
 		default:
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing api_key secret",
-				Detail: fmt.Sprintf("api_key %q needs sha256 = \"…\" (from `mcp-proxy hash-key`) or token = env(\"…\").", rk.Name), Subject: rk.DefRange.Ptr()})
+			e.blockErrorf(rk.DefRange, "Missing api_key secret", "api_key %q needs sha256 = \"…\" (from `mcp-proxy hash-key`) or token = env(\"…\").", rk.Name)
 		}
 		a.APIKeys = append(a.APIKeys, k)
 	}
@@ -219,12 +213,10 @@ func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
 		j.Issuer, _ = e.string(rj.Issuer)
 		j.JWKSURL, _ = e.string(rj.JWKSURL)
 		if j.Issuer == "" || j.JWKSURL == "" {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Incomplete jwt block",
-				Detail: "A jwt block needs issuer and jwks_url.", Subject: rj.DefRange.Ptr()})
+			e.blockErrorf(rj.DefRange, "Incomplete jwt block", "A jwt block needs issuer and jwks_url.")
 		}
 		if a.Resource == "" {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing resource",
-				Detail: "With a jwt block, auth needs resource = \"https://…/mcp\": tokens must be issued for it (their audience).", Subject: raw.DefRange.Ptr()})
+			e.blockErrorf(raw.DefRange, "Missing resource", "With a jwt block, auth needs resource = \"https://…/mcp\": tokens must be issued for it (their audience).")
 		}
 		if s, ok := e.string(rj.Audience); ok {
 			j.Audience = s
@@ -244,8 +236,7 @@ func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
 		a.JWT = j
 	}
 	if len(a.APIKeys) == 0 && a.JWT == nil {
-		e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Empty auth block",
-			Detail: "An auth block needs at least one api_key block or a jwt block.", Subject: raw.DefRange.Ptr()})
+		e.blockErrorf(raw.DefRange, "Empty auth block", "An auth block needs at least one api_key block or a jwt block.")
 	}
 	return a
 }
@@ -288,11 +279,7 @@ func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
 	}
 	names := map[string]bool{}
 	for _, rr := range raw.Rules {
-		if names[rr.Name] {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate rule",
-				Detail: fmt.Sprintf("There is already a rule %q.", rr.Name), Subject: rr.DefRange.Ptr()})
-		}
-		names[rr.Name] = true
+		e.unique(names, rr.Name, "rule", "a rule", rr.DefRange)
 		r := Rule{Name: rr.Name, Ranges: map[string]hcl.Range{}, DeclRange: rr.DefRange}
 		if s, ok := e.string(rr.Effect); ok {
 			switch s {
@@ -303,8 +290,7 @@ func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
 				e.errorf(rr.Effect, "Invalid effect", "\"effect\" must be \"allow\" or \"deny\", got %q.", s)
 			}
 		} else if rr.Effect == nil {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing effect",
-				Detail: fmt.Sprintf("rule %q needs effect = \"allow\" or \"deny\".", rr.Name), Subject: rr.DefRange.Ptr()})
+			e.blockErrorf(rr.DefRange, "Missing effect", "rule %q needs effect = \"allow\" or \"deny\".", rr.Name)
 		}
 		r.Tools = patterns(e, rr.Tools, r.Ranges)
 		r.Prompts = patterns(e, rr.Prompts, r.Ranges)
@@ -337,11 +323,7 @@ func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
 	}
 	names = map[string]bool{}
 	for _, rl := range raw.RateLimits {
-		if names[rl.Name] {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Duplicate rate_limit",
-				Detail: fmt.Sprintf("There is already a rate_limit %q.", rl.Name), Subject: rl.DefRange.Ptr()})
-		}
-		names[rl.Name] = true
+		e.unique(names, rl.Name, "rate_limit", "a rate_limit", rl.DefRange)
 		l := RateLimit{Name: rl.Name, Ranges: map[string]hcl.Range{}, DeclRange: rl.DefRange}
 		if s, ok := e.string(rl.Rate); ok {
 			if r, err := parseRate(s); err != nil {
@@ -350,8 +332,7 @@ func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
 				l.PerSecond = r
 			}
 		} else if rl.Rate == nil {
-			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Missing rate",
-				Detail: fmt.Sprintf("rate_limit %q needs rate = \"10/s\" (or /m, /h).", rl.Name), Subject: rl.DefRange.Ptr()})
+			e.blockErrorf(rl.DefRange, "Missing rate", "rate_limit %q needs rate = \"10/s\" (or /m, /h).", rl.Name)
 		}
 		l.Burst = max(1, int(l.PerSecond))
 		if n, ok := e.int(rl.Burst); ok {
