@@ -75,8 +75,8 @@ func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot
 	}
 	for _, b := range bs {
 		cat := b.up.Catalogue()
-		s.tools = appendNamed(s.tools, s.toolByName, b, cat.Tools, sep, maxName, "tool", log)
-		s.prompts = appendNamed(s.prompts, s.promptByName, b, cat.Prompts, sep, maxName, "prompt", log)
+		s.tools = appendNamed(s.tools, s.toolByName, b, cat.Tools, cat.ParamHeaders, sep, maxName, "tool", log)
+		s.prompts = appendNamed(s.prompts, s.promptByName, b, cat.Prompts, nil, sep, maxName, "prompt", log)
 		s.appendResources(b, cat.Resources, log)
 		for _, raw := range sortedBy(cat.Templates, "uriTemplate") {
 			t, ok, _ := jsonx.GetString(raw, "uriTemplate")
@@ -124,7 +124,7 @@ func sortedBy(items []json.RawMessage, key string) []json.RawMessage {
 	return out
 }
 
-func appendNamed(list []*entry, index map[string]*entry, b *backend, items []json.RawMessage,
+func appendNamed(list []*entry, index map[string]*entry, b *backend, items []json.RawMessage, headers map[string][]mcp.ParamHeader,
 	sep string, maxName int, what string, log zerolog.Logger) []*entry {
 	for _, raw := range sortedBy(items, "name") {
 		name, ok, _ := jsonx.GetString(raw, "name")
@@ -156,11 +156,8 @@ func appendNamed(list []*entry, index map[string]*entry, b *backend, items []jso
 				continue
 			}
 		}
-		e := &entry{exposed: exposed, original: name, quoted: jsonrpc.AppendString(nil, name), owner: b, raw: out}
-		if what == "tool" {
-			schema, _, _ := jsonx.Get(raw, "inputSchema")
-			e.headers, _ = mcp.ParamHeaders(schema) // an invalid annotation mirrors nothing
-		}
+		e := &entry{exposed: exposed, original: name, quoted: jsonrpc.AppendString(nil, name), owner: b, raw: out,
+			headers: headers[name]}
 		index[exposed] = e
 		list = append(list, e)
 	}

@@ -96,7 +96,7 @@ func (c *conn) writeRequest(m *jsonrpc.Message) error {
 	if hw, ok := c.proc.(headerWriter); ok && c.modern && m.Method == mcp.MethodToolsCall {
 		name, _, _ := jsonx.GetString(m.Params, "name")
 		c.u.mu.Lock()
-		phs := c.u.paramHeaders[name]
+		phs := c.u.catalogue.ParamHeaders[name]
 		c.u.mu.Unlock()
 		if h := mcp.ParamHeaderValues(phs, m.Params); h != nil {
 			if err := hw.WriteWithHeaders(m, h); err != nil {
@@ -607,7 +607,6 @@ func (c *conn) refreshLoop() {
 		current := u.cur == c
 		if current {
 			u.catalogue = cat
-			u.paramHeaders = paramHeaders(cat.Tools)
 		}
 		u.mu.Unlock()
 		if current {

@@ -176,8 +176,9 @@ func (c *conn) fetch(ctx context.Context, info Info, base *Catalogue, kinds Kind
 	get(KindPrompts, info.HasPrompts(), mcp.MethodPromptsList, "prompts", &cat.Prompts, &cat.Hints.Prompts)
 	get(KindResources, info.HasResources(), mcp.MethodResourcesList, "resources", &cat.Resources, &cat.Hints.Resources)
 	get(KindTemplates, info.HasResources(), mcp.MethodResourcesTemplatesList, "resourceTemplates", &cat.Templates, &cat.Hints.Templates)
-	if _, overHTTP := c.proc.(headerWriter); overHTTP && kinds&KindTools != 0 {
-		cat.Tools = dropInvalidHeaderTools(cat.Tools, c.log)
+	if kinds&KindTools != 0 {
+		_, overHTTP := c.proc.(headerWriter)
+		cat.Tools, cat.ParamHeaders = paramHeaders(cat.Tools, overHTTP, c.log)
 	}
 	return &cat, errors.Join(errs...)
 }

@@ -157,7 +157,6 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 		return nil, ctx.Err()
 	}
 	u.cur, u.state, u.lastErr, u.info, u.catalogue = c, StateReady, nil, info, cat
-	u.paramHeaders = paramHeaders(cat.Tools)
 	u.mu.Unlock()
 	u.log.Info().Str("protocol_version", info.ProtocolVersion).Bool("modern", info.Modern).
 		Int("tools", len(cat.Tools)).Int("prompts", len(cat.Prompts)).

@@ -125,6 +125,9 @@ type Catalogue struct {
 	Prompts   []json.RawMessage
 	Resources []json.RawMessage
 	Templates []json.RawMessage
+	// ParamHeaders are the tools' x-mcp-header annotations, by the upstream's tool name
+	// (only the tools that have some).
+	ParamHeaders map[string][]mcp.ParamHeader
 	// Hints are the caching hints each list came with (zero for legacy upstreams).
 	Hints struct{ Tools, Prompts, Resources, Templates CacheHint }
 }
@@ -146,10 +149,8 @@ type Upstream struct {
 	learnedKind  string      // the HTTP transport auto found
 	preferLegacy atomic.Bool // see SetPreferLegacy
 
-	// paramHeaders are the x-mcp-header annotations of the current catalogue's tools.
-	paramHeaders map[string][]mcp.ParamHeader
-	started      bool
-	cancel       context.CancelFunc
+	started bool
+	cancel  context.CancelFunc
 
 	firstDone chan struct{} // closed when the first start attempt has finished
 	wg        sync.WaitGroup
