@@ -238,8 +238,19 @@ func (h *HTTPHandler) originAllowed(origin string) bool {
 }
 
 func httpError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
-	b, _ := jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(code, "%s", msg)).Encode()
-	w.Header().Set("Content-Type", "application/json")
+	writeMessage(w, status, jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(code, "%s", msg)))
+}
+
+// writeMessage answers with one JSON-RPC message as application/json, with its length.
+func writeMessage(w http.ResponseWriter, status int, m *jsonrpc.Message) {
+	b, err := m.Encode()
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
 }
@@ -306,10 +317,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			if jerr.Code == jsonrpc.CodeMethodNotFound {
 				status = http.StatusNotFound
 			}
-			b, _ := jsonrpc.NewErrorResponse(msg.ID, jerr).Encode()
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			w.Write(b)
+			writeMessage(w, status, jsonrpc.NewErrorResponse(msg.ID, jerr))
 			return
 		}
 		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, meta, &rm)
@@ -480,13 +488,7 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	b, err := m.Encode()
-	if err != nil {
-		w.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	writeMessage(w, http.StatusOK, m)
 }
 
 // serveRequest answers one request: as JSON, or as an event stream carrying its related

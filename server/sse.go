@@ -370,14 +370,6 @@ func (a *answer) finish(m *jsonrpc.Message) {
 // writeFinalLocked writes a single JSON answer; a.mu is held. Modern-era errors that are
 // HTTP statuses get theirs.
 func (a *answer) writeFinalLocked(m *jsonrpc.Message) {
-	b, err := m.Encode()
-	if err != nil {
-		a.w.WriteHeader(http.StatusInternalServerError)
-		return
-	}
-	h := a.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
 	status := http.StatusOK
 	if a.modern && m.Error != nil {
 		switch m.Error.Code {
@@ -385,8 +377,7 @@ func (a *answer) writeFinalLocked(m *jsonrpc.Message) {
 			status = http.StatusBadRequest // the modern transport answers these with 400, whoever raised them
 		}
 	}
-	a.w.WriteHeader(status)
-	a.w.Write(b)
+	writeMessage(a.w, status, m)
 	if f, ok := a.w.(http.Flusher); ok {
 		f.Flush()
 	}
