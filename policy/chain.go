@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -17,21 +15,12 @@ import (
 // record. Each part is optional (nil) and a missing part allows; a configured part that
 // fails to decide refuses.
 type Chain struct {
-	Rules   *Engine
-	Limits  *Limiter
-	Audit   *Auditor
-	Log     zerolog.Logger
-	nowFunc func() time.Time
+	Rules  *Engine
+	Limits *Limiter
+	Audit  *Auditor
 }
 
 var _ router.Guard = (*Chain)(nil)
-
-func (c *Chain) now() time.Time {
-	if c.nowFunc != nil {
-		return c.nowFunc()
-	}
-	return time.Now()
-}
 
 func kindOf(k router.TargetKind) Kind {
 	switch k {
@@ -58,7 +47,7 @@ func (c *Chain) Visible(req *router.Request, t *router.Target) bool {
 
 // Admit implements router.Guard.
 func (c *Chain) Admit(req *router.Request, t *router.Target) (func(json.RawMessage, error), error) {
-	start := c.now()
+	start := time.Now()
 	it := itemOf(t)
 	rec := &Record{Time: start, Method: req.Method, Kind: it.Kind.String(), Upstream: t.Upstream, Exposed: t.Name, Rule: "none"}
 	if t.Original != t.Name {
@@ -112,7 +101,7 @@ func (c *Chain) Admit(req *router.Request, t *router.Target) (func(json.RawMessa
 	rec.Decision = "allow"
 	return func(res json.RawMessage, err error) {
 		release()
-		rec.LatencyMs = float64(c.now().Sub(start).Microseconds()) / 1000
+		rec.LatencyMs = float64(time.Now().Sub(start).Microseconds()) / 1000
 		switch {
 		case errors.Is(err, router.ErrCancelled):
 			rec.Outcome = OutcomeCancelled

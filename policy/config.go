@@ -82,14 +82,14 @@ func Build(cfg *config.Config, log zerolog.Logger) (*Chain, error) {
 	if cfg.Policy == nil && cfg.Audit == nil && len(inflight) == 0 {
 		return nil, nil
 	}
-	c := &Chain{Log: log}
+	c := &Chain{}
 	var limits []Limit
 	if p := cfg.Policy; p != nil {
 		rules := make([]Rule, len(p.Rules))
 		for i, r := range p.Rules {
 			rules[i] = Rule{Name: r.Name, Deny: r.Deny, Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources,
 				Upstreams: r.Upstreams, Principals: r.Principals, Groups: r.Groups, Annotations: r.Annotations,
-				Condition: r.Condition, Where: r.DeclRange.String()}
+				Condition: r.Condition}
 		}
 		e, err := NewEngine(rules, p.DefaultAllow)
 		if err != nil {
@@ -98,7 +98,7 @@ func Build(cfg *config.Config, log zerolog.Logger) (*Chain, error) {
 		c.Rules = e
 		for _, l := range p.RateLimits {
 			limits = append(limits, Limit{Name: l.Name, Rate: rate.Limit(l.PerSecond), Burst: l.Burst, Per: l.Per,
-				Tools: l.Tools, Upstreams: l.Upstreams, Principals: l.Principals, Groups: l.Groups, Where: l.DeclRange.String()})
+				Tools: l.Tools, Upstreams: l.Upstreams, Principals: l.Principals, Groups: l.Groups})
 		}
 	}
 	if len(limits) > 0 || len(inflight) > 0 {

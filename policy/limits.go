@@ -24,7 +24,6 @@ type Limit struct {
 	Upstreams  []string
 	Principals []string
 	Groups     []string
-	Where      string
 }
 
 // Refusal says why a call was refused by a limit.

@@ -73,7 +73,6 @@ type Rule struct {
 	// the item; nil for none. An error or a non-true result means the rule does not
 	// apply for an allow rule, and applies for a deny rule: a failed check never allows.
 	Condition hcl.Expression
-	Where     string // file:line, for decisions and logs
 }
 
 // Decision is the outcome of the rules for one request.
