@@ -241,6 +241,9 @@ func httpError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg
 	writeMessage(w, status, jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(code, "%s", msg)))
 }
 
+// jsonContentType is shared by every JSON answer's header; nothing appends to it.
+var jsonContentType = []string{"application/json"}
+
 // writeMessage answers with one JSON-RPC message as application/json, with its length.
 func writeMessage(w http.ResponseWriter, status int, m *jsonrpc.Message) {
 	b, err := m.Encode()
@@ -249,8 +252,8 @@ func writeMessage(w http.ResponseWriter, status int, m *jsonrpc.Message) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Type"] = jsonContentType // canonical keys set directly: no copy, no lookup
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	w.Write(b)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	stdlog "log"
 	"net"
 	"net/http"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/h1"
 	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
@@ -47,7 +49,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if authn != nil {
 		handler = authn.Middleware(h) // every request, the RFC 9728 metadata excepted
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// The lean HTTP/1.1 server takes the hot path; what it does not read, net/http does.
+	hs := &h1.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		ErrorLog: stdlog.New(log.With().Str("component", "http").Logger(), "", 0)}
 	log.Info().Str("config", source).Str("address", ln.Addr().String()).Str("path", l.Path).
 		Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).Msg("mcp-proxy serving on HTTP")
 	errc := make(chan error, 1)
@@ -68,7 +72,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 		hs.Close()
 	}
 	h.Close() // ends the sessions and what they hold upstream
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+	if serr := <-errc; serr != nil && !errors.Is(serr, h1.ErrServerClosed) {
 		return serr
 	}
 	return nil

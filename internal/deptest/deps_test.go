@@ -15,6 +15,7 @@ const module = "github.com/mcp-proxy/mcp-proxy/"
 var allowed = map[string][]string{
 	"jsonrpc":             {"internal/jsonx"},
 	"internal/jsonx":      {},
+	"internal/h1":         {},
 	"principal":           {},
 	"auth":                {"principal"},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
@@ -24,7 +25,7 @@ var allowed = map[string][]string{
 	"router":              {"upstream", "jsonrpc", "mcp", "principal", "internal/jsonx"},
 	"policy":              {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx"},
 	"server":              {"router", "transport", "jsonrpc", "mcp", "principal", "internal/jsonx"},
-	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "policy", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx"},
+	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "policy", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1"},
 	"cmd/mcp-bench":       {"jsonrpc", "internal/jsonx"},
 	"internal/testserver": {},
 }
