@@ -130,7 +130,7 @@ func TestHandoffToNetHTTP(t *testing.T) {
 	_, addr := start(t, h)
 	cases := []struct {
 		name, raw, want string
-		status         int
+		status          int
 	}{
 		{"http/1.0", "POST /mcp HTTP/1.0\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi", "POST /mcp HTTP/1.0 host=h q= len=2 sid= body=hi", 200},
 		{"chunked", "POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n", "POST /mcp HTTP/1.1 host=h q= len=-1 sid= body=hi", 200},
