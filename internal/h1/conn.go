@@ -97,7 +97,7 @@ func (c *conn) serve() {
 		if !c.state.CompareAndSwap(stateIdle, stateActive) {
 			return // Shutdown closed it
 		}
-		head, ok := c.readHead()
+		head, slow, ok := c.readHead()
 		if !ok {
 			return
 		}
@@ -117,6 +117,10 @@ func (c *conn) serve() {
 		if c.bodyLeft == 0 {
 			c.endBody()
 		}
+		if slow || c.bodyLeft > int64(c.br.Buffered()) {
+			// A body still to come has IdleTimeout to arrive (not the head's deadline).
+			c.nc.SetReadDeadline(time.Now().Add(c.s.IdleTimeout))
+		}
 		if !c.serveRequest(req) {
 			return
 		}
@@ -124,28 +128,28 @@ func (c *conn) serve() {
 }
 
 // readHead returns the request head (through its blank line) as it sits in the buffer,
-// nil when it is too large for the buffer (net/http takes those), ok false on a read
+// nil when net/http should read it (too large for the buffer, or lines ending in a bare
+// LF); slow when it took more than one read (its deadline was set); ok false on a read
 // error or timeout.
-func (c *conn) readHead() (head []byte, ok bool) {
-	deadline := false
+func (c *conn) readHead() (head []byte, slow, ok bool) {
 	for {
 		n := c.br.Buffered()
 		buf, _ := c.br.Peek(n)
 		switch i := indexHeadEnd(buf); {
 		case i >= 0:
-			return buf[:i], true
+			return buf[:i], slow, true
 		case i == -2:
-			return nil, true
+			return nil, slow, true
 		}
 		if n >= readBufSize {
-			return nil, true
+			return nil, slow, true
 		}
-		if !deadline {
+		if !slow {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
-			deadline = true
+			slow = true
 		}
 		if _, err := c.br.Peek(n + 1); err != nil {
-			return nil, false
+			return nil, slow, false
 		}
 	}
 }

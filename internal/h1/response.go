@@ -95,7 +95,7 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if !w.headerSent {
-		if len(w.staged)+len(p) <= writeBufSize {
+		if w.length < 0 && len(w.staged)+len(p) <= writeBufSize { // else the head can go now
 			w.staged = append(w.staged, p...)
 			return len(p), nil
 		}
@@ -264,9 +264,7 @@ func (w *response) release() {
 		writerPool.Put(bw)
 		w.c.bw = nil
 	}
-	if cap(w.staged) > writeBufSize {
-		w.staged = nil
-	}
+	w.staged = nil // an idle connection holds no buffer
 	w.req, w.cancel = nil, nil
 }
 

@@ -420,3 +420,51 @@ func TestClientRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// A head and body sent in pieces are read; a head not finished within ReadHeaderTimeout,
+// or a connection idle for IdleTimeout, is closed.
+func TestSlowClients(t *testing.T) {
+	_, addr := start(t, http.HandlerFunc(echo), func(s *Server) {
+		s.ReadHeaderTimeout = 200 * time.Millisecond
+		s.IdleTimeout = 300 * time.Millisecond
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, piece := range []string{"POST /p HTT", "P/1.1\r\nHost: h\r\nContent-", "Length: 4\r\n\r\n", "ab", "cd"} {
+		io.WriteString(c, piece)
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.HasSuffix(string(b), "body=abcd") {
+		t.Errorf("pieced request: %q", b)
+	}
+	// Idle past IdleTimeout: closed.
+	start := time.Now()
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("idle connection: %v, want EOF", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("idle connection closed after %v", d)
+	}
+
+	// An unfinished head: closed.
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	io.WriteString(c2, "GET / HTTP/1.1\r\nHost: h\r\n")
+	c2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if b, err := io.ReadAll(c2); err != nil || len(b) != 0 {
+		t.Errorf("unfinished head: %q %v, want a silent close", b, err)
+	}
+}
