@@ -59,7 +59,6 @@ type Server struct {
 	closing  atomic.Bool
 	closed   chan struct{}
 	initOnce sync.Once
-	wg       sync.WaitGroup // connection goroutines and the fallback's Serve
 	baseCtx  context.Context
 	cancel   context.CancelFunc
 }
@@ -98,12 +97,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.ln = ln
 	s.handoff.addr = ln.Addr()
-	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		_ = s.fallback.Serve(s.handoff)
-	}()
+	go s.fallback.Serve(s.handoff) // returns once the server closes
+
 	var backoff time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -128,7 +124,6 @@ func (s *Server) Serve(ln net.Listener) error {
 			return ErrServerClosed
 		}
 		s.conns[c] = struct{}{}
-		s.wg.Add(1)
 		s.mu.Unlock()
 		go c.serve()
 	}
@@ -138,7 +133,6 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
-	s.wg.Done()
 }
 
 // Shutdown stops accepting, closes idle connections, and waits until the requests in
