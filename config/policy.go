@@ -251,8 +251,11 @@ func patterns(e *evaluator, attr *hcl.Attribute, ranges map[string]hcl.Range) []
 	if !ok {
 		return nil
 	}
-	if list == nil {
-		list = []string{}
+	if len(list) == 0 {
+		// Absent means "any"; an empty list reads as "none" to some and "any" to others,
+		// so it is refused rather than guessed.
+		e.errorf(attr, "Empty pattern list", "%s = [] is ambiguous: remove %q to match every one, or list the patterns to match.", attr.Name, attr.Name)
+		return nil
 	}
 	for _, p := range list {
 		if p == "" {

@@ -107,6 +107,8 @@ func TestPolicyBlockErrors(t *testing.T) {
 		{"unknown annotation", "policy {\n  rule \"r\" {\n    effect = \"allow\"\n    annotations = { readonly = true }\n  }\n}\n" + up, `error: Unknown annotation`},
 		{"bad rate", "policy {\n  rate_limit \"l\" {\n    rate = \"fast\"\n  }\n}\n" + up, `p.hcl:3:12: error: Invalid rate`},
 		{"bad per", "policy {\n  rate_limit \"l\" {\n    rate = \"1/s\"\n    per = [\"session\"]\n  }\n}\n" + up, `p.hcl:4:11: error: Invalid per`},
+		{"empty tools", "policy {\n  rule \"r\" {\n    effect = \"deny\"\n    tools = []\n  }\n}\n" + up, `p.hcl:4:13: error: Empty pattern list`},
+		{"empty principals", "policy {\n  rate_limit \"l\" {\n    rate = \"1/s\"\n    principals = []\n  }\n}\n" + up, `p.hcl:4:18: error: Empty pattern list`},
 		{"bad audit arguments", "audit {\n  log = true\n  arguments = \"all\"\n}\n" + up, `p.hcl:3:15: error: Invalid arguments`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
