@@ -179,7 +179,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (*principal.Principal, *Fa
 // request gets invalid_request.
 func (a *Authenticator) credentials(r *http.Request) (tok string, fromAPIKeyHeader bool, f *Failure) {
 	authz := r.Header.Values("Authorization")
-	xkey := r.Header.Values("X-API-Key")
+	xkey := r.Header.Values("X-Api-Key")
 	if len(authz) > 1 || len(xkey) > 1 {
 		return "", false, a.invalid("invalid_request", "more than one credential presented", "repeated Authorization or X-API-Key header")
 	}

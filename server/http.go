@@ -366,7 +366,7 @@ func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonr
 		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another principal")
 		return nil
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !mcp.IsLegacyVersion(v) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !mcp.IsLegacyVersion(v) {
 		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version "+v)
 		return nil
 	}
@@ -610,7 +610,7 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	after := int64(-1)
-	if last := r.Header.Get("Last-Event-ID"); last != "" {
+	if last := r.Header.Get("Last-Event-Id"); last != "" {
 		if stream, seq, ok := parseEventID(last); ok {
 			if stream != getStreamID {
 				if es := hs.findStream(stream); es != nil {
@@ -770,7 +770,7 @@ func (h *HTTPHandler) checkHeaders(r *http.Request, msg *jsonrpc.Message, versio
 		}
 		return v[0], true
 	}
-	switch hv, ok := get("MCP-Protocol-Version"); {
+	switch hv, ok := get("Mcp-Protocol-Version"); {
 	case !ok:
 		return mismatch("the MCP-Protocol-Version header is required")
 	case hv != version:

@@ -191,7 +191,7 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 		req.Header.Set("Mcp-Session-Id", l.session)
 	}
 	if l.version != "" {
-		req.Header.Set("MCP-Protocol-Version", l.version)
+		req.Header["Mcp-Protocol-Version"] = []string{l.version} // canonical key: no per-request canonicalisation
 	}
 	l.mu.Unlock()
 }
