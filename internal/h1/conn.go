@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Connection states, for Shutdown: only an idle connection may be closed under its feet.
+// Connection states, for Shutdown: only an idle connection (between requests, or
+// reading the head of the next one) may be closed under its feet.
 const (
 	stateIdle int32 = iota
 	stateActive
@@ -20,9 +23,14 @@ const (
 
 var aLongTimeAgo = time.Unix(1, 0)
 
+// lingerTime bounds the wait for the client to read a response before a connection with
+// unread input closes (closing at once would reset it, and the response could be lost).
+const lingerTime = 500 * time.Millisecond
+
 type conn struct {
 	s     *Server
 	nc    net.Conn
+	ctx   context.Context // the server's, with ServerContextKey and LocalAddrContextKey
 	cr    connReader
 	br    *bufio.Reader
 	bw    *bufio.Writer // from writerPool while a response is being written
@@ -30,29 +38,29 @@ type conn struct {
 
 	remote string
 	hbuf   []byte // canonical header names being built
+	linger bool   // unread input at close: close the write side first and wait a little
 
-	// The request in flight: its context and the client-gone watch.
-	cancel     context.CancelFunc
-	timer      *time.Timer // starts the watch after WatchDelay
-	mu         sync.Mutex
-	inHandler  bool
-	watching   bool
-	watchDone  chan struct{}
-	gone       bool        // the watch saw the client go away
-	bodyDone   atomic.Bool // the body has been read to its end
-	pipelined  atomic.Bool // more bytes were buffered after the body (no watch needed)
-	bodyLeft   int64
-	req        *http.Request
-	tmpl       http.Request // parse fills it; each request is a copy with its context
-	resp       response
-	bodyReader body
+	// The request in flight: its body, context and the client-gone watch.
+	body        *body
+	cancel      context.CancelFunc
+	timer       *time.Timer // starts the watch after WatchDelay
+	mu          sync.Mutex
+	inHandler   bool
+	watching    bool
+	watchWanted bool // the timer fired before the body was read: watch when it is
+	watchDone   chan struct{}
+	gone        bool        // the watch saw the client go away
+	bodyDone    atomic.Bool // the body has been read to its end
+	pipelined   atomic.Bool // more bytes were buffered after the body (no watch needed)
+	tmpl        http.Request
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, remote: nc.RemoteAddr().String()}
+	c.ctx = context.WithValue(context.WithValue(s.baseCtx, http.ServerContextKey, s.fallback),
+		http.LocalAddrContextKey, nc.LocalAddr())
 	c.cr.c = c
 	c.br = bufio.NewReaderSize(&c.cr, readBufSize)
-	c.bodyReader.c = c
 	return c
 }
 
@@ -79,31 +87,36 @@ func (c *conn) serve() {
 			c.timer.Stop()
 		}
 		if !handedOff {
-			c.nc.Close()
+			c.close()
 		}
 		c.s.forget(c)
 	}()
-	for {
+	for first := true; ; first = false {
 		c.state.Store(stateIdle)
 		if c.s.closing.Load() {
 			return
 		}
 		if c.br.Buffered() == 0 {
-			c.nc.SetReadDeadline(time.Now().Add(c.s.IdleTimeout))
+			wait := c.s.IdleTimeout // between requests
+			if first {
+				wait = c.s.ReadHeaderTimeout // a new connection must say something soon
+			}
+			c.nc.SetReadDeadline(time.Now().Add(wait))
 			if _, err := c.br.Peek(1); err != nil {
 				return
 			}
 		}
-		if !c.state.CompareAndSwap(stateIdle, stateActive) {
-			return // Shutdown closed it
-		}
-		head, slow, ok := c.readHead()
+		head, ok := c.readHead()
 		if !ok {
 			return
 		}
 		var req *http.Request
 		if head != nil {
 			req = c.parse(head)
+		}
+		// Active only once a whole head is read: Shutdown closes a stalled one.
+		if !c.state.CompareAndSwap(stateIdle, stateActive) {
+			return
 		}
 		if req == nil {
 			// Not ours to read: net/http gets the connection with everything buffered.
@@ -114,12 +127,8 @@ func (c *conn) serve() {
 		c.br.Discard(len(head))
 		c.bodyDone.Store(false)
 		c.pipelined.Store(false)
-		if c.bodyLeft == 0 {
+		if c.body.left.Load() == 0 {
 			c.endBody()
-		}
-		if slow || c.bodyLeft > int64(c.br.Buffered()) {
-			// A body still to come has IdleTimeout to arrive (not the head's deadline).
-			c.nc.SetReadDeadline(time.Now().Add(c.s.IdleTimeout))
 		}
 		if !c.serveRequest(req) {
 			return
@@ -127,45 +136,56 @@ func (c *conn) serve() {
 	}
 }
 
+// close closes the connection; with unread input it first closes the write side and
+// drains for a moment, so the kernel does not reset a response the client has yet to read.
+func (c *conn) close() {
+	if c.linger {
+		if cw, ok := c.nc.(interface{ CloseWrite() error }); ok && cw.CloseWrite() == nil {
+			c.nc.SetReadDeadline(time.Now().Add(lingerTime))
+			io.CopyN(io.Discard, c.nc, maxDiscard)
+		}
+	}
+	c.nc.Close()
+}
+
 // readHead returns the request head (through its blank line) as it sits in the buffer,
 // nil when net/http should read it (too large for the buffer, or lines ending in a bare
-// LF); slow when it took more than one read (its deadline was set); ok false on a read
-// error or timeout.
-func (c *conn) readHead() (head []byte, slow, ok bool) {
+// LF); ok false on a read error or timeout. A head that takes more than one read has
+// ReadHeaderTimeout from then on.
+func (c *conn) readHead() (head []byte, ok bool) {
+	slow := false
 	for {
 		n := c.br.Buffered()
 		buf, _ := c.br.Peek(n)
 		switch i := indexHeadEnd(buf); {
 		case i >= 0:
-			return buf[:i], slow, true
+			return buf[:i], true
 		case i == -2:
-			return nil, slow, true
+			return nil, true
 		}
 		if n >= readBufSize {
-			return nil, slow, true
+			return nil, true
 		}
 		if !slow {
 			c.nc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
 			slow = true
 		}
 		if _, err := c.br.Peek(n + 1); err != nil {
-			return nil, slow, false
+			return nil, false
 		}
 	}
 }
 
 // serveRequest runs the handler for req and finishes its response; false when the
-// connection must close.
+// connection must close. The body and the ResponseWriter are the request's own: one kept
+// past the handler's return fails instead of touching the next request.
 func (c *conn) serveRequest(req *http.Request) (keep bool) {
-	ctx, cancel := context.WithCancel(c.s.baseCtx)
-	c.cancel = cancel
+	ctx, cancel := context.WithCancel(c.ctx)
 	req = req.WithContext(ctx) // a copy of the connection's template
-	c.req = req
-	w := &c.resp
-	w.reset(c, req, cancel)
+	w := &response{c: c, req: req, header: make(http.Header, 4), length: -1, closeAfter: req.Close, cancel: cancel}
 
 	c.mu.Lock()
-	c.inHandler, c.gone = true, false
+	c.inHandler, c.gone, c.watchWanted, c.cancel = true, false, false, cancel
 	c.mu.Unlock()
 	if c.timer == nil {
 		c.timer = time.AfterFunc(c.s.WatchDelay, c.startWatch)
@@ -180,7 +200,9 @@ func (c *conn) serveRequest(req *http.Request) (keep bool) {
 				return
 			}
 			if p := recover(); p != nil && p != http.ErrAbortHandler {
-				c.s.logf("h1: panic serving %s: %v", c.remote, p)
+				buf := make([]byte, 64<<10)
+				buf = buf[:runtime.Stack(buf, false)]
+				c.s.logf("h1: panic serving %s: %v\n%s", c.remote, p, buf)
 			}
 		}()
 		c.s.Handler.ServeHTTP(w, req)
@@ -190,37 +212,49 @@ func (c *conn) serveRequest(req *http.Request) (keep bool) {
 	c.timer.Stop()
 	c.stopWatch()
 	cancel()
+	c.mu.Lock()
 	c.cancel = nil
-	c.req = nil
+	c.mu.Unlock()
+	b := c.body
+	b.closed.Store(true)
 	if panicked {
-		w.release()
+		w.abandon()
 		return false
 	}
 	keep = w.finish() && !c.gone
-	if c.bodyLeft > 0 && keep {
-		keep = c.discardBody()
+	if b.left.Load() > 0 {
+		if keep {
+			keep = c.discardBody()
+		}
+		c.linger = !keep
 	}
-	w.release()
 	return keep && !c.s.closing.Load()
 }
 
 // discardBody reads the rest of a body the handler left, if small enough to be worth it.
 func (c *conn) discardBody() bool {
-	if c.bodyLeft > maxDiscard {
+	b := c.body
+	left := b.left.Load()
+	if left > maxDiscard {
 		return false
 	}
 	c.nc.SetReadDeadline(time.Now().Add(c.s.ReadHeaderTimeout))
-	n, err := c.br.Discard(int(c.bodyLeft))
-	c.bodyLeft -= int64(n)
+	n, err := c.br.Discard(int(left))
+	b.left.Add(-int64(n))
 	return err == nil
 }
 
 // startWatch begins watching the connection for the client going away, once the body
-// is read and no pipelined request is buffered (the client is there, then).
+// is read and no pipelined request is buffered (the client is there, then). Called
+// before the body is read, it leaves a note for endBody to call it again.
 func (c *conn) startWatch() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.inHandler || c.watching || !c.bodyDone.Load() || c.pipelined.Load() || c.cr.hasPending {
+	if !c.inHandler || c.watching || c.pipelined.Load() || c.cr.hasPending {
+		return
+	}
+	if !c.bodyDone.Load() {
+		c.watchWanted = true
 		return
 	}
 	c.watching = true
@@ -265,22 +299,33 @@ func (c *conn) stopWatch() {
 	}
 }
 
-// body is a request body of known length, read from the connection's buffer.
+// body is a request body of known length, read from the connection's buffer; it is
+// closed when its handler returns.
 type body struct {
-	c *conn
+	c      *conn
+	left   atomic.Int64 // read by a response written from another goroutine
+	closed atomic.Bool
 }
 
 func (b *body) Read(p []byte) (int, error) {
-	c := b.c
-	if c.bodyLeft <= 0 {
+	if b.closed.Load() {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	left := b.left.Load()
+	if left <= 0 {
 		return 0, io.EOF
 	}
-	if int64(len(p)) > c.bodyLeft {
-		p = p[:c.bodyLeft]
+	c := b.c
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	if c.br.Buffered() == 0 {
+		// From the network: each read may wait IdleTimeout (a steady upload of any
+		// length goes through; a stalled one does not hold the connection).
+		c.nc.SetReadDeadline(time.Now().Add(c.s.IdleTimeout))
 	}
 	n, err := c.br.Read(p)
-	c.bodyLeft -= int64(n)
-	if c.bodyLeft == 0 {
+	if b.left.Add(-int64(n)) == 0 {
 		c.endBody()
 		if err == nil {
 			err = io.EOF
@@ -293,14 +338,24 @@ func (b *body) Read(p []byte) (int, error) {
 
 func (b *body) Close() error { return nil }
 
-// endBody records that the body has been read, and whether a pipelined request follows.
+// endBody records that the body has been read, and whether a pipelined request follows;
+// a watch asked for before that starts now.
 func (c *conn) endBody() {
 	c.pipelined.Store(c.br.Buffered() > 0)
 	c.bodyDone.Store(true)
+	c.mu.Lock()
+	wanted := c.watchWanted && c.inHandler
+	c.watchWanted = false
+	c.mu.Unlock()
+	if wanted {
+		c.startWatch()
+	}
 }
 
 func (s *Server) logf(format string, args ...any) {
 	if s.ErrorLog != nil {
 		s.ErrorLog.Printf(format, args...)
+		return
 	}
+	log.Printf(format, args...)
 }

@@ -127,6 +127,11 @@ func (c *conn) parse(head []byte) *http.Request {
 	if !haveHost {
 		return nil
 	}
+	if p := h["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
+		if _, ok := h["Cache-Control"]; !ok {
+			h["Cache-Control"] = []string{"no-cache"} // as net/http's reader does
+		}
+	}
 	if off != len(rest) {
 		return nil // bytes after the blank line belong to the body, not the head
 	}
@@ -143,9 +148,10 @@ func (c *conn) parse(head []byte) *http.Request {
 		RequestURI: string(target),
 		Close:      closeAfter,
 	}
-	c.bodyLeft = length
+	c.body = &body{c: c}
+	c.body.left.Store(length)
 	if length > 0 {
-		r.Body = &c.bodyReader
+		r.Body = c.body
 		r.ContentLength = length
 	} else {
 		r.Body = http.NoBody

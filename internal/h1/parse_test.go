@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 		"POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
 		"GET /a?b#c HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET /a HTTP/1.1\r\nHost: a\r\nX: \xff\xfe\r\n\r\n",
+		"GET /a HTTP/1.1\r\nHost: a\r\nPragma: no-cache\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bufio"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,38 +13,52 @@ import (
 
 var writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufSize) }}
 
-// response is the http.ResponseWriter (and http.Flusher) of one request. A body that is
-// complete when the handler first flushes or returns, and fits writeBufSize, goes out
-// with its Content-Length in one write; a streamed one of unknown length is chunked.
+var (
+	errConnFailed = errors.New("h1: connection write failed")
+	errFinished   = errors.New("h1: response used after its handler returned")
+)
+
+// response is the http.ResponseWriter (and http.Flusher) of one request; it may be
+// written from another goroutine while the handler waits, so its methods lock.
+//
+// The header map is read once, when the status is decided (WriteHeader, or the first
+// Write or Flush), as net/http promises: changes after that do not reach the wire. The
+// framing is the server's alone: the handler's Content-Length (valid, read then) or,
+// without one, the length of a body complete by the handler's return that fits
+// writeBufSize, else chunked; the map's own framing fields are never written.
 type response struct {
 	c      *conn
 	req    *http.Request
 	header http.Header
+	cancel func()
 
+	mu          sync.Mutex
 	status      int
-	wroteHeader bool // the status is decided
-	headerSent  bool // the head is in the writer
+	wroteHeader bool        // the status is decided
+	snap        http.Header // the header as it was then, while the head waits for the body
+	headerSent  bool        // the head is in the writer
 	chunked     bool
 	length      int64 // Content-Length, -1 when unknown
 	written     int64
-	staged      []byte // body held back until the head is sent
+	staged      []byte // body held back until the head is sent (length unknown)
 	closeAfter  bool
 	failed      bool // a write to the connection failed
-	cancel      func()
-}
-
-func (w *response) reset(c *conn, req *http.Request, cancel func()) {
-	*w = response{c: c, req: req, header: w.header, staged: w.staged[:0], length: -1, closeAfter: req.Close, cancel: cancel}
-	if w.header == nil {
-		w.header = http.Header{}
-	} else {
-		clear(w.header)
-	}
+	final       bool // the handler has returned
+	done        bool // finished: every later use fails
 }
 
 func (w *response) Header() http.Header { return w.header }
 
 func (w *response) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(code)
+}
+
+func (w *response) writeHeader(code int) {
+	if w.done {
+		return
+	}
 	if w.wroteHeader {
 		w.c.s.logf("h1: superfluous WriteHeader(%d)", code)
 		return
@@ -51,24 +66,31 @@ func (w *response) WriteHeader(code int) {
 	if code < 100 || code > 999 {
 		panic("h1: invalid WriteHeader code " + strconv.Itoa(code))
 	}
-	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+	if code < 200 && code != http.StatusSwitchingProtocols {
 		w.writeInformational(code)
 		return
 	}
 	w.wroteHeader, w.status = true, code
-	if cl := w.header.Get("Content-Length"); cl != "" {
-		if n, ok := parseLength([]byte(cl)); ok {
+	if v := w.header["Content-Length"]; len(v) == 1 {
+		if n, ok := parseLength([]byte(v[0])); ok {
 			w.length = n
-		} else {
-			w.header.Del("Content-Length")
 		}
 	}
+	_, typed := w.header["Content-Type"]
+	if w.final || !w.bodyAllowed() || w.length >= 0 && (typed || w.length == 0) {
+		w.sendHead(w.header, nil) // into the buffer: the map is read now
+		return
+	}
+	// The head waits for the first body bytes (to sniff a type, or to learn the length):
+	// keep the header as it is now.
+	w.snap = w.header.Clone()
 }
 
+// writeInformational sends a 1xx head at once, without framing fields.
 func (w *response) writeInformational(code int) {
 	bw := w.writer()
 	writeStatus(bw, code)
-	writeFields(bw, w.header)
+	writeFields(bw, w.header, true)
 	bw.WriteString("\r\n")
 	w.flushConn()
 }
@@ -78,8 +100,13 @@ func (w *response) bodyAllowed() bool {
 }
 
 func (w *response) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return 0, errFinished
+	}
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -95,11 +122,15 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	w.written += int64(len(p))
 	if !w.headerSent {
-		if w.length < 0 && len(w.staged)+len(p) <= writeBufSize { // else the head can go now
+		if w.length < 0 && len(w.staged)+len(p) <= writeBufSize {
 			w.staged = append(w.staged, p...)
 			return len(p), nil
 		}
-		w.sendHead(false)
+		first := w.staged
+		if len(first) == 0 {
+			first = p
+		}
+		w.sendHead(w.snap, first)
 	}
 	w.writeBody(p)
 	if w.failed {
@@ -107,12 +138,6 @@ func (w *response) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-var errConnFailed = &connError{}
-
-type connError struct{}
-
-func (*connError) Error() string { return "h1: connection write failed" }
 
 // writeBody writes p, framed as a chunk when chunked.
 func (w *response) writeBody(p []byte) {
@@ -149,11 +174,16 @@ func (w *response) Flush() {
 
 // FlushError is Flush for http.ResponseController.
 func (w *response) FlushError() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return errFinished
+	}
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if !w.headerSent {
-		w.sendHead(false)
+		w.sendHead(w.snap, w.staged)
 	}
 	w.flushConn()
 	if w.chunked || w.length > w.written {
@@ -182,38 +212,40 @@ func (w *response) flushConn() {
 	}
 }
 
-// sendHead writes the status line and header fields; final means the handler is done,
-// so an unknown length is the length of what is staged. The fields the server adds
-// (framing, Date, Connection) go straight to the wire, not into the handler's map.
-func (w *response) sendHead(final bool) {
+// sendHead writes the status line and the fields of h, then the framing, Date and
+// Connection fields the server decides, then what is staged; first is the start of the
+// body, to sniff a Content-Type from when h has none.
+func (w *response) sendHead(h http.Header, first []byte) {
 	w.headerSent = true
-	h := w.header
+	if h == nil {
+		h = http.Header{}
+	}
 	var length string
 	if w.bodyAllowed() {
-		if w.length < 0 {
-			if final {
-				w.length = int64(len(w.staged))
-				length = strconv.Itoa(len(w.staged))
-			} else {
-				w.chunked = true
-			}
+		if w.length < 0 && w.final {
+			w.length = int64(len(w.staged))
 		}
-		if _, ok := h["Content-Type"]; !ok && len(w.staged) > 0 {
-			h["Content-Type"] = []string{http.DetectContentType(w.staged)}
+		if w.length >= 0 {
+			length = strconv.FormatInt(w.length, 10)
+		} else {
+			w.chunked = true
 		}
-	} else {
-		delete(h, "Content-Length")
+		if _, ok := h["Content-Type"]; !ok && len(first) > 0 {
+			h["Content-Type"] = []string{http.DetectContentType(first)}
+		}
 	}
-	delete(h, "Transfer-Encoding")
+	// Unread input past what can be drained means closing: say so.
+	if b := w.c.body; b != nil && b.left.Load() > maxDiscard {
+		w.closeAfter = true
+	}
 	if w.closeAfter || w.c.s.closing.Load() {
-		delete(h, "Connection")
 		w.closeAfter = true
 	} else if v := h["Connection"]; len(v) > 0 && hasToken([]byte(strings.Join(v, ",")), "close") {
 		w.closeAfter = true
 	}
 	bw := w.writer()
 	writeStatus(bw, w.status)
-	writeFields(bw, h)
+	writeFields(bw, h, w.closeAfter)
 	if length != "" {
 		bw.WriteString("Content-Length: ")
 		bw.WriteString(length)
@@ -227,13 +259,14 @@ func (w *response) sendHead(final bool) {
 		bw.WriteString(httpDate())
 		bw.WriteString("\r\n")
 	}
-	if w.closeAfter && len(h["Connection"]) == 0 {
+	if w.closeAfter {
 		bw.WriteString("Connection: close\r\n")
 	}
 	bw.WriteString("\r\n")
+	w.snap = nil
 	if len(w.staged) > 0 {
 		staged := w.staged
-		w.staged = w.staged[:0]
+		w.staged = nil
 		w.writeBody(staged)
 	}
 }
@@ -241,31 +274,42 @@ func (w *response) sendHead(final bool) {
 // finish completes the response after the handler returned; false when the connection
 // cannot carry another request.
 func (w *response) finish() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.final = true
 	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if !w.headerSent {
-		w.sendHead(true)
+		w.sendHead(w.snap, w.staged)
 	}
 	if w.chunked {
 		w.writer().WriteString("0\r\n\r\n")
 	}
 	w.flushConn()
+	w.release()
 	if w.length >= 0 && w.written < w.length && w.bodyAllowed() {
 		return false // the handler promised more than it wrote: only closing ends it
 	}
 	return !w.failed && !w.closeAfter
 }
 
-// release returns the write buffer to the pool.
+// abandon ends a response whose handler panicked: nothing more is written.
+func (w *response) abandon() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.release()
+}
+
+// release returns the write buffer to the pool and retires the response.
 func (w *response) release() {
+	w.done = true
 	if bw := w.c.bw; bw != nil {
 		bw.Reset(nil)
 		writerPool.Put(bw)
 		w.c.bw = nil
 	}
-	w.staged = nil // an idle connection holds no buffer
-	w.req, w.cancel = nil, nil
+	w.staged, w.snap = nil, nil
 }
 
 var statusLines sync.Map // int → string
@@ -284,10 +328,19 @@ func writeStatus(bw *bufio.Writer, code int) {
 	bw.WriteString(line)
 }
 
-// writeFields writes header fields as net/http would: names that are not tokens are
-// dropped, and CR or LF in a value becomes a space.
-func writeFields(bw *bufio.Writer, h http.Header) {
+// writeFields writes header fields as net/http would (names that are not tokens are
+// dropped; CR or LF in a value becomes a space), leaving out the framing fields, which
+// are the server's, and Connection when the server writes its own.
+func writeFields(bw *bufio.Writer, h http.Header, skipConnection bool) {
 	for k, vs := range h {
+		switch k {
+		case "Content-Length", "Transfer-Encoding", "Trailer":
+			continue
+		case "Connection":
+			if skipConnection {
+				continue
+			}
+		}
 		if !validName(k) {
 			continue
 		}
