@@ -246,3 +246,12 @@ func (c *replayConn) Read(p []byte) (int, error) {
 	}
 	return c.Conn.Read(p)
 }
+
+// CloseWrite lets net/http half-close a handed-over connection before closing it, as
+// it does its own (so a response is not lost to a reset).
+func (c *replayConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
