@@ -94,5 +94,6 @@ type Upstream struct {
 	MaxSessions int           // per-client: default 64; >= 1
 	IdleTimeout time.Duration // per-client: default 10m; > 0
 	MaxInFlight int           // calls in flight at once (over all clients); 0: no cap
+	OAuth       *OAuth        // the oauth block of a url upstream; nil when absent (see OAuth)
 	DeclRange   hcl.Range     // where the block is, for diagnostics reported by other packages later
 }

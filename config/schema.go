@@ -55,7 +55,24 @@ type rawUpstream struct {
 	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
 	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxInFlight    *hcl.Attribute `hcl:"max_in_flight,optional"`
+	OAuth          []rawOAuth     `hcl:"oauth,block"`
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`
+}
+
+// rawOAuth is an upstream's oauth block: how the proxy authorizes itself with an HTTP
+// upstream that answers 401. Every attribute is optional.
+type rawOAuth struct {
+	Disabled             *hcl.Attribute `hcl:"disabled,optional"`
+	ClientID             *hcl.Attribute `hcl:"client_id,optional"`
+	ClientSecret         *hcl.Attribute `hcl:"client_secret,optional"`
+	Issuer               *hcl.Attribute `hcl:"issuer,optional"`
+	ClientMetadataURL    *hcl.Attribute `hcl:"client_metadata_url,optional"`
+	Scopes               *hcl.Attribute `hcl:"scopes,optional"`
+	RedirectPort         *hcl.Attribute `hcl:"redirect_port,optional"`
+	Grant                *hcl.Attribute `hcl:"grant,optional"`
+	AuthorizationTimeout *hcl.Attribute `hcl:"authorization_timeout,optional"`
+
+	DefRange hcl.Range `hcl:",def_range"`
 }

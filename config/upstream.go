@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -62,6 +64,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 			}
 			u.Transport = t
 		}
+		u.OAuth = decodeOAuth(e, raw.OAuth)
 	} else {
 		if raw.URL != nil {
 			e.errorf(raw.URL, "Conflicting arguments", "An upstream has either \"command\" (a child process) or \"url\" (an HTTP server), not both.")
@@ -70,6 +73,9 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 			if a != nil {
 				e.errorf(a, "Unexpected argument", "%q applies to upstreams with a \"url\".", a.Name)
 			}
+		}
+		for _, o := range raw.OAuth {
+			e.blockErrorf(o.DefRange, "Unexpected block", "An \"oauth\" block applies to upstreams with a \"url\".")
 		}
 		u.Command = decodeCommand(e, raw)
 	}
@@ -305,4 +311,98 @@ func decodeSession(e *evaluator, raw *rawUpstream, u *Upstream) {
 			}
 		}
 	}
+}
+
+// OAuth grants, and how long the proxy waits for a person to approve by default.
+const (
+	DefaultAuthorizationTimeout = 5 * time.Minute
+
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
+
+// OAuth is an upstream's oauth block: how the proxy authorizes itself (OAuth 2.1, the
+// MCP authorization specification) with an HTTP upstream that answers 401. Without the
+// block, an HTTP upstream without an Authorization header in "headers" is authorized
+// with the defaults (discovery, dynamic client registration) all the same.
+type OAuth struct {
+	Disabled             bool          // never authorize: a 401 is an error
+	ClientID             string        // a pre-registered client; "" registers dynamically
+	ClientSecret         string        // its secret ("" for a public client)
+	Issuer               string        // limits ClientID to this authorization server; "" for any
+	ClientMetadataURL    string        // https URL of a Client ID Metadata Document, used where supported
+	Scopes               []string      // asked for with the 401's scope, instead of scopes_supported; nil: what it asks
+	RedirectPort         int           // loopback callback port; 0: a free one
+	Grant                string        // GrantAuthorizationCode (default) or GrantClientCredentials
+	AuthorizationTimeout time.Duration // how long to wait for a person to approve; default 5m
+	DeclRange            hcl.Range
+}
+
+// decodeOAuth evaluates and validates an upstream's oauth block (at most one).
+func decodeOAuth(e *evaluator, raws []rawOAuth) *OAuth {
+	if len(raws) == 0 {
+		return nil
+	}
+	for _, r := range raws[1:] {
+		e.blockErrorf(r.DefRange, "Duplicate oauth block", "An upstream has at most one \"oauth\" block; the first is at %s.",
+			position(raws[0].DefRange))
+	}
+	raw := &raws[0]
+	o := &OAuth{Grant: GrantAuthorizationCode, AuthorizationTimeout: DefaultAuthorizationTimeout, DeclRange: raw.DefRange}
+	if b, ok := e.bool(raw.Disabled); ok {
+		o.Disabled = b
+	}
+	if s, ok := e.string(raw.ClientID); ok {
+		o.ClientID = s
+	}
+	if s, ok := e.string(raw.ClientSecret); ok {
+		o.ClientSecret = s
+		if o.ClientID == "" && s != "" {
+			e.errorf(raw.ClientSecret, "Missing client_id", "\"client_secret\" needs the \"client_id\" it belongs to.")
+		}
+	}
+	if s, ok := e.string(raw.Issuer); ok {
+		o.Issuer = s
+		if o.ClientID == "" {
+			e.warnf(raw.Issuer, "Setting has no effect", "\"issuer\" only limits where a pre-registered \"client_id\" is used.")
+		}
+	}
+	if s, ok := e.string(raw.ClientMetadataURL); ok {
+		if u, err := url.Parse(s); err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			e.errorf(raw.ClientMetadataURL, "Invalid client_metadata_url",
+				"\"client_metadata_url\" must be an https:// URL with a path (a Client ID Metadata Document), got %q.", s)
+		} else {
+			o.ClientMetadataURL = s
+		}
+	}
+	if l, ok := e.stringList(raw.Scopes); ok {
+		o.Scopes = l
+		for _, sc := range l {
+			if sc == "" || strings.ContainsAny(sc, " \"\\") {
+				e.errorf(raw.Scopes, "Invalid scope", "Scope %q must be non-empty, without spaces, quotes or backslashes.", sc)
+			}
+		}
+	}
+	if n, ok := e.int(raw.RedirectPort); ok {
+		if n < 0 || n > 65535 {
+			e.errorf(raw.RedirectPort, "Invalid redirect_port", "\"redirect_port\" must be a port number (0 for a free one), got %d.", n)
+		} else {
+			o.RedirectPort = n
+		}
+	}
+	if s, ok := e.string(raw.Grant); ok {
+		switch s {
+		case GrantAuthorizationCode, GrantClientCredentials:
+			o.Grant = s
+		default:
+			e.errorf(raw.Grant, "Invalid grant", "\"grant\" must be %q or %q, got %q.", GrantAuthorizationCode, GrantClientCredentials, s)
+		}
+	}
+	if o.Grant == GrantClientCredentials && o.ClientID == "" && raw.Grant != nil {
+		e.errorf(raw.Grant, "Missing client_id", "The %q grant needs a pre-registered \"client_id\" (and usually \"client_secret\").", GrantClientCredentials)
+	}
+	if d, ok := e.duration(raw.AuthorizationTimeout); ok {
+		o.AuthorizationTimeout = d
+	}
+	return o
 }

@@ -23,6 +23,9 @@ type HTTPSpec struct {
 	URL        string
 	Headers    map[string]string // sent on every request (the upstream's own credentials)
 	MaxMessage int
+	// OAuth authorizes the link when the upstream answers 401 (or 403 insufficient_scope);
+	// nil: no authorization flow (a 401 fails the request).
+	OAuth *OAuth
 }
 
 // HTTPLink speaks Streamable HTTP to one upstream: every message is a POST; the answer
@@ -33,6 +36,7 @@ type HTTPSpec struct {
 type HTTPLink struct {
 	spec   HTTPSpec
 	client *http.Client
+	oauth  *OAuth // nil: no OAuth
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -70,7 +74,7 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 	if spec.MaxMessage <= 0 {
 		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
 	}
-	return &HTTPLink{spec: spec, client: &http.Client{Transport: sharedTransport}, ctx: ctx, cancel: cancel,
+	return &HTTPLink{spec: spec, client: &http.Client{Transport: sharedTransport}, oauth: spec.OAuth, ctx: ctx, cancel: cancel,
 		in: make(chan []byte, 1024), done: make(chan struct{}), getReady: make(chan struct{})}
 }
 
@@ -186,6 +190,11 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 	for k, v := range l.spec.Headers {
 		req.Header.Set(k, v)
 	}
+	if l.oauth != nil {
+		if t := l.oauth.token(); t != nil {
+			req.Header["Authorization"] = t.hdr
+		}
+	}
 	l.mu.Lock()
 	if l.session != "" {
 		req.Header.Set("Mcp-Session-Id", l.session)
@@ -198,7 +207,23 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 
 // post sends one request and queues what comes back.
 func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
+	var sent *oauthToken
+	if l.oauth != nil {
+		sent = l.oauth.token()
+		if sent.needsRefresh() {
+			if err := l.oauth.Refresh(l.ctx, sent); err != nil {
+				l.oauth.log.Info().Err(err).Msg("refreshing the expiring token failed")
+			}
+			sent = l.oauth.token()
+		}
+		if sent != nil {
+			req.Header["Authorization"] = sent.hdr
+		}
+	}
 	resp, err := l.client.Transport.RoundTrip(req) // no redirects or cookies to follow: skip http.Client's machinery on the hot path
+	if err == nil && l.oauth != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		resp, err = l.reauthorize(req, resp, sent)
+	}
 	if err != nil {
 		if l.ctx.Err() == nil && m.IsRequest() {
 			l.synthesize(m, fmt.Sprintf("HTTP request to %s failed: %v", l.spec.URL, err))
@@ -494,4 +519,40 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 	l.fail(errors.New("closed"))
 	l.wg.Wait()
 	return nil
+}
+
+// reauthorize handles a 401 (or a 403 insufficient_scope) answer to req, sent with
+// token sent: it runs (or joins) the OAuth flow, then sends req again, once, with the
+// new token. Any other 403 is returned as it is.
+func (l *HTTPLink) reauthorize(req *http.Request, resp *http.Response, sent *oauthToken) (*http.Response, error) {
+	if resp.StatusCode == http.StatusForbidden && parseChallenge(resp.Header).err != "insufficient_scope" {
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if err := l.oauth.Authorize(l.ctx, resp.StatusCode, resp.Header, sent); err != nil {
+		return nil, fmt.Errorf("authorizing with the upstream: %w", err)
+	}
+	retry := req.Clone(l.ctx)
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		retry.Body = body
+	}
+	if t := l.oauth.token(); t != nil {
+		retry.Header["Authorization"] = t.hdr
+	}
+	resp, err := l.client.Transport.RoundTrip(retry)
+	switch {
+	case err != nil:
+	case resp.StatusCode < 300:
+		l.oauth.succeeded()
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		ch := parseChallenge(resp.Header)
+		resp.Body.Close()
+		return nil, fmt.Errorf("the upstream still answers HTTP %d (%s, scope %q) with the new token", resp.StatusCode, orNone(ch.err), ch.scope)
+	}
+	return resp, err
 }

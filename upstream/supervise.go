@@ -70,7 +70,7 @@ func recoverClose(ch chan struct{}) {
 func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 	var proc transport.Link
 	if u.spec.URL != "" {
-		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage}
+		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth}
 		if u.httpKind() == TransportSSE {
 			l, err := transport.DialSSE(hs, u.spec.StartupTimeout)
 			if err != nil {

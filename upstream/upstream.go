@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
 // Spec is the static description of one upstream.
@@ -29,6 +30,7 @@ type Spec struct {
 	Command        []string          // program and arguments (a child process), or
 	URL            string            // a Streamable HTTP endpoint
 	Headers        map[string]string // sent to the URL on every request
+	OAuth          *transport.OAuth  // for URL: authorizes on a 401; shared by every instance (nil: none)
 	Transport      string            // for URL: TransportAuto (default), TransportStreamableHTTP or TransportSSE
 	Env            map[string]string // added to the proxy's environment
 	Dir            string            // working directory

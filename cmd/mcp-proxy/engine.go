@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/user"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/server"
+	"github.com/mcp-proxy/mcp-proxy/transport"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -92,6 +94,9 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 			ClientName:     proxyName(cfg),
 			ClientVersion:  buildVersion(),
 		}
+		if uc.URL != "" {
+			spec.OAuth = newOAuth(cfg, uc, log)
+		}
 		u := upstream.New(spec, log, r.Events())
 		newInstance := func(caps json.RawMessage, events upstream.Events) router.Upstream {
 			s := spec
@@ -113,6 +118,36 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 		})
 	}
 	return r
+}
+
+// newOAuth makes the OAuth client of an HTTP upstream (one per upstream block: its
+// token outlives connections, restarts and per-client instances). Without an oauth block
+// the upstream is still authorized on a 401 (discovery and dynamic client registration,
+// as the MCP specification expects of clients), unless its headers carry an
+// Authorization header: then those are its credentials. Nil when it opts out.
+func newOAuth(cfg *config.Config, uc config.Upstream, log zerolog.Logger) *transport.OAuth {
+	oc := transport.OAuthConfig{ClientName: proxyName(cfg)}
+	switch o := uc.OAuth; {
+	case o != nil:
+		oc.Disabled, oc.ClientID, oc.ClientSecret, oc.Issuer = o.Disabled, o.ClientID, o.ClientSecret, o.Issuer
+		oc.ClientMetadataURL, oc.Scopes, oc.RedirectPort = o.ClientMetadataURL, o.Scopes, o.RedirectPort
+		oc.Grant, oc.AuthorizationTimeout = o.Grant, o.AuthorizationTimeout
+	default:
+		for k := range uc.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				oc.Disabled = true
+			}
+		}
+	}
+	if oc.Disabled {
+		return nil
+	}
+	o, err := transport.NewOAuth(uc.URL, oc, log.With().Str("upstream", uc.Name).Logger())
+	if err != nil {
+		log.Error().Err(err).Str("upstream", uc.Name).Msg("configuring OAuth for the upstream")
+		return nil
+	}
+	return o
 }
 
 func proxyName(cfg *config.Config) string {

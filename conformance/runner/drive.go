@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,8 @@ import (
 // drive is the client-mode command: the suite runs it with its mock server's URL as
 // the last argument (and MCP_CONFORMANCE_SCENARIO, sometimes MCP_CONFORMANCE_CONTEXT,
 // in the environment). It starts the proxy with that URL as its only, unprefixed
-// upstream and a listen "http" block on a free loopback port, runs the Go SDK
+// upstream (with an oauth block built from the scenario's context, see oauthBlock)
+// and a listen "http" block on a free loopback port, runs the Go SDK
 // everything-client against the proxy, stops the proxy, and exits with the client's
 // code. The proxy's log goes to stderr, which the suite saves as stderr.txt next to
 // the scenario's checks.json. With --direct the client talks to the mock server itself.
@@ -62,8 +64,8 @@ upstream "mock" {
   url       = %q
   transport = "auto"
   namespace = ""
-}
-`, scenario, addr, mockURL)
+%s}
+`, scenario, addr, mockURL, oauthBlock(scenario, os.Getenv("MCP_CONFORMANCE_CONTEXT")))
 	dir := *logDir
 	if dir == "" {
 		dir = os.TempDir()
@@ -101,6 +103,50 @@ upstream "mock" {
 	}
 	fmt.Fprintf(os.Stderr, "drive: proxy %s listening on %s, upstream %s (config %s)\n", *proxyBin, addr, mockURL, cfgPath)
 	return runClient(ctx, *clientBin, "http://"+addr+"/mcp")
+}
+
+// cimdURL is the Client ID Metadata Document URL the suite's auth scenarios expect a
+// client to use (the Go SDK everything-client uses the same).
+const cimdURL = "https://conformance-test.local/client-metadata.json"
+
+// oauthBlock is the upstream's oauth block for a scenario: the harness's Client ID
+// Metadata Document URL, and what the scenario's context (MCP_CONFORMANCE_CONTEXT)
+// provides: pre-registered client credentials and their authorization server, and
+// the client_credentials grant for the client-credentials scenarios.
+func oauthBlock(scenario, contextJSON string) string {
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+		Issuer       string `json:"issuer"`
+	}
+	if contextJSON != "" {
+		if err := json.Unmarshal([]byte(contextJSON), &c); err != nil {
+			fmt.Fprintf(os.Stderr, "drive: MCP_CONFORMANCE_CONTEXT is not a JSON object: %v\n", err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("  oauth {\n")
+	fmt.Fprintf(&b, "    client_metadata_url = %s\n", hclString(cimdURL))
+	if c.ClientID != "" {
+		fmt.Fprintf(&b, "    client_id = %s\n", hclString(c.ClientID))
+		if c.ClientSecret != "" {
+			fmt.Fprintf(&b, "    client_secret = %s\n", hclString(c.ClientSecret))
+		}
+		if c.Issuer != "" {
+			fmt.Fprintf(&b, "    issuer = %s\n", hclString(c.Issuer))
+		}
+	}
+	if strings.HasPrefix(scenario, "auth/client-credentials") {
+		b.WriteString("    grant = \"client_credentials\"\n")
+	}
+	b.WriteString("  }\n")
+	return b.String()
+}
+
+// hclString quotes s as an HCL string literal (no interpolation).
+func hclString(s string) string {
+	q, _ := json.Marshal(s)
+	return strings.NewReplacer("${", "$${", "%{", "%%{").Replace(string(q))
 }
 
 // runClient runs the everything-client against url with our stdio and environment.
