@@ -424,11 +424,15 @@ func (h *HTTPHandler) lookup(id string) *httpSession {
 // readBody reads a request body of at most max bytes (one more tells it was longer),
 // sized from Content-Length when the client gave one.
 func readBody(r *http.Request, max int) ([]byte, error) {
-	size := 512
-	if r.ContentLength > 0 && r.ContentLength <= int64(max) {
-		size = int(r.ContentLength) + 1 // +1: reading to EOF needs no second buffer
+	if n := r.ContentLength; n > 0 && n <= int64(max) {
+		// The usual case: one buffer of the announced length, filled in place.
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf := bytes.NewBuffer(make([]byte, 0, 512))
 	_, err := buf.ReadFrom(io.LimitReader(r.Body, int64(max)+1))
 	return buf.Bytes(), err
 }

@@ -145,7 +145,7 @@ func (c *conn) parse(head []byte) *http.Request {
 		Header:     h,
 		Host:       host,
 		RemoteAddr: c.remote,
-		RequestURI: string(target),
+		RequestURI: requestURI(u, target),
 		Close:      closeAfter,
 	}
 	c.body = &body{c: c}
@@ -170,6 +170,14 @@ func cutLine(b []byte) (line, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	return line, b[i+1:], true
+}
+
+// requestURI is the target as sent: the URL's own Path string when that is all of it.
+func requestURI(u *url.URL, target []byte) string {
+	if u.RawQuery == "" && !u.ForceQuery && u.Path == string(target) { // no allocation
+		return u.Path
+	}
+	return string(target)
 }
 
 // parseTarget reads an origin-form request target: visible ASCII only. A path of
@@ -200,10 +208,11 @@ func parseTarget(t []byte) *url.URL {
 		}
 		return u
 	}
+	s := string(t)
 	if q < 0 {
-		return &url.URL{Path: string(t)}
+		return &url.URL{Path: s}
 	}
-	return &url.URL{Path: string(t[:q]), RawQuery: string(t[q+1:]), ForceQuery: q == len(t)-1}
+	return &url.URL{Path: s[:q], RawQuery: s[q+1:], ForceQuery: q == len(t)-1}
 }
 
 func trimOWS(b []byte) []byte {
