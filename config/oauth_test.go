@@ -20,6 +20,8 @@ upstream "remote" {
     redirect_port         = 8765
     grant                 = "client_credentials"
     authorization_timeout = "2m"
+    token_file            = "state/remote.json"
+    open_browser          = false
   }
 }
 upstream "plain" {
@@ -33,10 +35,12 @@ upstream "none" {
 	o := cfg.Upstreams[0].OAuth
 	if o == nil || o.ClientID != "proxy" || o.ClientSecret != "s3cret" || o.Issuer != "https://auth.example.com" ||
 		o.ClientMetadataURL != "https://proxy.example.com/client.json" || !slices.Equal(o.Scopes, []string{"mcp:read", "mcp:write"}) ||
-		o.RedirectPort != 8765 || o.Grant != GrantClientCredentials || o.AuthorizationTimeout != 2*time.Minute {
+		o.RedirectPort != 8765 || o.Grant != GrantClientCredentials || o.AuthorizationTimeout != 2*time.Minute ||
+		o.TokenFile != "/base/state/remote.json" || o.OpenBrowser {
 		t.Errorf("oauth %+v", o)
 	}
-	if o := cfg.Upstreams[1].OAuth; o == nil || o.Grant != GrantAuthorizationCode || o.AuthorizationTimeout != DefaultAuthorizationTimeout || o.Scopes != nil {
+	if o := cfg.Upstreams[1].OAuth; o == nil || o.Grant != GrantAuthorizationCode || o.AuthorizationTimeout != DefaultAuthorizationTimeout || o.Scopes != nil ||
+		o.TokenFile != "" || !o.OpenBrowser {
 		t.Errorf("empty oauth block %+v", o)
 	}
 	if cfg.Upstreams[2].OAuth != nil {

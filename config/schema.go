@@ -73,6 +73,8 @@ type rawOAuth struct {
 	RedirectPort         *hcl.Attribute `hcl:"redirect_port,optional"`
 	Grant                *hcl.Attribute `hcl:"grant,optional"`
 	AuthorizationTimeout *hcl.Attribute `hcl:"authorization_timeout,optional"`
+	TokenFile            *hcl.Attribute `hcl:"token_file,optional"`
+	OpenBrowser          *hcl.Attribute `hcl:"open_browser,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }

@@ -64,7 +64,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 			}
 			u.Transport = t
 		}
-		u.OAuth = decodeOAuth(e, raw.OAuth)
+		u.OAuth = decodeOAuth(e, raw.OAuth, baseDir)
 	} else {
 		if raw.URL != nil {
 			e.errorf(raw.URL, "Conflicting arguments", "An upstream has either \"command\" (a child process) or \"url\" (an HTTP server), not both.")
@@ -335,11 +335,13 @@ type OAuth struct {
 	RedirectPort         int           // loopback callback port; 0: a free one
 	Grant                string        // GrantAuthorizationCode (default) or GrantClientCredentials
 	AuthorizationTimeout time.Duration // how long to wait for a person to approve; default 5m
+	TokenFile            string        // keeps the tokens and registration across restarts (0600); "" in memory only
+	OpenBrowser          bool          // open the authorization URL in the desktop's browser; default true
 	DeclRange            hcl.Range
 }
 
 // decodeOAuth evaluates and validates an upstream's oauth block (at most one).
-func decodeOAuth(e *evaluator, raws []rawOAuth) *OAuth {
+func decodeOAuth(e *evaluator, raws []rawOAuth, baseDir string) *OAuth {
 	if len(raws) == 0 {
 		return nil
 	}
@@ -348,7 +350,7 @@ func decodeOAuth(e *evaluator, raws []rawOAuth) *OAuth {
 			position(raws[0].DefRange))
 	}
 	raw := &raws[0]
-	o := &OAuth{Grant: GrantAuthorizationCode, AuthorizationTimeout: DefaultAuthorizationTimeout, DeclRange: raw.DefRange}
+	o := &OAuth{Grant: GrantAuthorizationCode, AuthorizationTimeout: DefaultAuthorizationTimeout, OpenBrowser: true, DeclRange: raw.DefRange}
 	if b, ok := e.bool(raw.Disabled); ok {
 		o.Disabled = b
 	}
@@ -403,6 +405,16 @@ func decodeOAuth(e *evaluator, raws []rawOAuth) *OAuth {
 	}
 	if d, ok := e.duration(raw.AuthorizationTimeout); ok {
 		o.AuthorizationTimeout = d
+	}
+	if s, ok := e.string(raw.TokenFile); ok {
+		if s == "" {
+			e.errorf(raw.TokenFile, "Invalid token_file", "\"token_file\" must be a file path; leave it out to keep tokens in memory only.")
+		} else {
+			o.TokenFile = resolvePath(baseDir, s) // relative to the configuration file
+		}
+	}
+	if b, ok := e.bool(raw.OpenBrowser); ok {
+		o.OpenBrowser = b
 	}
 	return o
 }

@@ -50,6 +50,12 @@ type OAuthConfig struct {
 	AuthorizationTimeout time.Duration
 	// ClientName is the client_name registered. Empty: "mcp-proxy".
 	ClientName string
+	// TokenFile, when set, keeps the token, refresh token and client registration across
+	// restarts (written with mode 0600). Empty: in memory only.
+	TokenFile string
+	// OpenBrowser opens the authorization URL in the desktop's browser when a person
+	// must approve (besides logging it).
+	OpenBrowser bool
 }
 
 // maxStepUps bounds the authorizations in a row that the upstream answers with 403
@@ -120,6 +126,9 @@ func NewOAuth(resource string, cfg OAuthConfig, log zerolog.Logger) (*OAuth, err
 		clients: map[string]*oauthClientID{}}
 	o.noFollow = &http.Client{Transport: sharedTransport, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if cfg.TokenFile != "" {
+		o.loadToken()
+	}
 	return o, nil
 }
 
@@ -298,7 +307,7 @@ func (o *OAuth) authorize(ctx context.Context, ch challenge, sent *oauthToken) e
 	if err != nil {
 		return err
 	}
-	o.tok.Store(t)
+	o.setToken(t)
 	o.log.Info().Str("issuer", as.Issuer).Strs("scopes", scopes).Msg("authorized with the upstream")
 	return nil
 }

@@ -227,6 +227,11 @@ func (o *OAuth) fetchCode(ctx context.Context, authURL string, cb *callback) (ur
 	}
 	o.log.Warn().Str("url", authURL).Dur("timeout", o.cfg.AuthorizationTimeout).
 		Msg("the upstream needs authorization: open this URL in a browser and approve")
+	if o.cfg.OpenBrowser {
+		if err := openURL(authURL); err != nil {
+			o.log.Info().Err(err).Msg("could not open a browser; open the URL by hand")
+		}
+	}
 	t := time.NewTimer(o.cfg.AuthorizationTimeout)
 	defer t.Stop()
 	select {
@@ -268,7 +273,7 @@ func (o *OAuth) refresh(ctx context.Context, t *oauthToken) error {
 	if n.refresh == "" {
 		n.refresh = t.refresh // the server keeps the old one valid (RFC 6749 §6)
 	}
-	o.tok.Store(n)
+	o.setToken(n)
 	o.log.Debug().Msg("refreshed the access token")
 	return nil
 }

@@ -132,7 +132,9 @@ func newOAuth(cfg *config.Config, uc config.Upstream, log zerolog.Logger) *trans
 		oc.Disabled, oc.ClientID, oc.ClientSecret, oc.Issuer = o.Disabled, o.ClientID, o.ClientSecret, o.Issuer
 		oc.ClientMetadataURL, oc.Scopes, oc.RedirectPort = o.ClientMetadataURL, o.Scopes, o.RedirectPort
 		oc.Grant, oc.AuthorizationTimeout = o.Grant, o.AuthorizationTimeout
+		oc.TokenFile, oc.OpenBrowser = o.TokenFile, o.OpenBrowser
 	default:
+		oc.OpenBrowser = true
 		for k := range uc.Headers {
 			if strings.EqualFold(k, "Authorization") {
 				oc.Disabled = true
