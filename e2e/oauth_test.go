@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -133,5 +134,35 @@ func TestOAuthUpstream(t *testing.T) {
 		if strings.Contains(stderr.String(), secret) {
 			t.Errorf("the proxy's log shows a secret (%s)", secret)
 		}
+	}
+}
+
+// TestOAuthBridgeURL: `mcp-proxy bridge --url` in front of a server behind OAuth (the
+// mcp-remote use: a stdio-only client reaching a remote server that wants a login) gets
+// authorized with no configuration, and its stdout carries only protocol messages.
+func TestOAuthBridgeURL(t *testing.T) {
+	t.Parallel()
+	g := newOAuthGuard(t, startHTTPEverything(t, false))
+	cmd := exec.Command(proxyBin, "bridge", "--url", g.rs.URL+"/mcp", "--log-level", "debug")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	cs, err := client.Connect(ctxT(t, 60*time.Second), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect through bridge: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "test_simple_text"})
+	if err != nil || !strings.Contains(textOf(res), "simple text") {
+		t.Fatalf("call through bridge behind OAuth: %v %q\n%s", err, textOf(res), stderr)
+	}
+	g.mu.Lock()
+	grants := slices.Clone(g.grants)
+	g.mu.Unlock()
+	if len(grants) != 1 || grants[0] != "authorization_code" {
+		t.Errorf("token requests %v, want one authorization_code grant", grants)
+	}
+	if strings.Contains(stderr.String(), "e2e-access-token") {
+		t.Error("the bridge's log shows the access token")
 	}
 }
