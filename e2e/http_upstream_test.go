@@ -94,12 +94,12 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 }
 
-// TestBridgeURL exposes a remote server on stdin/stdout with `mcp-proxy bridge --url`,
-// without a config file, its names unprefixed.
-func TestBridgeURL(t *testing.T) {
-	t.Parallel()
-	url := startHTTPEverything(t, false)
-	cmd := exec.Command(proxyBin, "bridge", "--url", url, "--header", "X-Test=bridge", "--log-level", "debug")
+// connectBridge runs `mcp-proxy bridge --url url` with extra flags and connects the Go
+// SDK client to it over stdio.
+func connectBridge(t *testing.T, url string, flags ...string) (*mcp.ClientSession, *syncBuffer) {
+	t.Helper()
+	args := append([]string{"bridge", "--url", url, "--log-level", "debug"}, flags...)
+	cmd := exec.Command(proxyBin, args...)
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
@@ -107,7 +107,15 @@ func TestBridgeURL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("connect through bridge: %v\n%s", err, stderr)
 	}
-	defer cs.Close()
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
+// TestBridgeURL exposes a remote server on stdin/stdout with `mcp-proxy bridge --url`,
+// without a config file, its names unprefixed.
+func TestBridgeURL(t *testing.T) {
+	t.Parallel()
+	cs, stderr := connectBridge(t, startHTTPEverything(t, false), "--header", "X-Test=bridge")
 	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "test_simple_text"})
 	if err != nil || !strings.Contains(textOf(res), "simple text") {
 		t.Errorf("call through bridge: %v %q\n%s", err, textOf(res), stderr)

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -143,15 +142,7 @@ func TestOAuthUpstream(t *testing.T) {
 func TestOAuthBridgeURL(t *testing.T) {
 	t.Parallel()
 	g := newOAuthGuard(t, startHTTPEverything(t, false))
-	cmd := exec.Command(proxyBin, "bridge", "--url", g.rs.URL+"/mcp", "--log-level", "debug")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	cs, err := client.Connect(ctxT(t, 60*time.Second), &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect through bridge: %v\n%s", err, stderr)
-	}
-	defer cs.Close()
+	cs, stderr := connectBridge(t, g.rs.URL+"/mcp")
 	res, err := cs.CallTool(ctxT(t, 30*time.Second), &mcp.CallToolParams{Name: "test_simple_text"})
 	if err != nil || !strings.Contains(textOf(res), "simple text") {
 		t.Fatalf("call through bridge behind OAuth: %v %q\n%s", err, textOf(res), stderr)

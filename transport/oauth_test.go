@@ -501,11 +501,10 @@ func TestOAuthClientIdentity(t *testing.T) {
 	})
 }
 
-// TestOAuthManualApproval: an authorization server that shows a login page; the URL is
-// logged and the browser's redirect to the loopback callback completes the flow.
-func TestOAuthManualApproval(t *testing.T) {
-	as, _, l, log := setup(t, "", OAuthConfig{})
-	as.manual = true
+// awaitApproval sends a request on l to an authorization server that wants a person,
+// waits until the proxy logs the URL, and returns the authorization request's query.
+func awaitApproval(t *testing.T, as *testAS, l *HTTPLink, log *logBuf) url.Values {
+	t.Helper()
 	if err := l.Write(jsonrpc.NewRequest(jsonrpc.IntID(1), "tools/list", []byte(`{}`))); err != nil {
 		t.Fatal(err)
 	}
@@ -517,8 +516,16 @@ func TestOAuthManualApproval(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	as.mu.Lock()
-	q := as.authReqs[0]
-	as.mu.Unlock()
+	defer as.mu.Unlock()
+	return as.authReqs[0]
+}
+
+// TestOAuthManualApproval: an authorization server that shows a login page; the URL is
+// logged and the browser's redirect to the loopback callback completes the flow.
+func TestOAuthManualApproval(t *testing.T) {
+	as, _, l, log := setup(t, "", OAuthConfig{})
+	as.manual = true
+	q := awaitApproval(t, as, l, log)
 	// The person approves: the browser follows the AS's redirect to our callback.
 	cb := q.Get("redirect_uri") + "?" + url.Values{"code": {"code-1"}, "state": {q.Get("state")}, "iss": {as.issuer()}}.Encode()
 	if !strings.HasPrefix(cb, "http://127.0.0.1:") {
@@ -641,19 +648,7 @@ func TestOAuthHotPathAllocs(t *testing.T) {
 func TestOAuthCallbackRefusesForeignState(t *testing.T) {
 	as, _, l, log := setup(t, "", OAuthConfig{})
 	as.manual = true
-	if err := l.Write(jsonrpc.NewRequest(jsonrpc.IntID(1), "tools/list", []byte(`{}`))); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(log.String(), "open this URL") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no URL logged: %s", log.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	as.mu.Lock()
-	q := as.authReqs[0]
-	as.mu.Unlock()
+	q := awaitApproval(t, as, l, log)
 	forged := q.Get("redirect_uri") + "?" + url.Values{"code": {"evil"}, "state": {"forged"}}.Encode()
 	resp, err := http.Get(forged)
 	if err != nil {
