@@ -126,6 +126,9 @@ func oauthBlock(scenario, contextJSON string) string {
 	}
 	var b strings.Builder
 	b.WriteString("  oauth {\n")
+	// The mock servers approve at once; a scenario that does not must fail fast, and no
+	// test run opens a browser on the desktop it runs on.
+	b.WriteString("    open_browser = false\n    authorization_timeout = \"20s\"\n")
 	fmt.Fprintf(&b, "    client_metadata_url = %s\n", hclString(cimdURL))
 	if c.ClientID != "" {
 		fmt.Fprintf(&b, "    client_id = %s\n", hclString(c.ClientID))
