@@ -217,6 +217,8 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 			sent = l.oauth.token()
 		}
 		if sent != nil {
+			// Again, as setHeaders did at Write: the token may have changed since, and a 401
+			// must be matched with the token actually sent.
 			req.Header["Authorization"] = sent.hdr
 		}
 	}

@@ -76,7 +76,7 @@ type OAuth struct {
 
 	tok atomic.Pointer[oauthToken] // the current token; nil before the first flow
 
-	mu       sync.Mutex // guards flight, clients, requested, stepUps, port
+	mu       sync.Mutex // guards flight, clients, asked, stepUps, lastPort
 	flight   *oauthFlight
 	clients  map[string]*oauthClientID // by issuer: registrations are per authorization server
 	asked    []string                  // every scope asked for so far (step-up asks for the union)
@@ -290,7 +290,7 @@ func (o *OAuth) authorize(ctx context.Context, ch challenge, sent *oauthToken) e
 		}
 	}
 
-	if o.cfg.Grant == GrantAuthorizationCode && contains(as.ScopesSupported, "offline_access") && !contains(scopes, "offline_access") {
+	if o.cfg.Grant == GrantAuthorizationCode && slices.Contains(as.ScopesSupported, "offline_access") && !slices.Contains(scopes, "offline_access") {
 		// SEP-2207: ask for a refresh token where the server offers one.
 		scopes = append(scopes, "offline_access")
 	}
@@ -323,7 +323,7 @@ func canonicalResource(u *url.URL) string {
 func union(a, b []string) []string {
 	out := slices.Clone(a)
 	for _, s := range b {
-		if !contains(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -332,7 +332,7 @@ func union(a, b []string) []string {
 
 func subset(a, b []string) bool {
 	for _, s := range a {
-		if !contains(b, s) {
+		if !slices.Contains(b, s) {
 			return false
 		}
 	}

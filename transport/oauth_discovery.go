@@ -242,15 +242,6 @@ func (o *OAuth) fetchASMetadata(ctx context.Context, issuer string) (*asMetadata
 	return nil, nil
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // checkSecure refuses an authorization server URL that is not https, unless it is on a
 // loopback address (OAuth 2.1 §1.5: codes, secrets and tokens travel only over TLS).
 func checkSecure(raw string) error {

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -75,7 +76,7 @@ func pickAuthMethod(supported []string, haveSecret bool) string {
 		return authBasic
 	}
 	for _, m := range []string{authBasic, authPost} {
-		if contains(supported, m) {
+		if slices.Contains(supported, m) {
 			return m
 		}
 	}
@@ -85,7 +86,7 @@ func pickAuthMethod(supported []string, haveSecret bool) string {
 // register performs Dynamic Client Registration (RFC 7591).
 func (o *OAuth) register(ctx context.Context, as *asMetadata, redirectURI string) (*oauthClientID, error) {
 	method := authNone
-	if len(as.TokenEndpointAuthMethodsSupported) > 0 && !contains(as.TokenEndpointAuthMethodsSupported, authNone) {
+	if len(as.TokenEndpointAuthMethodsSupported) > 0 && !slices.Contains(as.TokenEndpointAuthMethodsSupported, authNone) {
 		method = pickAuthMethod(as.TokenEndpointAuthMethodsSupported, true)
 	}
 	grants := []string{GrantAuthorizationCode, "refresh_token"}
@@ -140,7 +141,7 @@ func (o *OAuth) register(ctx context.Context, as *asMetadata, redirectURI string
 // URI with the code. Otherwise a person must open the URL: it is logged, and the
 // browser's redirect is awaited on the loopback callback listener.
 func (o *OAuth) authorizationCode(ctx context.Context, as *asMetadata, target string, scopes []string) (*oauthToken, error) {
-	if !contains(as.CodeChallengeMethodsSupported, "S256") {
+	if !slices.Contains(as.CodeChallengeMethodsSupported, "S256") {
 		return nil, fmt.Errorf("the authorization server %s does not advertise PKCE with S256 (code_challenge_methods_supported): refusing to authorize", as.Issuer)
 	}
 	if as.AuthorizationEndpoint == "" || as.TokenEndpoint == "" {

@@ -182,7 +182,7 @@ func (c *conn) readHead() (head []byte, ok bool) {
 func (c *conn) serveRequest(req *http.Request) (keep bool) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	req = req.WithContext(ctx) // a copy of the connection's template
-	w := &response{c: c, req: req, header: make(http.Header, 4), length: -1, closeAfter: req.Close, cancel: cancel}
+	w := &response{c: c, header: make(http.Header, 4), length: -1, closeAfter: req.Close, cancel: cancel}
 
 	c.mu.Lock()
 	c.inHandler, c.gone, c.watchWanted, c.cancel = true, false, false, cancel

@@ -28,7 +28,6 @@ var (
 // writeBufSize, else chunked; the map's own framing fields are never written.
 type response struct {
 	c      *conn
-	req    *http.Request
 	header http.Header
 	cancel func()
 

@@ -200,7 +200,6 @@ type handoffListener struct {
 	conns chan net.Conn
 	done  <-chan struct{}
 	addr  net.Addr
-	once  sync.Once
 }
 
 func (l *handoffListener) Accept() (net.Conn, error) {
