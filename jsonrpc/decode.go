@@ -74,6 +74,12 @@ func decodeFast(data []byte) (m *Message, err error, ok bool) {
 			}
 			m.Params = params
 		}
+		// What the proxy decides on must be what the receiver acts on: a request whose
+		// objects have two members of one name (after unescaping, without case) reads
+		// differently to different parsers, so it is refused whole.
+		if err := jsonx.CheckUnique(buf); err != nil {
+			return m, duplicateError(err), true
+		}
 		return m, nil, true
 	}
 	hasResult, hasError := len(result) > 0, len(errObj) > 0 && !isNull(errObj)

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 )
 
 // Version is the only JSON-RPC version this package speaks.
@@ -91,6 +93,47 @@ func Decode(data []byte) (*Message, error) {
 	}
 	// Valid for encoding/json but not for the scanner: nesting beyond its bound.
 	return nil, fmt.Errorf("%w: nested too deeply", ErrInvalidMessage)
+}
+
+// ErrDuplicateMember is wrapped by Decode's error for a request or notification with an
+// object that has two members of the same name (compared after unescaping and without
+// case): readers disagree on which one counts. In params it is answered with
+// CodeInvalidParams, in the envelope with CodeInvalidRequest (see DecodeError).
+var ErrDuplicateMember = errors.New("duplicate member name")
+
+type duplicateMemberError struct {
+	dup    *jsonx.DuplicateError
+	params bool
+}
+
+func duplicateError(err error) error {
+	var de *jsonx.DuplicateError
+	if !errors.As(err, &de) {
+		return fmt.Errorf("%w: %v", ErrInvalidMessage, err)
+	}
+	return &duplicateMemberError{dup: de, params: len(de.Path) > 0 && de.Path[0] == "params"}
+}
+
+func (e *duplicateMemberError) Error() string {
+	return e.dup.Error() + " (member names must be unique, compared after unescaping and without case)"
+}
+
+func (e *duplicateMemberError) Is(target error) bool {
+	return target == ErrDuplicateMember || (!e.params && target == ErrInvalidMessage)
+}
+
+// DecodeError is the JSON-RPC error to answer for an error from Decode: -32700 for bad
+// JSON, -32602 for an ambiguous params object, -32600 for anything else that is not a
+// valid message.
+func DecodeError(err error) *Error {
+	var de *duplicateMemberError
+	switch {
+	case errors.As(err, &de) && de.params:
+		return Errorf(CodeInvalidParams, "Invalid params: %v", err)
+	case errors.Is(err, ErrInvalidMessage):
+		return Errorf(CodeInvalidRequest, "Invalid Request: %v", err)
+	}
+	return Errorf(CodeParseError, "Parse error: %v", err)
 }
 
 func isNull(b json.RawMessage) bool { return len(b) == 4 && string(b) == "null" }

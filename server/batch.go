@@ -45,7 +45,7 @@ func (ss *session) handleBatch(ctx context.Context, line []byte) {
 				id = msg.ID
 			}
 			wg.Add(1)
-			collect(jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
+			collect(jsonrpc.NewErrorResponse(id, jsonrpc.DecodeError(err)))
 		case msg.IsRequest() && isModern(msg):
 			wg.Add(1)
 			collect(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: batches are not part of protocol %s", mcp.ModernVersion)))

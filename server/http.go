@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -292,15 +291,12 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	}
 	msg, err := jsonrpc.Decode(body)
 	if err != nil {
-		code := int64(jsonrpc.CodeParseError)
-		if errors.Is(err, jsonrpc.ErrInvalidMessage) {
-			code = jsonrpc.CodeInvalidRequest
-		}
 		var id jsonrpc.ID
 		if msg != nil {
 			id = msg.ID
 		}
-		httpError(w, http.StatusBadRequest, id, code, err.Error())
+		je := jsonrpc.DecodeError(err)
+		httpError(w, http.StatusBadRequest, id, je.Code, je.Message)
 		return
 	}
 	meta, version := modernMeta(msg.Params)
@@ -571,7 +567,7 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 			if m != nil {
 				id = m.ID
 			}
-			refusals = append(refusals, jsonrpc.NewErrorResponse(id, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
+			refusals = append(refusals, jsonrpc.NewErrorResponse(id, jsonrpc.DecodeError(err)))
 		case m.IsRequest() && m.Method == mcp.MethodInitialize:
 			refusals = append(refusals, jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize cannot be batched")))
 		case m.IsRequest():

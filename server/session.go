@@ -207,14 +207,8 @@ func (ss *session) reject(msg *jsonrpc.Message, err error) {
 	if msg != nil {
 		id = msg.ID
 	}
-	var rpcErr *jsonrpc.Error
-	if errors.Is(err, jsonrpc.ErrInvalidMessage) {
-		rpcErr = jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)
-	} else {
-		rpcErr = jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: %v", err)
-	}
 	ss.log.Warn().Err(err).Msg("invalid message from client")
-	ss.write(jsonrpc.NewErrorResponse(id, rpcErr))
+	ss.write(jsonrpc.NewErrorResponse(id, jsonrpc.DecodeError(err)))
 }
 
 // write sends m to the client; nil means "no response" and sends nothing.
