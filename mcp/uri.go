@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"errors"
+	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -266,4 +268,29 @@ func RemoveDotSegments(p string) string {
 		return "/" + res
 	}
 	return res
+}
+
+// URIForms returns the spellings of a resource URI that policy rules must see besides
+// the URI itself: its normal form, and the normal form with the path fully
+// percent-decoded and backslashes read as "/" (what a file server acts on when it
+// decodes %2F). A URI that cannot be normalized has no other forms (it is refused
+// before it is routed). Duplicates and uri itself are left out.
+func URIForms(uri string) []string {
+	n, err := NormalizeURI(uri)
+	if err != nil {
+		return nil
+	}
+	var forms []string
+	add := func(f string) {
+		if f != uri && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	add(n)
+	if strings.ContainsAny(n, `%\`) {
+		if d, err := url.PathUnescape(n); err == nil {
+			add(strings.ReplaceAll(d, `\`, "/"))
+		}
+	}
+	return forms
 }

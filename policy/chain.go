@@ -33,7 +33,7 @@ func kindOf(k router.TargetKind) Kind {
 }
 
 func itemOf(t *router.Target) Item {
-	return Item{Kind: kindOf(t.Kind), Name: t.Name, Upstream: t.Upstream, Raw: t.Raw}
+	return Item{Kind: kindOf(t.Kind), Name: t.Name, Upstream: t.Upstream, Raw: t.Raw, Aliases: t.Forms}
 }
 
 // Visible implements router.Guard.

@@ -7,6 +7,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
@@ -53,6 +55,9 @@ type Item struct {
 	Name     string          // exposed name, URI or URI template
 	Upstream string          // the owning upstream's configured name
 	Raw      json.RawMessage // the item as listed (a tool's annotations are read from it)
+	// Aliases are other spellings of a resource's URI (the original of a rewritten URI,
+	// normal forms): a resource pattern matches the item when it matches any of them.
+	Aliases []string
 }
 
 // Rule is one allow or deny rule, as configured. Empty matchers match everything; the
@@ -113,7 +118,7 @@ func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 			dst  *globs
 			pats []string
 			kind Kind
-		}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, r.Resources, KindResource}, {&c.upstreams, r.Upstreams, 0}} {
+		}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, normalizedPatterns(r.Resources), KindResource}, {&c.upstreams, r.Upstreams, 0}} {
 			if *set.dst, err = compileGlobs(set.pats); err != nil {
 				return nil, fmt.Errorf("rule %q: %v", r.Name, err)
 			}
@@ -137,6 +142,25 @@ func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 		e.rules = append(e.rules, c)
 	}
 	return e, nil
+}
+
+// normalizedPatterns adds to resource patterns their URI normal form (FILE:///Srv/%7Ex
+// also as file:///Srv/~x), so that a pattern written in any spelling matches the normal
+// forms the router gives rules. Patterns with glob escapes are kept as they are.
+func normalizedPatterns(pats []string) []string {
+	if pats == nil {
+		return nil
+	}
+	out := slices.Clone(pats)
+	for _, p := range pats {
+		if strings.ContainsRune(p, '\\') {
+			continue
+		}
+		if n, err := mcp.NormalizeURI(p); err == nil && n != p && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // noteArgs records which arguments a condition reads.
@@ -189,7 +213,7 @@ func (c *compiledRule) applies(p *principal.Principal, it *Item) bool {
 			return false
 		}
 	case KindResource:
-		if !c.resources.match(it.Name) {
+		if !c.resources.match(it.Name) && !slices.ContainsFunc(it.Aliases, c.resources.match) {
 			return false
 		}
 	}
@@ -430,13 +454,28 @@ var underFunc = function.New(&function.Spec{
 	},
 })
 
-// Under reports whether p, cleaned, is dir or below it.
+// Under reports whether p is dir or below it, as a file system would resolve it. p is a
+// slash-separated path or a file: URL (file:///srv/x, file://localhost/srv/x, file:/srv/x),
+// whose path is percent-decoded first (%2e%2e is ".."); dir is a plain path. It is false,
+// never an error, for what it cannot vouch for: a NUL or a backslash anywhere (a
+// separator on Windows), a file: URL with another host, a query or fragment, or a bad
+// escape, and any other URL.
 func Under(p, dir string) bool {
-	if strings.IndexByte(p, 0) >= 0 {
+	if strings.ContainsAny(p, "\x00\\") {
 		return false
 	}
-	if strings.HasPrefix(p, "file://") {
-		p = strings.TrimPrefix(p, "file://")
+	if len(p) >= 5 && strings.EqualFold(p[:5], "file:") {
+		u, err := url.Parse(p)
+		if err != nil || u.Opaque != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
+			(u.Host != "" && !strings.EqualFold(u.Host, "localhost")) {
+			return false
+		}
+		p = u.Path // decoded
+		if strings.ContainsAny(p, "\x00\\") {
+			return false
+		}
+	} else if strings.Contains(p, "://") {
+		return false
 	}
 	dir = path.Clean(dir)
 	if path.IsAbs(dir) != path.IsAbs(p) {

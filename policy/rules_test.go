@@ -73,6 +73,23 @@ func TestUnder(t *testing.T) {
 		{"/srv/data/./x/../y", "/srv/data/", true},
 		{"/anything", "/", true},
 		{"/srv/data/\x00", "/srv/data", false},
+		// file: URLs are percent-decoded before the check.
+		{"file:///srv/data/%2e%2e/etc/passwd", "/srv/data", false},
+		{"file:///srv/data/%2E%2E/etc/passwd", "/srv/data", false},
+		{"file:///srv/data/.%2e/etc/passwd", "/srv/data", false},
+		{"file:///srv/data/%2e%2e%2fetc/passwd", "/srv/data", false},
+		{"file:///srv/data/%61.txt", "/srv/data", true},
+		{"FILE:///srv/data/x", "/srv/data", true},
+		{"file://localhost/srv/data/x", "/srv/data", true},
+		{"file:/srv/data/x", "/srv/data", true},
+		{"file://evil.example/srv/data/x", "/srv/data", false},
+		{"file:///srv/data/x?y=/../..", "/srv/data", false},
+		{"file:///srv/data/%zz", "/srv/data", false},
+		{"file:///srv/data/%00", "/srv/data", false},
+		{"http://host/srv/data/x", "/srv/data", false},
+		// A backslash is a separator to some readers: never vouched for.
+		{`/srv/data\..\..\etc\passwd`, "/srv/data", false},
+		{"/srv/data/%2e%2e/etc", "/srv/data", true}, // a plain path is taken literally
 	} {
 		if got := Under(tc.p, tc.dir); got != tc.want {
 			t.Errorf("Under(%q, %q) = %v, want %v", tc.p, tc.dir, got, tc.want)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"sort"
 
 	"github.com/rs/zerolog"
@@ -30,6 +31,9 @@ type resource struct {
 	original string
 	owner    *backend
 	raw      json.RawMessage
+	// forms are the other spellings policy rules see: the original URI when it was
+	// rewritten, and the normal forms of both (mcp.URIForms).
+	forms []string
 }
 
 // template is one resource template.
@@ -51,6 +55,9 @@ type snapshot struct {
 	toolByName   map[string]*entry
 	promptByName map[string]*entry
 	resByURI     map[string]*resource // by exposed URI
+	// resByCanon finds a listed resource by the normal form of its exposed URI, so
+	// that any spelling of it reaches the upstream as the upstream listed it.
+	resByCanon map[string]*resource
 	// byTemplateSpecificity orders templates most specific first, then config order.
 	byTemplateSpecificity []*template
 	// rewritten maps (owner, original URI) to the exposed URI for the few URIs that had
@@ -71,6 +78,7 @@ func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot
 		toolByName:   map[string]*entry{},
 		promptByName: map[string]*entry{},
 		resByURI:     map[string]*resource{},
+		resByCanon:   map[string]*resource{},
 		rewritten:    map[ownerURI]string{},
 	}
 	for _, b := range bs {
@@ -173,12 +181,19 @@ func (s *snapshot) appendResources(b *backend, items []json.RawMessage, log zero
 		}
 		exposed := uri
 		out := raw
-		if prev, taken := s.resByURI[uri]; taken {
+		canon, err := mcp.NormalizeURI(uri)
+		if err != nil {
+			canon = uri // refused when a client asks for it in another spelling
+		}
+		prev, taken := s.resByURI[uri]
+		if !taken {
+			prev, taken = s.resByCanon[canon]
+		}
+		if taken {
 			if prev.owner == b {
 				continue // listed twice by the same upstream
 			}
 			exposed = "mcp-proxy://" + url.PathEscape(b.name) + "/" + url.PathEscape(uri)
-			var err error
 			if out, err = jsonx.Set(raw, "uri", jsonrpc.AppendString(nil, exposed)); err != nil {
 				continue
 			}
@@ -187,24 +202,43 @@ func (s *snapshot) appendResources(b *backend, items []json.RawMessage, log zero
 				Str("conflicts_with_upstream", prev.owner.name).
 				Msg("resource URI is also listed by an earlier upstream; exposed under a proxy URI")
 		}
-		r := &resource{exposed: exposed, original: uri, owner: b, raw: out}
+		r := &resource{exposed: exposed, original: uri, owner: b, raw: out, forms: mcp.URIForms(exposed)}
+		if exposed != uri {
+			r.forms = append(r.forms, uri)
+		}
+		for _, f := range mcp.URIForms(uri) {
+			if f != exposed && !slices.Contains(r.forms, f) {
+				r.forms = append(r.forms, f)
+			}
+		}
 		s.resByURI[exposed] = r
+		if c, err := mcp.NormalizeURI(exposed); err == nil {
+			if _, dup := s.resByCanon[c]; !dup {
+				s.resByCanon[c] = r
+			}
+		}
 		s.resources = append(s.resources, r)
 	}
 }
 
-// resolveURI finds the owner of a URI a client asks about and the URI to send upstream:
-// listed resources first, then templates from the most specific; nil when nobody owns it.
-func (s *snapshot) resolveURI(uri string) (*backend, string) {
+// resolveURI finds what a client's URI names: a listed resource (by its exact exposed
+// URI, then by the normal form canon), or else the upstream whose template matches canon
+// (most specific first). It returns the owner and the URI to send upstream (the
+// upstream's own spelling of a listed resource, the normal form otherwise), and the
+// listed resource when there is one; a nil owner when nobody owns the URI.
+func (s *snapshot) resolveURI(uri, canon string) (*backend, string, *resource) {
 	if r := s.resByURI[uri]; r != nil {
-		return r.owner, r.original
+		return r.owner, r.original, r
+	}
+	if r := s.resByCanon[canon]; r != nil {
+		return r.owner, r.original, r
 	}
 	for _, t := range s.byTemplateSpecificity {
-		if t.tmpl.match(uri) {
-			return t.owner, uri
+		if t.tmpl.match(canon) {
+			return t.owner, canon, nil
 		}
 	}
-	return nil, ""
+	return nil, "", nil
 }
 
 // templateOwner finds the upstream that listed exactly this template string.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -224,27 +225,21 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 	r.forward(ctx, e.owner, req, params, reply)
 }
 
-// callByURI routes resources/read, subscribe and unsubscribe by URI ownership.
+// callByURI routes resources/read, subscribe and unsubscribe by URI ownership. The
+// policy decides on the resource as listed and on every spelling of its URI, and the
+// upstream receives exactly one of those: its own listed URI, or the normal form.
 func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 	uri, ok, err := jsonx.GetString(req.Params, "uri")
 	if err != nil || !ok {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required"))
 		return
 	}
-	snap := r.snap.Load()
-	owner, orig := snap.resolveURI(uri)
-	if owner == nil {
-		owner, orig = r.soleResourceServer(), uri
-	}
-	if owner == nil {
-		reply(nil, UnknownError(TargetResource, uri))
+	t, owner, err := r.resolveResource(uri)
+	if err != nil {
+		reply(nil, err)
 		return
 	}
 	if r.guard != nil {
-		t := &Target{Kind: TargetResource, Name: uri, Original: orig, Upstream: owner.name}
-		if res := snap.resByURI[uri]; res != nil {
-			t.Raw = res.raw
-		}
 		if req.Method == mcp.MethodResourcesRead {
 			var ok bool
 			if reply, ok = r.admit(req, t, reply); !ok {
@@ -256,22 +251,53 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 		}
 	}
 	params := req.Params
-	if orig != uri {
-		if params, err = jsonx.Set(params, "uri", jsonrpc.AppendString(nil, orig)); err != nil {
+	if t.Original != uri {
+		if params, err = jsonx.Set(params, "uri", jsonrpc.AppendString(nil, t.Original)); err != nil {
 			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
 			return
 		}
-		if req.Method == mcp.MethodResourcesRead {
-			inner := reply
+		if req.Method == mcp.MethodResourcesRead && t.Name != t.Original {
+			inner, from, to := reply, t.Original, t.Name
 			reply = func(res json.RawMessage, err error) {
 				if err == nil {
-					res = rewriteContentURIs(res, orig, uri)
+					res = rewriteContentURIs(res, from, to)
 				}
 				inner(res, err)
 			}
 		}
 	}
 	r.forward(ctx, owner, req, params, reply)
+}
+
+// resolveResource finds the owner of the resource a client names by uri and the target
+// the policy decides on: Name is the exposed URI of a listed resource or the normal form
+// of an unlisted one, Original what the upstream receives, Forms every other spelling.
+// A URI that cannot be normalized unambiguously is refused with -32602; one that nobody
+// lists and no template matches goes to the only upstream that serves resources (a
+// resource link in a tool result names such URIs), or is not found.
+func (r *Router) resolveResource(uri string) (*Target, *backend, error) {
+	canon, err := mcp.NormalizeURI(uri)
+	if err != nil {
+		return nil, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri: %v", err)
+	}
+	snap := r.snap.Load()
+	owner, orig, res := snap.resolveURI(uri, canon)
+	if owner == nil {
+		owner, orig = r.soleResourceServer(), canon
+	}
+	if owner == nil {
+		return nil, nil, UnknownError(TargetResource, uri)
+	}
+	t := &Target{Kind: TargetResource, Name: canon, Original: orig, Upstream: owner.name}
+	if res != nil {
+		t.Name, t.Raw, t.Forms = res.exposed, res.raw, res.forms
+	} else {
+		t.Forms = mcp.URIForms(canon)
+	}
+	if uri != t.Name && uri != t.Original && !slices.Contains(t.Forms, uri) {
+		t.Forms = append(slices.Clip(t.Forms), uri)
+	}
+	return t, owner, nil
 }
 
 // soleResourceServer returns the only ready upstream that serves resources, so that URIs
@@ -345,18 +371,18 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 		}
 	case "ref/resource":
 		uri, _, _ := jsonx.GetString(ref, "uri")
-		if owner = snap.templateOwner(uri); owner == nil {
-			var orig string
-			owner, orig = snap.resolveURI(uri)
-			if owner != nil && orig != uri {
-				newRef, _ = jsonx.Set(ref, "uri", jsonrpc.AppendString(nil, orig))
+		if owner = snap.templateOwner(uri); owner != nil {
+			target = &Target{Kind: TargetResource, Name: uri, Original: uri, Upstream: owner.name}
+		} else if t, o, err := r.resolveResource(uri); err == nil {
+			target, owner = t, o
+			if t.Original != uri {
+				newRef, _ = jsonx.Set(ref, "uri", jsonrpc.AppendString(nil, t.Original))
 			}
 		}
 		if owner == nil {
 			reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown resource or template: %s", uri))
 			return
 		}
-		target = &Target{Kind: TargetResource, Name: uri, Upstream: owner.name}
 	default:
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ))
 		return

@@ -36,6 +36,10 @@ type Target struct {
 	Original string // the upstream's own name or URI
 	Upstream string
 	Raw      json.RawMessage // the item as listed, when it is listed
+	// Forms are the other spellings of a resource's URI that rules must see as well:
+	// the original URI when the exposed one was rewritten, and their normal forms
+	// (mcp.URIForms). Nil for tools, prompts and templates.
+	Forms []string
 }
 
 // SetGuard installs the policy chain; call it before Start.

@@ -48,7 +48,7 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		})
 	case listResources:
 		items = visibleOf(r, req, snap.resources, func(x *resource) (json.RawMessage, Target) {
-			return x.raw, Target{Kind: TargetResource, Name: x.exposed, Original: x.original, Upstream: x.owner.name, Raw: x.raw}
+			return x.raw, Target{Kind: TargetResource, Name: x.exposed, Original: x.original, Upstream: x.owner.name, Raw: x.raw, Forms: x.forms}
 		})
 	case listTemplates:
 		items = visibleOf(r, req, snap.templates, func(x *template) (json.RawMessage, Target) {

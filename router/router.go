@@ -177,7 +177,7 @@ func New(opts Options, log zerolog.Logger) *Router {
 		clients: map[Client]uint64{},
 	}
 	r.snap.Store(&snapshot{toolByName: map[string]*entry{}, promptByName: map[string]*entry{},
-		resByURI: map[string]*resource{}, rewritten: map[ownerURI]string{}})
+		resByURI: map[string]*resource{}, resByCanon: map[string]*resource{}, rewritten: map[ownerURI]string{}})
 	return r
 }
 

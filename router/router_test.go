@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,10 +194,21 @@ func TestURIRouting(t *testing.T) {
 		{"item://special/42", "b", "item://special/42"}, // more specific template wins
 	}
 	for _, c := range cases {
-		o, orig := snap.resolveURI(c.uri)
+		o, orig, _ := snap.resolveURI(c.uri, c.uri)
 		if o == nil || o.name != c.owner || orig != c.orig {
 			t.Errorf("resolveURI(%s) = %v %q, want %s %q", c.uri, o, orig, c.owner, c.orig)
 		}
+	}
+	// Other spellings of a listed URI reach its owner as the owner listed it, and every
+	// spelling is a form the policy sees.
+	for _, uri := range []string{"FILE:///same", "file:///x/../same", "file:///./s%61me"} {
+		tg, o, err := r.resolveResource(uri)
+		if err != nil || o.name != "a" || tg.Original != "file:///same" || tg.Name != "file:///same" || !slices.Contains(tg.Forms, uri) {
+			t.Errorf("resolveResource(%s) = %+v, %v, %v", uri, tg, o, err)
+		}
+	}
+	if _, _, err := r.resolveResource("file:///x%2F..%2Fsame"); err == nil {
+		t.Errorf("a dot segment behind %%2F was resolved")
 	}
 	// b's duplicate URI is exposed under a proxy URI that routes back to b's original.
 	var exposed string
@@ -208,8 +220,13 @@ func TestURIRouting(t *testing.T) {
 	if exposed == "" || exposed == "file:///same" {
 		t.Fatalf("duplicate URI not rewritten: %q", exposed)
 	}
-	if o, orig := snap.resolveURI(exposed); o == nil || o.name != "b" || orig != "file:///same" {
+	if o, orig, _ := snap.resolveURI(exposed, exposed); o == nil || o.name != "b" || orig != "file:///same" {
 		t.Errorf("rewritten URI routes to %v %q", o, orig)
+	}
+	// Rules see the original URI of a rewritten one (and a deny on it hides it).
+	tg, _, err := r.resolveResource(exposed)
+	if err != nil || tg.Name != exposed || !slices.Contains(tg.Forms, "file:///same") {
+		t.Errorf("resolveResource(%s) = %+v, %v; want the original among its forms", exposed, tg, err)
 	}
 }
 

@@ -28,6 +28,8 @@ type config struct {
 	httpGet       bool          // serve GET streams; false answers 405
 
 	cpuProfile string // write a CPU profile of the whole run here
+
+	files string // also serve this directory's files as resources and through read_file
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -53,6 +55,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.httpAddrFile, "http-addr-file", "", "with -http: write the bound host:port to this `file` once listening (written atomically)")
 	fs.DurationVar(&cfg.httpKeepAlive, "http-keepalive", 15*time.Second, "with -http: interval of the ': keep-alive' comments on idle GET streams")
 	fs.BoolVar(&cfg.httpGet, "http-get", true, "with -http: serve the GET event stream of a session (false answers 405)")
+	fs.StringVar(&cfg.files, "files", "", "also be a naive file server: list `DIR`'s files as file:// resources, read any file: URI\n"+
+		"(percent-decoded) and add a read_file tool; it checks nothing itself")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `file` (for comparing a benchmark's direct target with the proxy)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: misbehave [flags]\n\n"+

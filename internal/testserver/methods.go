@@ -125,12 +125,12 @@ type resource struct {
 func (s *server) listResources() (json.RawMessage, *rpcError) {
 	return encodeResult(struct {
 		Resources []resource `json:"resources"`
-	}{Resources: []resource{{
+	}{Resources: append([]resource{{
 		URI:         s.staticURI(),
 		Name:        "static",
 		Description: "A fixed text resource.",
 		MimeType:    "text/plain",
-	}}})
+	}}, s.fileResources()...)})
 }
 
 func (s *server) listResourceTemplates() (json.RawMessage, *rpcError) {
@@ -144,6 +144,11 @@ func (s *server) readResource(params json.RawMessage) (json.RawMessage, *rpcErro
 	}
 	if e := decodeParams(params, &p); e != nil {
 		return nil, e
+	}
+	if s.cfg.files != "" {
+		if res, e, ok := readFileURI(p.URI); ok {
+			return res, e
+		}
 	}
 	var text string
 	switch id, isItem := strings.CutPrefix(p.URI, itemURIPrefix); {

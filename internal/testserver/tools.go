@@ -89,6 +89,9 @@ func newCatalogue(cfg *config) *catalogue {
 	if cfg.dup != "" {
 		tools = append(tools, &tool{cfg.dup, "Echo, prefixed with the name of server " + cfg.name + ".", schemaAny, echo("from " + cfg.name + ": ")})
 	}
+	if cfg.files != "" {
+		tools = append(tools, &tool{toolReadFile, "Returns the text of a file (checks nothing).", schemaReadFile, readFile})
+	}
 	for i := 1; i <= cfg.extraTools; i++ {
 		tools = append(tools, &tool{fmt.Sprintf("t%04d", i), fmt.Sprintf("Extra echo tool number %d.", i), schemaAny, echo("")})
 	}
