@@ -5,13 +5,17 @@
 package policy
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
@@ -20,6 +24,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -250,12 +255,22 @@ func toolAnnotation(raw json.RawMessage, name string) bool {
 func (e *Engine) Decide(p *principal.Principal, it *Item, args json.RawMessage) Decision {
 	var allow *compiledRule
 	var vars map[string]cty.Value
+	var argsChecked bool
+	var argsErr error
 	for i := range e.rules {
 		r := &e.rules[i]
 		if !r.applies(p, it) {
 			continue
 		}
 		if r.Condition != nil {
+			if !argsChecked {
+				argsChecked, argsErr = true, checkArgs(args)
+			}
+			if argsErr != nil {
+				// A condition would see other arguments than the upstream reads: no
+				// rule can decide on them, whatever try() or can() would say.
+				return Decision{Rule: r.Name, Reason: fmt.Sprintf("the arguments cannot be checked by rule %q: %v", r.Name, argsErr)}
+			}
 			var ok bool
 			var err error
 			decided := false
@@ -363,6 +378,48 @@ func (e *Engine) evalVars(p *principal.Principal, it *Item, args json.RawMessage
 		})
 	}
 	return vars
+}
+
+// checkArgs reports arguments that conditions could not see as the upstream reads them:
+// HCL values hold strings in Unicode normal form C (cty normalizes "e\u0301" to "é", and
+// the Kelvin sign to K, in values and in member names), and invalid UTF-8 decodes to
+// U+FFFD; an upstream keeps them as they are. Plain ASCII without escapes (nearly every
+// call) is accepted without decoding.
+func checkArgs(args json.RawMessage) error {
+	if len(args) == 0 {
+		return nil
+	}
+	plain := true
+	for _, c := range args {
+		if c >= utf8.RuneSelf || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return nil
+	}
+	if !utf8.Valid(args) {
+		return errors.New("they are not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(args))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if s, ok := tok.(string); ok {
+			if strings.ContainsRune(s, utf8.RuneError) {
+				return errors.New("a string holds an invalid or lone surrogate escape")
+			}
+			if !norm.NFC.IsNormalString(s) {
+				return fmt.Errorf("the string %q is not in Unicode normal form C", s)
+			}
+		}
+	}
 }
 
 // jsonToCty converts one JSON value, with fast paths for scalars.

@@ -212,3 +212,37 @@ func TestCheckCondition(t *testing.T) {
 		t.Errorf("unknown function: %v", d)
 	}
 }
+
+// Arguments a condition could not see as the upstream reads them (cty holds strings in
+// normal form C and drops what it cannot convert) are refused by every rule with a
+// condition, whatever try() would make of them.
+func TestDecideRefusesArgumentsConditionsCannotSee(t *testing.T) {
+	e, err := NewEngine([]Rule{
+		{Name: "short-notes", Tools: []string{"*"}, Condition: expr(t, `try(length(args.note) < 20, true)`)},
+		{Name: "under-cafe", Tools: []string{"read"}, Condition: expr(t, `under(args.path, "/srv/café")`)},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := &Item{Kind: KindTool, Name: "echo"}
+	long := `"` + strings.Repeat("x", 30) + `"`
+	if d := e.Decide(alice, it, json.RawMessage(`{"note":`+long+`}`)); d.Allow {
+		t.Fatalf("a long note was allowed: %+v", d)
+	}
+	for _, args := range []string{
+		`{"note":` + long + `,"\u212A":0}`, // the Kelvin sign: cty cannot hold this object
+		`{"note":"e\u0301"}`,               // not NFC
+		`{"note":"\ud800"}`,                // a lone surrogate
+	} {
+		if d := e.Decide(alice, it, json.RawMessage(args)); d.Allow || !strings.Contains(d.Reason, "cannot be checked") {
+			t.Errorf("arguments %s: %+v; want refused as uncheckable", args, d)
+		}
+	}
+	read := &Item{Kind: KindTool, Name: "read"}
+	if d := e.Decide(alice, read, json.RawMessage(`{"note":"n","path":"/srv/caf\u00e9/a"}`)); !d.Allow {
+		t.Errorf("an NFC path under the directory: %+v", d)
+	}
+	if d := e.Decide(alice, read, json.RawMessage(`{"note":"n","path":"/srv/cafe\u0301/a"}`)); d.Allow {
+		t.Errorf("an NFD twin of the directory (another directory on disk) was allowed: %+v", d)
+	}
+}
