@@ -332,7 +332,7 @@ func rewriteContentURIs(res json.RawMessage, from, to string) json.RawMessage {
 			}
 		}
 	}
-	b, err := json.Marshal(items)
+	b, err := jsonx.Marshal(items)
 	if err != nil {
 		return res
 	}

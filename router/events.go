@@ -166,7 +166,7 @@ func (r *Router) reapplyLogLevel(u *upstream.Upstream) {
 	if lvl == nil || !u.Info().HasLogging() {
 		return
 	}
-	params, _ := json.Marshal(map[string]string{"level": *lvl})
+	params, _ := jsonx.Marshal(map[string]string{"level": *lvl})
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), u.Timeout())
 		defer cancel()

@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
@@ -60,7 +61,7 @@ func UnknownError(kind TargetKind, name string) error {
 	case TargetPrompt:
 		return jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
 	}
-	data, _ := json.Marshal(map[string]string{"uri": name})
+	data, _ := jsonx.Marshal(map[string]string{"uri": name})
 	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
 }
 

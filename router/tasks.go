@@ -132,7 +132,7 @@ func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, 
 		}()
 	}
 	wg.Wait()
-	out, err := json.Marshal(map[string]any{"tasks": all})
+	out, err := jsonx.Marshal(map[string]any{"tasks": all})
 	if err != nil {
 		return nil, err
 	}

@@ -203,7 +203,7 @@ func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawM
 		bc.mu.Unlock()
 		bc.ss.keepBridge(bc)
 		state := bc.ss.s.mintState(bc.ss.nonce, bc.principal, bc.id, time.Now().Add(parkTTL))
-		res, _ := json.Marshal(map[string]any{
+		res, _ := jsonx.Marshal(map[string]any{
 			"resultType":    mcp.ResultTypeInputRequired,
 			"inputRequests": requests,
 			"requestState":  state,

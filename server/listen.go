@@ -80,7 +80,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 			ss.unsubscribe = ss.s.r.Subscribe(ss)
 		}
 		ss.mu.Unlock()
-		ack, _ := json.Marshal(map[string]any{
+		ack, _ := jsonx.Marshal(map[string]any{
 			"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: json.RawMessage(msg.ID.Raw())},
 			"notifications": honoured,
 		})
@@ -92,7 +92,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 
 // resourceSubscription subscribes or unsubscribes the URI's owner; it reports success.
 func (ss *session) resourceSubscription(ctx context.Context, method, uri string) bool {
-	params, _ := json.Marshal(map[string]string{"uri": uri})
+	params, _ := jsonx.Marshal(map[string]string{"uri": uri})
 	_, err := ss.s.r.Call(ctx, &router.Request{Method: method, Params: params, Principal: principal.From(ctx)})
 	if err != nil {
 		ss.log.Warn().Err(err).Str("uri", uri).Str("method", method).Msg("resource subscription upstream failed")

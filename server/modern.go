@@ -190,7 +190,7 @@ func (s *Server) discover() json.RawMessage {
 	// the modern protocol; the proxy offers neither to modern clients.
 	delete(caps, "logging")
 	delete(caps, "tasks")
-	out, _ := json.Marshal(map[string]any{
+	out, _ := jsonx.Marshal(map[string]any{
 		"resultType":        mcp.ResultTypeComplete,
 		"supportedVersions": mcp.SupportedVersions(),
 		"capabilities":      caps,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
@@ -55,7 +56,7 @@ func (ss *session) requestVia(ctx context.Context, send func(*jsonrpc.Message) e
 	case <-timer.C:
 	}
 	// Withdrawn upstream, timed out, or the session is ending: tell the client to stop.
-	params, _ = json.Marshal(map[string]any{"requestId": id, "reason": "withdrawn by the server"})
+	params, _ = jsonx.Marshal(map[string]any{"requestId": id, "reason": "withdrawn by the server"})
 	ss.Notify(mcp.NotificationCancelled, params)
 	return nil, mcp.ProxyError(mcp.CodeUpstreamTimeout, "", "the client did not answer "+method+" in time")
 }

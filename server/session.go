@@ -381,7 +381,7 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 				"Invalid params: capabilities: %v", err))
 		}
 	}
-	info, _ := json.Marshal(p.ClientInfo)
+	info, _ := jsonx.Marshal(p.ClientInfo)
 	ss.mu.Lock()
 	ss.clientCaps = caps
 	ss.meta = &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(p.Capabilities), Info: info}
@@ -405,7 +405,7 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	if ins := ss.s.instructions(); ins != "" {
 		result["instructions"] = ins
 	}
-	b, err := json.Marshal(result)
+	b, err := jsonx.Marshal(result)
 	if err != nil {
 		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, "encoding initialize result: %v", err))
 	}

@@ -282,7 +282,7 @@ type callResult struct {
 
 // sendCancel tells the upstream to stop working on id; its late response will be dropped.
 func (c *conn) sendCancel(id int64, reason string) {
-	params, _ := json.Marshal(struct {
+	params, _ := jsonx.Marshal(struct {
 		RequestID int64  `json:"requestId"`
 		Reason    string `json:"reason,omitempty"`
 	}{id, reason})

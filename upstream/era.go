@@ -92,7 +92,7 @@ func (c *conn) modernMeta(req *Request) []jsonx.Change {
 	c.u.mu.Lock()
 	caps := c.u.spec.ClientCapabilities
 	c.u.mu.Unlock()
-	info, _ := json.Marshal(map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion})
+	info, _ := jsonx.Marshal(map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion})
 	level := ""
 	if l := c.logLevel.Load(); l != nil {
 		level = *l
@@ -247,7 +247,7 @@ func (c *conn) subscribe(info Info) {
 	if len(want) == 0 {
 		return
 	}
-	params, _ := json.Marshal(map[string]any{"notifications": want})
+	params, _ := jsonx.Marshal(map[string]any{"notifications": want})
 	c.send(c.ctx, &Request{Method: mcp.MethodSubscriptionsListen, Params: params, Timeout: -1},
 		func(_ *jsonrpc.Message, err error) {
 			if err != nil && c.ctx.Err() == nil {
@@ -314,7 +314,7 @@ func (c *conn) answerInputs(ctx context.Context, req *Request, result json.RawMe
 	}
 	changes := []jsonx.Change{}
 	if len(responses) > 0 {
-		b, _ := json.Marshal(responses)
+		b, _ := jsonx.Marshal(responses)
 		changes = append(changes, jsonx.Change{Key: "inputResponses", Value: b})
 	}
 	if ir.RequestState != nil {
@@ -341,7 +341,7 @@ func (c *conn) legacyOnModern(ctx context.Context, req *Request, done func(*json
 		}
 	case mcp.MethodResourcesSubscribe:
 		uri, _, _ := jsonx.GetString(req.Params, "uri")
-		params, _ := json.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{uri}}})
+		params, _ := jsonx.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{uri}}})
 		id := c.send(c.ctx, &Request{Method: mcp.MethodSubscriptionsListen, Params: params, Timeout: -1},
 			func(*jsonrpc.Message, error) {})
 		c.resMu.Lock()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
@@ -38,7 +39,7 @@ func (c *conn) initialize(ctx context.Context) (Info, error) {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	params, err := json.Marshal(map[string]any{
+	params, err := jsonx.Marshal(map[string]any{
 		"protocolVersion": mcp.LatestLegacyVersion,
 		"capabilities":    caps,
 		"clientInfo":      map[string]string{"name": c.u.spec.ClientName, "version": c.u.spec.ClientVersion},
@@ -116,7 +117,7 @@ func (c *conn) listAllHinted(ctx context.Context, method, key string) (items []j
 		}
 		var params json.RawMessage
 		if cursor != nil {
-			params, _ = json.Marshal(map[string]string{"cursor": *cursor})
+			params, _ = jsonx.Marshal(map[string]string{"cursor": *cursor})
 		}
 		resp, err := c.call(ctx, &Request{Method: method, Params: params})
 		if err != nil {

@@ -274,3 +274,16 @@ func skipValue(b []byte, i int) (int, error) {
 		return i, nil
 	}
 }
+
+// Marshal is json.Marshal without HTML escaping: json.Marshal rewrites <, > and & as
+// \u003c, \u003e and \u0026, also inside json.RawMessage values, which would change
+// bytes the proxy only forwards (an upstream's text, a tool's description).
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
