@@ -523,6 +523,15 @@ func (c *conn) badLine(line []byte, msg *jsonrpc.Message, err error) {
 			}
 		}
 	}
+	if msg != nil && msg.ID.IsValid() && msg.Method != "" {
+		// A request we cannot take as sent (duplicate member names, say): tell the
+		// upstream why rather than leave it waiting.
+		if werr := c.write(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.DecodeError(err))); werr != nil {
+			c.log.Debug().Err(werr).Msg("could not refuse an invalid server request")
+		}
+		c.log.Warn().Err(err).Str("method", msg.Method).Msg("refused an invalid request from the upstream")
+		return
+	}
 	c.log.Warn().Err(err).Str("line", truncate(line, 200)).Msg("skipping a line on the upstream's stdout that is not a JSON-RPC message")
 }
 
