@@ -12,7 +12,7 @@ import (
 )
 
 // TestSlowStartingUpstream runs the tools command on an upstream that reads its stdin only
-// after longer than every probe and request timeout, but within startup_timeout (as
+// after longer than the server/discover probe's timeout, but within startup_timeout (as
 // `go run` compiling, npx downloading or a JVM starting do), under each protocol setting.
 // The upstream is the Go SDK everything-server (dual-era) behind `sh -c 'sleep; tee'`:
 // tee records every byte that reached the server. It must become ready, and see exactly
@@ -32,15 +32,14 @@ func TestSlowStartingUpstream(t *testing.T) {
 		t.Run(tt.protocol, func(t *testing.T) {
 			t.Parallel()
 			rec := filepath.Join(t.TempDir(), "input.jsonl")
-			// With startup_timeout 9s, the auto probe waits 4.5s and a request 2s: a
-			// 5 s sleep outlasts both.
-			script := fmt.Sprintf("sleep 5; exec tee %s | %s", shellQuote(rec), shellQuote(everythingBin))
+			// With startup_timeout 14s, the auto probe's timeout is 7s: an 8s sleep
+			// outlasts it, and leaves 6s for the rest of the start.
+			script := fmt.Sprintf("sleep 8; exec tee %s | %s", shellQuote(rec), shellQuote(everythingBin))
 			cfg := writeConfig(t, fmt.Sprintf(`upstream "slow" {
   command         = ["sh", "-c", %s]
   namespace       = "slow"
   protocol        = %q
-  timeout         = "2s"
-  startup_timeout = "9s"
+  startup_timeout = "14s"
 }
 `, q(script), tt.protocol))
 			cmd := exec.Command(proxyBin, "tools", "--config", cfg, "--log-level", "debug")

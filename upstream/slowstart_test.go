@@ -123,11 +123,11 @@ func startFake(t *testing.T, mode string, delay, probe time.Duration) (*Upstream
 	rec := filepath.Join(t.TempDir(), "input.jsonl")
 	logs := &lockedBuffer{}
 	u := New(Spec{
-		Name:           "fake",
-		Command:        []string{os.Args[0]},
-		Env:            map[string]string{"UPSTREAM_TEST_SERVER": mode, "UPSTREAM_TEST_RECORD": rec, "UPSTREAM_TEST_DELAY": delay.String()},
+		Name:    "fake",
+		Command: []string{os.Args[0]},
+		Env: map[string]string{"UPSTREAM_TEST_SERVER": mode, "UPSTREAM_TEST_RECORD": rec, "UPSTREAM_TEST_DELAY": delay.String(),
+			"GORACE": "atexit_sleep_ms=0"}, // a -race binary otherwise lingers 1s at exit
 		StartupTimeout: 60 * time.Second,
-		Timeout:        probe, // no request timeout outlasts the delay either
 		StopGrace:      time.Second,
 		Protocol:       ProtocolAuto,
 		ClientName:     "test",
@@ -176,7 +176,8 @@ func startFake(t *testing.T, mode string, delay, probe time.Duration) (*Upstream
 // no other handshake (issue 11).
 func TestProbeWaitsForSlowChild(t *testing.T) {
 	t.Parallel()
-	u, err, record := startFake(t, "dual", time.Second, 50*time.Millisecond)
+	// The probe's timeout is shorter than the delay, and long enough for any answer.
+	u, err, record := startFake(t, "dual", 3*time.Second, 2*time.Second)
 	if err != nil {
 		t.Fatalf("first start: %v", err)
 	}
