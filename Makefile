@@ -69,6 +69,18 @@ tools:
 run:
 	$(GO) run ./cmd/mcp-proxy run --config proxy.hcl.example
 
+# The main job as on a fresh machine: empty Go module and build caches (temporary, removed
+# afterwards; GOPROXY as configured), so the proxy and the everything-server upstream
+# compile from scratch while the proxy waits for it. Both upstreams' tools must be listed.
+.PHONY: tools-cold
+tools-cold:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && start=$$(date +%s) && \
+	GOMODCACHE="$$tmp/mod" GOCACHE="$$tmp/build" GOFLAGS="$$($(GO) env GOFLAGS) -modcacherw" \
+		$(GO) run ./cmd/mcp-proxy tools --config proxy.hcl.example >"$$tmp/tools.txt" && \
+	cat "$$tmp/tools.txt" && \
+	grep -q '^everything__' "$$tmp/tools.txt" && grep -q '^npm__' "$$tmp/tools.txt" && \
+	echo "tools-cold: everything__ and npm__ tools listed from empty caches in $$(( $$(date +%s) - start ))s"
+
 clean:
 	rm -rf $(BIN)
 

@@ -122,17 +122,22 @@ func (c *conn) modernMeta(req *Request) []jsonx.Change {
 	return out
 }
 
-// discover probes for a modern upstream. It reports ok=false when the upstream answered
-// anything but a usable DiscoverResult (or nothing in time): the caller then falls back
-// to initialize, whatever the error was.
-func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool) {
+// errProbeUnanswered means a child process read the server/discover probe and did not
+// answer it in time. It may answer later, so its connection must not carry another
+// handshake: the child is started again instead.
+var errProbeUnanswered = errors.New("the upstream read the probe but did not answer it in time")
+
+// discover probes for a modern upstream. It returns an error when the upstream answered
+// anything but a usable DiscoverResult, or nothing in time (errProbeUnanswered for a child
+// process, see probe).
+func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, error) {
 	version := mcp.ModernVersion
 	var resp *jsonrpc.Message
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		c.modern, c.version = true, version // so that send stamps the request
 		c.proc.SetProtocolVersion(version)
-		resp, err = c.call(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}"), Timeout: timeout})
+		resp, err = c.probe(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}")}, timeout)
 		c.modern, c.version = false, ""
 		c.proc.SetProtocolVersion("")
 		if err != nil || resp.Error == nil || resp.Error.Code != mcp.CodeUnsupportedVersion {
@@ -157,8 +162,11 @@ func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool)
 		}
 		version = retry
 	}
-	if err != nil || resp.Error != nil {
-		return Info{}, false
+	if err != nil {
+		return Info{}, err
+	}
+	if resp.Error != nil {
+		return Info{}, fmt.Errorf("answered with error %d: %s", resp.Error.Code, resp.Error.Message)
 	}
 	var res struct {
 		SupportedVersions []string        `json:"supportedVersions"`
@@ -168,8 +176,8 @@ func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool)
 			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
 		} `json:"_meta"`
 	}
-	if json.Unmarshal(resp.Result, &res) != nil {
-		return Info{}, false
+	if err := json.Unmarshal(resp.Result, &res); err != nil {
+		return Info{}, fmt.Errorf("malformed result: %w", err)
 	}
 	for _, v := range res.SupportedVersions {
 		if mcp.IsModernVersion(v) {
@@ -178,13 +186,71 @@ func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, bool)
 			if len(info.Capabilities) == 0 || string(info.Capabilities) == "null" {
 				info.Capabilities = json.RawMessage("{}")
 			}
-			if json.Unmarshal(info.Capabilities, &info.caps) != nil {
-				return Info{}, false
+			if err := json.Unmarshal(info.Capabilities, &info.caps); err != nil {
+				return Info{}, fmt.Errorf("malformed capabilities: %w", err)
 			}
-			return info, true
+			return info, nil
 		}
 	}
-	return Info{}, false
+	return Info{}, fmt.Errorf("no modern version among %v", res.SupportedVersions)
+}
+
+// unreader is a link that can tell how much of what was written to it the peer has not
+// read yet (a child's stdin pipe, see transport.Process.Unread).
+type unreader interface {
+	Unread() (n int, ok bool)
+}
+
+// probePoll is how often probe checks whether a child has read its probe.
+const probePoll = 50 * time.Millisecond
+
+// probe sends a request that a server may leave unanswered (server/discover to a server
+// that does not know it) and waits for the answer.
+//
+// Over HTTP no answer within timeout is the answer. A child process that has not read the
+// request yet has said nothing at all: it may still be starting (npx downloading, go run
+// or uvx compiling, a JVM warming up), so the timeout runs only from the moment it has
+// read everything written to it; until then only ctx (the startup timeout) ends the wait,
+// and an answer, however late, is used. A request the child read but left unanswered is
+// abandoned with errProbeUnanswered, without a cancellation: the child may still be
+// working on it, so the caller must not send it another handshake.
+func (c *conn) probe(ctx context.Context, req *Request, timeout time.Duration) (*jsonrpc.Message, error) {
+	ur, ok := c.proc.(unreader)
+	if !ok {
+		req.Timeout = timeout
+		return c.call(ctx, req)
+	}
+	ch := make(chan callResult, 1)
+	req.Timeout = -1 // the wait below ends it
+	id := c.send(ctx, req, func(m *jsonrpc.Message, err error) { ch <- callResult{m, err} })
+	if id == 0 { // failed before it was written
+		r := <-ch
+		return r.msg, r.err
+	}
+	poll := time.NewTicker(probePoll)
+	defer poll.Stop()
+	pollC := poll.C
+	var expired <-chan time.Time
+	for {
+		select {
+		case r := <-ch:
+			return r.msg, r.err
+		case <-pollC:
+			if n, known := ur.Unread(); known && n > 0 {
+				continue // not read yet: the child is still starting
+			}
+			pollC = nil
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			expired = t.C
+		case <-expired:
+			if c.take(id) != nil {
+				return nil, errProbeUnanswered
+			}
+			r := <-ch // answered just now
+			return r.msg, r.err
+		}
+	}
 }
 
 // handshake establishes the upstream's era and identity.
@@ -193,9 +259,10 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 	if proto == "" {
 		proto = ProtocolAuto
 	}
-	if proto == ProtocolAuto && c.u.preferLegacy.Load() && len(c.u.spec.Command) > 0 {
-		// A legacy client: try the legacy era first (a server that speaks both is best
-		// driven in the era of the client), then discovery.
+	if proto == ProtocolAuto && len(c.u.spec.Command) > 0 && (c.u.preferLegacy.Load() || c.u.probeUnanswered.Load()) {
+		// A legacy client (a server that speaks both eras is best driven in the era of the
+		// client), or a child that left the probe unanswered before: try the legacy era
+		// first, then discovery.
 		info, err := c.initialize(ctx)
 		if err == nil {
 			c.version = info.ProtocolVersion
@@ -210,18 +277,26 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 	}
 	if proto != ProtocolLegacy {
 		probe := min(c.u.spec.StartupTimeout/2, 10*time.Second)
+		if c.u.probeTimeout > 0 {
+			probe = c.u.probeTimeout
+		}
 		if proto == ProtocolModern {
 			probe = c.u.spec.StartupTimeout
 		}
-		if info, ok := c.discover(ctx, probe); ok {
+		info, err := c.discover(ctx, probe)
+		if err == nil {
 			c.modern, c.version = true, info.ProtocolVersion
 			c.proc.SetProtocolVersion(info.ProtocolVersion)
 			return info, nil
 		}
 		if proto == ProtocolModern {
-			return Info{}, fmt.Errorf("server/discover: no usable answer from an upstream configured as protocol = %q", ProtocolModern)
+			return Info{}, fmt.Errorf("server/discover: no usable answer from an upstream configured as protocol = %q: %w", ProtocolModern, err)
 		}
-		c.log.Debug().Msg("server/discover probe failed; falling back to initialize")
+		if errors.Is(err, errProbeUnanswered) || ctx.Err() != nil {
+			// Nothing more may be sent on this connection, or there is no time left.
+			return Info{}, fmt.Errorf("server/discover: %w", err)
+		}
+		c.log.Debug().Err(err).Msg("server/discover probe failed; falling back to initialize")
 	}
 	info, err := c.initialize(ctx)
 	if err == nil {

@@ -65,75 +65,24 @@ func recoverClose(ch chan struct{}) {
 	}
 }
 
-// connect spawns the child, runs the handshake and fetches the catalogue, and publishes the
-// connection as ready.
+// connect spawns the child (or dials the URL), runs the handshake and fetches the
+// catalogue, all within startup_timeout, and publishes the connection as ready.
 func (u *Upstream) connect(ctx context.Context) (*conn, error) {
-	var proc transport.Link
-	if u.spec.URL != "" {
-		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth}
-		if u.httpKind() == TransportSSE {
-			l, err := transport.DialSSE(hs, u.spec.StartupTimeout)
-			if err != nil {
-				return nil, err
-			}
-			proc = l
-		} else {
-			proc = transport.DialHTTP(hs)
-		}
-	} else {
-		p, err := transport.StartProcess(transport.ProcessSpec{
-			Command:    u.spec.Command,
-			Env:        u.spec.Env,
-			Dir:        u.spec.Dir,
-			MaxMessage: u.spec.MaxMessage,
-			Stderr: func(line string) {
-				u.log.Info().Str("stderr", line).Msg("upstream stderr")
-			},
-		})
-		if err != nil {
-			return nil, err
-		}
-		proc = p
-	}
-	c := newConn(ctx, u, proc)
-	u.wg.Add(2)
-	go func() {
-		defer u.wg.Done()
-		c.sweep()
-	}()
-	go func() {
-		defer u.wg.Done()
-		c.readLoop()
-		// stdout closed: the child is gone or going. Give it a moment to be reaped so
-		// the error names its exit status, then fail what is in flight.
-		select {
-		case <-proc.Done():
-		case <-time.After(time.Second):
-		}
-		c.fail(u.exitError(proc))
-	}()
-
 	sctx, cancel := context.WithTimeout(ctx, u.spec.StartupTimeout)
 	defer cancel()
-	info, err := c.handshake(sctx)
-	var cat *Catalogue
-	if err == nil {
-		var ferr error
-		cat, ferr = c.fetch(sctx, info, &Catalogue{}, AllKinds)
-		if ferr != nil {
-			if sctx.Err() != nil {
-				err = fmt.Errorf("fetching catalogue: %w", ferr)
-			} else {
-				u.log.Warn().Err(ferr).Msg("part of the upstream's catalogue could not be fetched")
-			}
-		}
+	c, info, cat, err := u.open(ctx, sctx)
+	if errors.Is(err, errProbeUnanswered) && sctx.Err() == nil {
+		// The child read the probe and said nothing: it may still answer it, so its
+		// stdin can take no other handshake. A fresh process is offered initialize
+		// first, and so is every later start.
+		u.log.Info().Err(err).Msg("starting the upstream again, to offer it initialize first")
+		u.probeUnanswered.Store(true)
+		c, info, cat, err = u.open(ctx, sctx)
 	}
 	if err != nil {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("not ready within startup_timeout %s: %w", u.spec.StartupTimeout, err)
 		}
-		c.fail(err)
-		u.stopProcess(proc)
 		if u.spec.URL != "" && u.spec.Transport == TransportAuto && u.httpKind() == "" && ctx.Err() == nil {
 			// Not Streamable HTTP: try the legacy HTTP+SSE transport (2024-11-05).
 			u.setHTTPKind(TransportSSE)
@@ -153,7 +102,7 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 	if u.state == StateStopped {
 		u.mu.Unlock()
 		c.fail(errors.New("upstream closed"))
-		u.stopProcess(proc)
+		u.stopProcess(c.proc)
 		return nil, ctx.Err()
 	}
 	u.cur, u.state, u.lastErr, u.info, u.catalogue = c, StateReady, nil, info, cat
@@ -167,6 +116,72 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 	}
 	u.events.Changed(u, AllKinds)
 	return c, nil
+}
+
+// open starts one connection (a process, or an HTTP session) and runs the handshake and
+// the first catalogue fetch within sctx; on failure the connection is closed again.
+func (u *Upstream) open(ctx, sctx context.Context) (*conn, Info, *Catalogue, error) {
+	proc, err := u.dial()
+	if err != nil {
+		return nil, Info{}, nil, err
+	}
+	c := newConn(ctx, u, proc)
+	u.wg.Add(2)
+	go func() {
+		defer u.wg.Done()
+		c.sweep()
+	}()
+	go func() {
+		defer u.wg.Done()
+		c.readLoop()
+		// stdout closed: the child is gone or going. Give it a moment to be reaped so
+		// the error names its exit status, then fail what is in flight.
+		select {
+		case <-proc.Done():
+		case <-time.After(time.Second):
+		}
+		c.fail(u.exitError(proc))
+	}()
+
+	info, err := c.handshake(sctx)
+	var cat *Catalogue
+	if err == nil {
+		var ferr error
+		cat, ferr = c.fetch(sctx, info, &Catalogue{}, AllKinds)
+		if ferr != nil {
+			if sctx.Err() != nil {
+				err = fmt.Errorf("fetching catalogue: %w", ferr)
+			} else {
+				u.log.Warn().Err(ferr).Msg("part of the upstream's catalogue could not be fetched")
+			}
+		}
+	}
+	if err != nil {
+		c.fail(err)
+		u.stopProcess(proc)
+		return nil, Info{}, nil, err
+	}
+	return c, info, cat, nil
+}
+
+// dial spawns the child process, or connects to the URL.
+func (u *Upstream) dial() (transport.Link, error) {
+	if u.spec.URL != "" {
+		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth}
+		if u.httpKind() == TransportSSE {
+			return transport.DialSSE(hs, u.spec.StartupTimeout)
+		}
+		return transport.DialHTTP(hs), nil
+	}
+	return transport.StartProcess(transport.ProcessSpec{
+		Command:    u.spec.Command,
+		Env:        u.spec.Env,
+		Dir:        u.spec.Dir,
+		MaxMessage: u.spec.MaxMessage,
+		Stderr: func(line string) {
+			u.log.Info().Str("stderr", line).Msg("upstream stderr")
+		},
+	})
 }
 
 // serve waits until the connection dies or ctx ends; it returns why the child exited.

@@ -150,6 +150,12 @@ type Upstream struct {
 	restarts     int
 	learnedKind  string      // the HTTP transport auto found
 	preferLegacy atomic.Bool // see SetPreferLegacy
+	// probeUnanswered is set once a child read the server/discover probe and left it
+	// unanswered: every later start of it offers initialize first.
+	probeUnanswered atomic.Bool
+	// probeTimeout, when positive, replaces the default timeout of the server/discover
+	// probe of protocol "auto" (tests).
+	probeTimeout time.Duration
 
 	started bool
 	cancel  context.CancelFunc
