@@ -38,8 +38,8 @@ type conn struct {
 	ctx    context.Context // ends when the connection dies
 	cancel context.CancelFunc
 
-	modern   bool   // the upstream speaks the stateless 2026-07-28 protocol
-	version  string // the protocol version spoken
+	modern   atomic.Bool // the upstream speaks the stateless 2026-07-28 protocol (read by the reader goroutine too)
+	version  string      // the protocol version spoken
 	logLevel atomic.Pointer[string]
 
 	resMu      sync.Mutex         // guards resListens
@@ -93,7 +93,7 @@ type headerWriter interface {
 // writeRequest writes a request, with the Mcp-Param-* headers a modern HTTP upstream's
 // tool schema asks for.
 func (c *conn) writeRequest(m *jsonrpc.Message) error {
-	if hw, ok := c.proc.(headerWriter); ok && c.modern && m.Method == mcp.MethodToolsCall {
+	if hw, ok := c.proc.(headerWriter); ok && c.modern.Load() && m.Method == mcp.MethodToolsCall {
 		name, _, _ := jsonx.GetString(m.Params, "name")
 		c.u.mu.Lock()
 		phs := c.u.catalogue.ParamHeaders[name]
@@ -117,7 +117,7 @@ func (c *conn) write(m *jsonrpc.Message) error {
 
 // send implements Upstream.Send on this connection.
 func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Message, error)) (id int64) {
-	if c.modern && c.legacyOnModern(ctx, req, done) {
+	if c.modern.Load() && c.legacyOnModern(ctx, req, done) {
 		return 0
 	}
 	id = c.nextID.Add(1)
@@ -133,7 +133,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	if origToken != nil {
 		pc.progressKey = idRaw
 	}
-	if c.modern && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
+	if c.modern.Load() && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
 		done = c.fulfilInputs(ctx, req, done, 0)
 	}
 
@@ -419,7 +419,7 @@ func (c *conn) notification(msg *jsonrpc.Message) {
 			cancel()
 		}
 	default:
-		if c.modern {
+		if c.modern.Load() {
 			// The upstream tags notifications with our subscription's id; clients have
 			// their own subscriptions (or none), so the tag stays here.
 			if meta, ok, _ := jsonx.Get(msg.Params, "_meta"); ok {

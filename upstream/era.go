@@ -52,7 +52,7 @@ func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMess
 			}
 		}
 	}
-	if c.modern {
+	if c.modern.Load() {
 		changes = append(changes, c.modernMeta(req)...)
 	} else if hasMeta {
 		for _, k := range modernKeys {
@@ -73,7 +73,7 @@ func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMess
 			paramChanges = append(paramChanges, jsonx.Change{Key: "_meta", Value: newMeta})
 		}
 	}
-	if !c.modern && len(params) > 0 {
+	if !c.modern.Load() && len(params) > 0 {
 		for _, k := range []string{"requestState", "inputResponses"} {
 			if _, ok, _ := jsonx.Get(params, k); ok {
 				paramChanges = append(paramChanges, jsonx.Change{Key: k, Delete: true})
@@ -135,10 +135,12 @@ func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, error
 	var resp *jsonrpc.Message
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
-		c.modern, c.version = true, version // so that send stamps the request
+		c.modern.Store(true) // so that send stamps the request
+		c.version = version
 		c.proc.SetProtocolVersion(version)
 		resp, err = c.probe(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}")}, timeout)
-		c.modern, c.version = false, ""
+		c.modern.Store(false)
+		c.version = ""
 		c.proc.SetProtocolVersion("")
 		if err != nil || resp.Error == nil || resp.Error.Code != mcp.CodeUnsupportedVersion {
 			break
@@ -285,7 +287,8 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 		}
 		info, err := c.discover(ctx, probe)
 		if err == nil {
-			c.modern, c.version = true, info.ProtocolVersion
+			c.modern.Store(true)
+			c.version = info.ProtocolVersion
 			c.proc.SetProtocolVersion(info.ProtocolVersion)
 			return info, nil
 		}

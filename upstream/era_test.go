@@ -11,7 +11,8 @@ func TestAdapt(t *testing.T) {
 	u := New(Spec{Name: "u", ClientName: "mcp-proxy", ClientVersion: "1",
 		ClientCapabilities: json.RawMessage(`{"roots":{}}`)}, zerolog.Nop(), nil)
 	legacy := &conn{u: u}
-	modern := &conn{u: u, modern: true, version: "2026-07-28"}
+	modern := &conn{u: u, version: "2026-07-28"}
+	modern.modern.Store(true)
 	sink := func(json.RawMessage) {}
 	tests := []struct {
 		name   string
