@@ -31,22 +31,13 @@ func quoteName(s string) string { return strconv.Quote(s) }
 // some keep the first member, most the last, and Go's encoding/json matches struct
 // fields without case, so a value checked by one reader can differ from the value
 // another acts on. b must be valid JSON (a decoded message's raw field); malformed
-// input gives ErrSyntax. One pass, and one allocation when names need no unescaping.
+// input gives ErrSyntax. One pass; no allocation for objects of up to 8 members whose names need no unescaping.
 func CheckUnique(b []byte) error {
-	u := uniq{b: b}
-	u.keys = u.buf[:0]
-	_, err := u.value(skipWS(b, 0), 0)
+	_, err := uniqValue(b, skipWS(b, 0), 0)
 	return err
 }
 
-type uniq struct {
-	b    []byte
-	keys [][]byte // the names of every object being walked, innermost last
-	buf  [32][]byte
-}
-
-func (u *uniq) value(i, depth int) (int, error) {
-	b := u.b
+func uniqValue(b []byte, i, depth int) (int, error) {
 	if i >= len(b) {
 		return 0, ErrSyntax
 	}
@@ -55,7 +46,7 @@ func (u *uniq) value(i, depth int) (int, error) {
 		if depth >= maxDepth {
 			return 0, ErrSyntax
 		}
-		return u.object(i, depth)
+		return uniqObject(b, i, depth)
 	case c == '[':
 		if depth >= maxDepth {
 			return 0, ErrSyntax
@@ -66,7 +57,7 @@ func (u *uniq) value(i, depth int) (int, error) {
 		}
 		for {
 			var err error
-			if i, err = u.value(i, depth+1); err != nil {
+			if i, err = uniqValue(b, i, depth+1); err != nil {
 				return 0, err
 			}
 			i = skipWS(b, i)
@@ -84,10 +75,15 @@ func (u *uniq) value(i, depth int) (int, error) {
 	return scanValue(b, i, depth) // a scalar
 }
 
-func (u *uniq) object(i, depth int) (int, error) {
-	b := u.b
-	base := len(u.keys)
-	defer func() { u.keys = u.keys[:base] }()
+// seenName is one name seen in an object; ascii says whether folding can be byte-wise.
+type seenName struct {
+	name  []byte
+	ascii bool
+}
+
+func uniqObject(b []byte, i, depth int) (int, error) {
+	var local [8]seenName // the names of this object: on the stack for small objects
+	seen := local[:0]
 	var folded map[string]struct{} // for objects with many members
 	i = skipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -109,18 +105,20 @@ func (u *uniq) object(i, depth int) (int, error) {
 			}
 			name = []byte(s)
 		}
-		if folded == nil && len(u.keys)-base < 16 {
-			for _, k := range u.keys[base:] {
-				if bytes.EqualFold(k, name) {
-					return 0, &DuplicateError{Name: string(name)}
+		m := seenName{name, isASCII(name)}
+		if folded == nil && len(seen) < 16 {
+			for _, k := range seen {
+				if (k.ascii && m.ascii && len(k.name) != len(m.name)) || !bytes.EqualFold(k.name, m.name) {
+					continue
 				}
+				return 0, &DuplicateError{Name: string(name)}
 			}
-			u.keys = append(u.keys, name)
+			seen = append(seen, m)
 		} else {
 			if folded == nil {
 				folded = make(map[string]struct{}, 32)
-				for _, k := range u.keys[base:] {
-					folded[foldKey(k)] = struct{}{}
+				for _, k := range seen {
+					folded[foldKey(k.name)] = struct{}{}
 				}
 			}
 			f := foldKey(name)
@@ -133,7 +131,7 @@ func (u *uniq) object(i, depth int) (int, error) {
 		if i >= len(b) || b[i] != ':' {
 			return 0, ErrSyntax
 		}
-		if i, err = u.value(skipWS(b, i+1), depth+1); err != nil {
+		if i, err = uniqValue(b, skipWS(b, i+1), depth+1); err != nil {
 			if de, ok := err.(*DuplicateError); ok {
 				de.Path = append([]string{string(name)}, de.Path...)
 			}
@@ -150,6 +148,15 @@ func (u *uniq) object(i, depth int) (int, error) {
 		}
 		i = skipWS(b, i+1)
 	}
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // foldKey maps a name to one representative of its case-folding class, so that two
