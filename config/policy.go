@@ -257,12 +257,18 @@ func patterns(e *evaluator, attr *hcl.Attribute, ranges map[string]hcl.Range) []
 		e.errorf(attr, "Empty pattern list", "%s = [] is ambiguous: remove %q to match every one, or list the patterns to match.", attr.Name, attr.Name)
 		return nil
 	}
+	valid := list[:0]
 	for _, p := range list {
 		if p == "" {
 			e.errorf(attr, "Invalid pattern", "%q must not hold an empty pattern.", attr.Name)
+			continue
 		}
+		valid = append(valid, p)
 	}
-	return list
+	if len(valid) == 0 {
+		return nil
+	}
+	return valid // without the empty patterns, already reported
 }
 
 func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
