@@ -185,15 +185,15 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Forbidden: Origin not allowed")
 		return
 	}
-	switch {
-	case r.URL.Path == legacySSEPath && r.Method == http.MethodGet:
-		h.legacySSE(w, r)
-		return
-	case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
-		h.legacyMessage(w, r)
-		return
-	case r.URL.Path != h.opts.Path:
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if r.URL.Path != h.opts.Path { // the configured endpoint wins, even at /sse or /message
+		switch {
+		case r.URL.Path == legacySSEPath && r.Method == http.MethodGet:
+			h.legacySSE(w, r)
+		case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
+			h.legacyMessage(w, r)
+		default:
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
 		return
 	}
 	switch r.Method {

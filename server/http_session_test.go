@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -97,6 +98,29 @@ func TestSessionOwnership(t *testing.T) {
 		got, ok := singleQueryValue(tc.query, "sessionId")
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("singleQueryValue(%q) = %q, %v; want %q, %v", tc.query, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestConfiguredEndpointWins: an MCP endpoint configured at /sse or /message is served
+// as Streamable HTTP there, not taken for the legacy transport's.
+func TestConfiguredEndpointWins(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	r := router.New(router.Options{}, log)
+	defer r.Close()
+	for _, tc := range []struct{ path, method string }{{"/message", http.MethodPost}, {"/sse", http.MethodGet}} {
+		h := New(r, Options{}, log).NewHTTPHandler(context.Background(), HTTPOptions{Path: tc.path})
+		// A client already gone: were /sse taken for the legacy transport, its stream
+		// would end at once instead of being held open.
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequestWithContext(gone, tc.method, tc.path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		h.Close()
+		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Mcp-Session-Id") {
+			t.Errorf("%s %s as the MCP endpoint: %d %q", tc.method, tc.path, w.Code, w.Body.String())
 		}
 	}
 }
