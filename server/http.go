@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -801,6 +802,18 @@ func singleQueryValue(rawQuery, key string) (string, bool) {
 func (h *HTTPHandler) checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) *jsonrpc.Error {
 	mismatch := func(format string, args ...any) *jsonrpc.Error {
 		return jsonrpc.Errorf(mcp.CodeHeaderMismatch, "Header mismatch: "+format, args...)
+	}
+	// One value per header: with two, the proxy would check one and an intermediary
+	// might route on the other.
+	var repeated []string
+	for name, v := range r.Header {
+		if len(v) > 1 && strings.HasPrefix(name, "Mcp-") {
+			repeated = append(repeated, name)
+		}
+	}
+	if len(repeated) > 0 {
+		slices.Sort(repeated)
+		return mismatch("the %s header is repeated", repeated[0])
 	}
 	get := func(name string) (string, bool) {
 		v := r.Header.Values(name)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
@@ -121,6 +123,38 @@ func TestConfiguredEndpointWins(t *testing.T) {
 		h.Close()
 		if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Mcp-Session-Id") {
 			t.Errorf("%s %s as the MCP endpoint: %d %q", tc.method, tc.path, w.Code, w.Body.String())
+		}
+	}
+}
+
+// TestRepeatedModernHeaders: a modern request that repeats an Mcp-* header is a header
+// mismatch, whichever copy agrees with the body.
+func TestRepeatedModernHeaders(t *testing.T) {
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	r := router.New(router.Options{}, log)
+	defer r.Close()
+	h := New(r, Options{}, log).NewHTTPHandler(context.Background(), HTTPOptions{})
+	defer h.Close()
+	msg := &jsonrpc.Message{Method: "tools/list"}
+	for _, tc := range []struct {
+		name   string
+		header map[string][]string
+		ok     bool
+	}{
+		{"once each", map[string][]string{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/list"}}, true},
+		{"method twice", map[string][]string{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/list", "tools/call"}}, false},
+		{"method twice, the same", map[string][]string{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/list", "tools/list"}}, false},
+		{"version twice", map[string][]string{"Mcp-Protocol-Version": {"2026-07-28", "2025-11-25"}, "Mcp-Method": {"tools/list"}}, false},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		for k, vs := range tc.header {
+			for _, v := range vs {
+				req.Header.Add(k, v)
+			}
+		}
+		jerr := h.checkHeaders(req, msg, "2026-07-28")
+		if (jerr == nil) != tc.ok || (jerr != nil && jerr.Code != mcp.CodeHeaderMismatch) {
+			t.Errorf("%s: %v", tc.name, jerr)
 		}
 	}
 }
