@@ -252,7 +252,7 @@ upstream "two" {
 		`p.hcl:7:13: error: Invalid duration; "soon" is not a valid duration for "timeout"; use a duration string such as "60s", "1m30s" or "500ms".`,
 		`p.hcl:10:1: error: Missing required argument; The argument "command" is required in upstream "two": a list of strings such as ["npx", "-y", "@modelcontextprotocol/server-github"].`,
 		`p.hcl:11:3: error: Unsupported argument; An argument named "comand" is not expected here. Did you mean "command"?`,
-	}, "\n")
+	}, "\n") + "\n"
 	if got != want {
 		t.Errorf("FormatDiagnostics:\n got:\n%s\nwant:\n%s", got, want)
 	}
@@ -504,7 +504,7 @@ func TestParseErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := mustFail(t, tt.src, Options{})
 			if tt.only {
-				if want := strings.Join(tt.want, "\n"); got != want {
+				if want := strings.Join(tt.want, "\n") + "\n"; got != want {
 					t.Errorf("got:\n%s\nwant:\n%s", got, want)
 				}
 				return

@@ -15,15 +15,14 @@ import (
 // jump to the position. A diagnostic without a subject renders as
 // "severity: summary; detail", and "; detail" is left out when there is no
 // detail. Line breaks inside a message are folded into spaces so that each
-// diagnostic stays on one line. The result has no trailing newline.
+// diagnostic stays on one line, and every line ends with a newline, the last
+// one included, so that whatever is printed next starts on a line of its own.
+// No diagnostics render as "".
 func FormatDiagnostics(diags hcl.Diagnostics) string {
 	var b strings.Builder
 	for _, d := range diags {
 		if d == nil {
 			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
 		}
 		if d.Subject != nil {
 			fmt.Fprintf(&b, "%s:%d:%d: ", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
@@ -35,6 +34,7 @@ func FormatDiagnostics(diags hcl.Diagnostics) string {
 			b.WriteString("; ")
 			b.WriteString(oneLine(d.Detail))
 		}
+		b.WriteByte('\n')
 	}
 	return b.String()
 }

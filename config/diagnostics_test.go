@@ -17,22 +17,27 @@ func TestFormatDiagnostics(t *testing.T) {
 		{
 			name:  "with subject",
 			diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Detail: "Very bad.", Subject: subject}},
-			want:  "f.hcl:3:7: error: Bad; Very bad.",
+			want:  "f.hcl:3:7: error: Bad; Very bad.\n",
 		},
 		{
 			name:  "without subject",
 			diags: hcl.Diagnostics{{Severity: hcl.DiagWarning, Summary: "Odd", Detail: "Hmm."}},
-			want:  "warning: Odd; Hmm.",
+			want:  "warning: Odd; Hmm.\n",
 		},
 		{
 			name:  "without detail",
 			diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Subject: subject}},
-			want:  "f.hcl:3:7: error: Bad",
+			want:  "f.hcl:3:7: error: Bad\n",
 		},
 		{
 			name:  "multi-line detail stays on one line",
 			diags: hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Bad", Detail: "one\ntwo\n  three"}},
-			want:  "error: Bad; one two three",
+			want:  "error: Bad; one two three\n",
+		},
+		{
+			name:  "nil diagnostics are skipped",
+			diags: hcl.Diagnostics{nil, {Severity: hcl.DiagError, Summary: "Bad"}, nil},
+			want:  "error: Bad\n",
 		},
 		{
 			name: "one per line",
@@ -40,7 +45,7 @@ func TestFormatDiagnostics(t *testing.T) {
 				{Severity: hcl.DiagError, Summary: "A", Subject: subject},
 				{Severity: hcl.DiagError, Summary: "B"},
 			},
-			want: "f.hcl:3:7: error: A\nerror: B",
+			want: "f.hcl:3:7: error: A\nerror: B\n",
 		},
 	}
 	for _, tt := range tests {

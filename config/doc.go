@@ -5,7 +5,8 @@
 // "Did you mean" suggestions), defaults are applied, and every value is
 // validated. All problems found are returned together as hcl.Diagnostics, each
 // located at the offending attribute or block label, so a user can fix a file
-// in one pass. FormatDiagnostics renders them as "file:line:col: ..." lines.
+// in one pass; Options.Check adds the checks of other packages (the policy's) to
+// that pass. FormatDiagnostics renders them as "file:line:col: ..." lines.
 //
 // Expressions may call a small set of functions: env("NAME") and
 // env("NAME", "default") read the environment, and upper, lower, trimspace,

@@ -127,12 +127,17 @@ func (e *evaluator) stringList(attr *hcl.Attribute) ([]string, bool) {
 		return nil, false
 	}
 	out := make([]string, 0, v.LengthInt())
+	ok = true
 	for i, ev := range v.AsValueSlice() {
 		if ev.IsNull() {
 			e.errorf(attr, "Invalid value", "Element %d of %q is null; it must be a string.", i, attr.Name)
-			return nil, false
+			ok = false // every null element is reported
+			continue
 		}
 		out = append(out, ev.AsString())
+	}
+	if !ok {
+		return nil, false
 	}
 	return out, true
 }
@@ -145,12 +150,18 @@ func (e *evaluator) stringMap(attr *hcl.Attribute) (map[string]string, bool) {
 		return nil, false
 	}
 	out := make(map[string]string, v.LengthInt())
-	for k, ev := range v.AsValueMap() {
-		if ev.IsNull() {
+	m := v.AsValueMap()
+	ok = true
+	for _, k := range sortedKeys(m) { // in order: the diagnostics do not depend on map iteration
+		if m[k].IsNull() {
 			e.errorf(attr, "Invalid value", "The value of %q in %q is null; it must be a string.", k, attr.Name)
-			return nil, false
+			ok = false // every null value is reported
+			continue
 		}
-		out[k] = ev.AsString()
+		out[k] = m[k].AsString()
+	}
+	if !ok {
+		return nil, false
 	}
 	return out, true
 }

@@ -26,7 +26,7 @@ upstream "files" {
 `)
 	cfg, diags := config.Parse(src, "proxy.hcl", "/etc/mcp-proxy")
 	if diags.HasErrors() {
-		fmt.Println(config.FormatDiagnostics(diags))
+		fmt.Print(config.FormatDiagnostics(diags))
 		return
 	}
 	fmt.Printf("proxy %s, separator %q, page size %d\n", cfg.Proxy.Name, cfg.Proxy.Separator, cfg.Proxy.PageSize)
@@ -47,7 +47,7 @@ func ExampleFormatDiagnostics() {
 }
 `)
 	_, diags := config.Parse(src, "proxy.hcl", "/etc/mcp-proxy")
-	fmt.Println(config.FormatDiagnostics(diags))
+	fmt.Print(config.FormatDiagnostics(diags)) // each line ends with a newline
 	// Output:
 	// proxy.hcl:1:1: error: Missing required argument; The argument "command" is required in upstream "github": a list of strings such as ["npx", "-y", "@modelcontextprotocol/server-github"].
 	// proxy.hcl:2:3: error: Unsupported argument; An argument named "comand" is not expected here. Did you mean "command"?

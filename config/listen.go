@@ -39,57 +39,66 @@ type rawListen struct {
 	DefRange  hcl.Range `hcl:",def_range"`
 }
 
+// decodeListens decodes the listen blocks. Every block's settings are checked, those of
+// a block of an unknown kind or a duplicate too, so that one run reports them all; only
+// the first "http" block is used.
 func decodeListens(e *evaluator, raws []rawListen) []Listen {
 	var out []Listen
 	for i := range raws {
 		raw := &raws[i]
-		if raw.Kind != "http" {
+		l := decodeListen(e, raw)
+		switch {
+		case raw.Kind != "http":
 			e.blockErrorf(raw.KindRange, "Invalid listen kind", `The only listen kind is "http": listen "http" { address = "127.0.0.1:8080" }.`)
-			continue
+		case len(out) == 1:
+			e.blockErrorf(raw.DefRange, "Duplicate listen block", "Only one listen \"http\" block is supported; the first one is at %s.",
+				position(out[0].DeclRange))
+		default:
+			out = append(out, l)
 		}
-		if len(out) == 1 {
-			e.blockErrorf(raw.DefRange, "Duplicate listen block", "Only one listen \"http\" block is supported.")
-			continue
-		}
-		l := Listen{Address: "127.0.0.1:8080", Path: "/mcp", MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
-			SessionIdle: 30 * time.Minute, MaxSessions: 1000, DeclRange: raw.DefRange}
-		if s, ok := e.string(raw.Address); ok {
-			if _, _, err := net.SplitHostPort(s); err != nil {
-				e.errorf(raw.Address, "Invalid address", "\"address\" must be host:port, such as \"127.0.0.1:8080\": %v.", err)
-			}
-			l.Address = s
-		}
-		if s, ok := e.string(raw.Path); ok {
-			if !strings.HasPrefix(s, "/") {
-				e.errorf(raw.Path, "Invalid path", "\"path\" must start with /, got %q.", s)
-			}
-			l.Path = s
-		}
-		if list, ok := e.stringList(raw.AllowedOrigins); ok {
-			l.AllowedOrigins = list
-		}
-		if n, ok := e.int(raw.MaxBodySize); ok {
-			if n < 1024 {
-				e.errorf(raw.MaxBodySize, "Invalid max_body_size", "\"max_body_size\" must be at least 1024 bytes, got %d.", n)
-			}
-			l.MaxBodySize = n
-		}
-		if d, ok := e.duration(raw.KeepAlive); ok {
-			l.KeepAlive = d
-		}
-		if d, ok := e.duration(raw.SessionIdle); ok {
-			l.SessionIdle = d
-		}
-		if n, ok := e.int(raw.MaxSessions); ok {
-			if n < 1 {
-				e.errorf(raw.MaxSessions, "Invalid max_sessions", "\"max_sessions\" must be at least 1, got %d.", n)
-			}
-			l.MaxSessions = n
-		}
-		if b, ok := e.bool(raw.InsecureNoAuth); ok {
-			l.InsecureNoAuth = b
-		}
-		out = append(out, l)
 	}
 	return out
+}
+
+// decodeListen evaluates, defaults and validates one listen block.
+func decodeListen(e *evaluator, raw *rawListen) Listen {
+	l := Listen{Address: "127.0.0.1:8080", Path: "/mcp", MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
+		SessionIdle: 30 * time.Minute, MaxSessions: 1000, DeclRange: raw.DefRange}
+	if s, ok := e.string(raw.Address); ok {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			e.errorf(raw.Address, "Invalid address", "\"address\" must be host:port, such as \"127.0.0.1:8080\": %v.", err)
+		}
+		l.Address = s
+	}
+	if s, ok := e.string(raw.Path); ok {
+		if !strings.HasPrefix(s, "/") {
+			e.errorf(raw.Path, "Invalid path", "\"path\" must start with /, got %q.", s)
+		}
+		l.Path = s
+	}
+	if list, ok := e.stringList(raw.AllowedOrigins); ok {
+		l.AllowedOrigins = list
+	}
+	if n, ok := e.int(raw.MaxBodySize); ok {
+		if n < 1024 {
+			e.errorf(raw.MaxBodySize, "Invalid max_body_size", "\"max_body_size\" must be at least 1024 bytes, got %d.", n)
+		}
+		l.MaxBodySize = n
+	}
+	if d, ok := e.duration(raw.KeepAlive); ok {
+		l.KeepAlive = d
+	}
+	if d, ok := e.duration(raw.SessionIdle); ok {
+		l.SessionIdle = d
+	}
+	if n, ok := e.int(raw.MaxSessions); ok {
+		if n < 1 {
+			e.errorf(raw.MaxSessions, "Invalid max_sessions", "\"max_sessions\" must be at least 1, got %d.", n)
+		}
+		l.MaxSessions = n
+	}
+	if b, ok := e.bool(raw.InsecureNoAuth); ok {
+		l.InsecureNoAuth = b
+	}
+	return l
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -17,6 +18,16 @@ type Options struct {
 	// LookupEnv is what env() calls to read a variable; it reports whether
 	// the variable is set. Nil means os.LookupEnv.
 	LookupEnv func(name string) (value string, ok bool)
+
+	// Check, when set, adds the checks of a package that owns part of the
+	// file's meaning (the policy's patterns and conditions) to the same pass:
+	// it runs on the decoded configuration even when the file's own checks
+	// found errors, and its diagnostics are reported, sorted, with theirs, so
+	// that one run shows every problem. Where the file has errors, the
+	// *Config it gets holds the default or zero value instead (an invalid
+	// pattern list is nil, an invalid rate 0); Check must take those as
+	// "nothing to check", not report them again.
+	Check func(*Config) hcl.Diagnostics
 }
 
 // Load reads and decodes the file at path, resolving relative cwd paths
@@ -58,9 +69,10 @@ func ParseWithOptions(src []byte, filename, baseDir string, opts Options) (*Conf
 }
 
 // parse runs the stages: syntax, schema, then evaluation, defaults and
-// validation of every block. It stops early only after syntax errors, since
-// decoding a body the parser had to recover from reports confusing follow-on
-// problems (such as a "missing" block that is merely malformed).
+// validation of every block, then opts.Check. It stops early only after syntax
+// errors, since decoding a body the parser had to recover from reports
+// confusing follow-on problems (such as a "missing" block that is merely
+// malformed); every later stage runs whatever the earlier ones found.
 func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Diagnostics) {
 	absBase, err := filepath.Abs(baseDir)
 	if err != nil {
@@ -107,7 +119,31 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 			Subject: file.Body.MissingItemRange().Ptr(),
 		})
 	}
+	if opts.Check != nil {
+		// An upstream block with extra labels is reported and left out by gohcl;
+		// its first label still names an upstream, so that a rule naming it is
+		// not reported too.
+		check := *cfg
+		check.Upstreams = append(slices.Clip(cfg.Upstreams), mislabelledUpstreams(file.Body)...)
+		e.diags = append(e.diags, opts.Check(&check)...)
+	}
 	return cfg, e.diags
+}
+
+// mislabelledUpstreams returns, named by their first label, the upstream
+// blocks with more than one label, which gohcl reports and does not decode.
+func mislabelledUpstreams(body hcl.Body) []Upstream {
+	syn, ok := body.(*hclsyntax.Body)
+	if !ok {
+		return nil
+	}
+	var out []Upstream
+	for _, b := range syn.Blocks {
+		if b.Type == "upstream" && len(b.Labels) > 1 {
+			out = append(out, Upstream{Name: b.Labels[0], DeclRange: b.DefRange()})
+		}
+	}
+	return out
 }
 
 // hasBlock reports whether body contains a block of type blockType, even one

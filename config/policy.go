@@ -158,24 +158,34 @@ type rawAudit struct {
 	DefRange  hcl.Range      `hcl:",def_range"`
 }
 
-// single reports a second block of a kind that may appear once.
-func single[T any](e *evaluator, blocks []T, kind string, rng func(*T) hcl.Range) *T {
-	if len(blocks) == 0 {
-		return nil
+// single decodes every block of a kind that may appear once, so that the problems
+// inside a duplicate are reported along with the duplicate itself, and returns what the
+// first one decoded to (the zero value when there is none).
+func single[R, T any](e *evaluator, blocks []R, kind string, rng func(*R) hcl.Range, decode func(*R) T) T {
+	var first T
+	for i := range blocks {
+		if i > 0 {
+			e.blockErrorf(rng(&blocks[i]), "Duplicate "+kind+" block", "Only one %s block is allowed; the first one is at %s.",
+				kind, position(rng(&blocks[0])))
+		}
+		if v := decode(&blocks[i]); i == 0 {
+			first = v
+		}
 	}
-	for i := 1; i < len(blocks); i++ {
-		e.blockErrorf(rng(&blocks[i]), "Duplicate "+kind+" block", "Only one %s block is allowed.", kind)
-	}
-	return &blocks[0]
+	return first
 }
 
 func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
-	raw := single(e, raws, "auth", func(r *rawAuth) hcl.Range { return r.DefRange })
-	if raw == nil {
-		return nil
-	}
+	return single(e, raws, "auth", func(r *rawAuth) hcl.Range { return r.DefRange },
+		func(raw *rawAuth) *Auth { return decodeAuthBlock(e, raw) })
+}
+
+func decodeAuthBlock(e *evaluator, raw *rawAuth) *Auth {
 	a := &Auth{DeclRange: raw.DefRange}
-	if s, ok := e.string(raw.Resource); ok {
+	n := len(e.diags)
+	s, hasResource := e.string(raw.Resource)
+	resourceFailed := len(e.diags) > n // set but unreadable: already reported
+	if hasResource {
 		if !strings.HasPrefix(s, "https://") && !strings.HasPrefix(s, "http://") {
 			e.errorf(raw.Resource, "Invalid resource", "\"resource\" must be the absolute URL of this proxy's MCP endpoint, such as \"https://mcp.example.com/mcp\", got %q.", s)
 		}
@@ -188,57 +198,69 @@ func decodeAuth(e *evaluator, raws []rawAuth) *Auth {
 		if list, ok := e.stringList(rk.Groups); ok {
 			k.Groups = list
 		}
+		// Each secret is checked on its own, so that a conflict does not hide a bad one.
+		n := len(e.diags)
 		hash, hasHash := e.string(rk.SHA256)
 		token, hasToken := e.string(rk.Token)
-		switch {
-		case hasHash && hasToken:
-			e.errorf(rk.Token, "Conflicting api_key settings", "Set sha256 or token, not both.")
-		case hasHash:
+		unreadable := len(e.diags) > n // already reported
+		if hasHash {
 			if b, err := hex.DecodeString(hash); err != nil || len(b) != 32 {
 				e.errorf(rk.SHA256, "Invalid sha256", "\"sha256\" must be 64 hex digits (`mcp-proxy hash-key` prints them).")
 			}
 			k.SHA256 = strings.ToLower(hash)
-		case hasToken:
+		}
+		if hasToken {
 			if len(token) < 16 {
 				e.errorf(rk.Token, "Weak api_key token", "An API key must be at least 16 characters long.")
 			}
 			k.Token = token
-		default:
+		}
+		switch {
+		case hasHash && hasToken:
+			e.errorf(rk.Token, "Conflicting api_key settings", "Set sha256 or token, not both.")
+		case !hasHash && !hasToken && !unreadable:
 			e.blockErrorf(rk.DefRange, "Missing api_key secret", "api_key %q needs sha256 = \"…\" (from `mcp-proxy hash-key`) or token = env(\"…\").", rk.Name)
 		}
 		a.APIKeys = append(a.APIKeys, k)
 	}
-	if rj := single(e, raw.JWTs, "jwt", func(r *rawJWT) hcl.Range { return r.DefRange }); rj != nil {
-		j := &JWT{PrincipalClaim: "sub", GroupsClaim: "groups", Leeway: time.Minute}
-		j.Issuer, _ = e.string(rj.Issuer)
-		j.JWKSURL, _ = e.string(rj.JWKSURL)
-		if j.Issuer == "" || j.JWKSURL == "" {
-			e.blockErrorf(rj.DefRange, "Incomplete jwt block", "A jwt block needs issuer and jwks_url.")
-		}
-		if a.Resource == "" {
-			e.blockErrorf(raw.DefRange, "Missing resource", "With a jwt block, auth needs resource = \"https://…/mcp\": tokens must be issued for it (their audience).")
-		}
-		if s, ok := e.string(rj.Audience); ok {
-			j.Audience = s
-		}
-		if s, ok := e.string(rj.PrincipalClaim); ok {
-			j.PrincipalClaim = s
-		}
-		if s, ok := e.string(rj.GroupsClaim); ok {
-			j.GroupsClaim = s
-		}
-		j.RequiredScopes, _ = e.stringList(rj.RequiredScopes)
-		j.Algorithms, _ = e.stringList(rj.Algorithms)
-		j.AuthorizationServers, _ = e.stringList(rj.AuthorizationServers)
-		if d, ok := e.duration(rj.Leeway); ok {
-			j.Leeway = d
-		}
-		a.JWT = j
+	a.JWT = single(e, raw.JWTs, "jwt", func(r *rawJWT) hcl.Range { return r.DefRange },
+		func(rj *rawJWT) *JWT { return decodeJWT(e, rj) })
+	if a.JWT != nil && !hasResource && !resourceFailed {
+		e.blockErrorf(raw.DefRange, "Missing resource", "With a jwt block, auth needs resource = \"https://…/mcp\": tokens must be issued for it (their audience).")
 	}
-	if len(a.APIKeys) == 0 && a.JWT == nil {
+	if len(raw.APIKeys) == 0 && len(raw.JWTs) == 0 {
 		e.blockErrorf(raw.DefRange, "Empty auth block", "An auth block needs at least one api_key block or a jwt block.")
 	}
 	return a
+}
+
+func decodeJWT(e *evaluator, rj *rawJWT) *JWT {
+	j := &JWT{PrincipalClaim: "sub", GroupsClaim: "groups", Leeway: time.Minute}
+	n := len(e.diags)
+	j.Issuer, _ = e.string(rj.Issuer)
+	issuerFailed := len(e.diags) > n // set but unreadable: already reported
+	n = len(e.diags)
+	j.JWKSURL, _ = e.string(rj.JWKSURL)
+	jwksFailed := len(e.diags) > n
+	if (j.Issuer == "" && !issuerFailed) || (j.JWKSURL == "" && !jwksFailed) {
+		e.blockErrorf(rj.DefRange, "Incomplete jwt block", "A jwt block needs issuer and jwks_url.")
+	}
+	if s, ok := e.string(rj.Audience); ok {
+		j.Audience = s
+	}
+	if s, ok := e.string(rj.PrincipalClaim); ok {
+		j.PrincipalClaim = s
+	}
+	if s, ok := e.string(rj.GroupsClaim); ok {
+		j.GroupsClaim = s
+	}
+	j.RequiredScopes, _ = e.stringList(rj.RequiredScopes)
+	j.Algorithms, _ = e.stringList(rj.Algorithms)
+	j.AuthorizationServers, _ = e.stringList(rj.AuthorizationServers)
+	if d, ok := e.duration(rj.Leeway); ok {
+		j.Leeway = d
+	}
+	return j
 }
 
 // patterns reads a list of name patterns; it records the attribute's range.
@@ -257,19 +279,26 @@ func patterns(e *evaluator, attr *hcl.Attribute, ranges map[string]hcl.Range) []
 		e.errorf(attr, "Empty pattern list", "%s = [] is ambiguous: remove %q to match every one, or list the patterns to match.", attr.Name, attr.Name)
 		return nil
 	}
+	valid := list[:0]
 	for _, p := range list {
 		if p == "" {
 			e.errorf(attr, "Invalid pattern", "%q must not hold an empty pattern.", attr.Name)
+			continue
 		}
+		valid = append(valid, p)
 	}
-	return list
+	if len(valid) == 0 {
+		return nil
+	}
+	return valid // without the empty patterns, already reported
 }
 
 func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
-	raw := single(e, raws, "policy", func(r *rawPolicy) hcl.Range { return r.DefRange })
-	if raw == nil {
-		return nil
-	}
+	return single(e, raws, "policy", func(r *rawPolicy) hcl.Range { return r.DefRange },
+		func(raw *rawPolicy) *Policy { return decodePolicyBlock(e, raw) })
+}
+
+func decodePolicyBlock(e *evaluator, raw *rawPolicy) *Policy {
 	p := &Policy{DeclRange: raw.DefRange}
 	if s, ok := e.string(raw.Default); ok {
 		switch s {
@@ -307,12 +336,18 @@ func decodePolicy(e *evaluator, raws []rawPolicy) *Policy {
 			r.Ranges["annotations"] = rr.Annotations.Expr.Range()
 			if v, ok := e.value(rr.Annotations, cty.Map(cty.Bool), "a map of true/false, such as { readOnlyHint = true }"); ok {
 				r.Annotations = map[string]bool{}
-				for k, b := range v.AsValueMap() {
+				m := v.AsValueMap()
+				for _, k := range sortedKeys(m) { // in order: the diagnostics do not depend on map iteration
+					b := m[k]
 					switch k {
 					case "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint":
 					default:
 						e.errorf(rr.Annotations, "Unknown annotation",
 							"%q is not a tool annotation; use readOnlyHint, destructiveHint, idempotentHint or openWorldHint.", k)
+					}
+					if b.IsNull() { // null is neither: it must not quietly read as false
+						e.errorf(rr.Annotations, "Invalid annotation", "%s = null: an annotation to match must be true or false.", k)
+						continue
 					}
 					r.Annotations[k] = b.True()
 				}
@@ -386,10 +421,11 @@ func parseRate(s string) (float64, error) {
 }
 
 func decodeAudit(e *evaluator, raws []rawAudit, base string) *Audit {
-	raw := single(e, raws, "audit", func(r *rawAudit) hcl.Range { return r.DefRange })
-	if raw == nil {
-		return nil
-	}
+	return single(e, raws, "audit", func(r *rawAudit) hcl.Range { return r.DefRange },
+		func(raw *rawAudit) *Audit { return decodeAuditBlock(e, raw, base) })
+}
+
+func decodeAuditBlock(e *evaluator, raw *rawAudit, base string) *Audit {
 	a := &Audit{Arguments: "hash"}
 	if s, ok := e.string(raw.File); ok {
 		a.File = resolvePath(base, s)

@@ -124,3 +124,88 @@ func TestPolicyBlockErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryBlockChecked: a mistake that makes a block unusable (a duplicate, an unknown
+// kind, conflicting secrets, a null) does not keep the other mistakes in or around it
+// from being reported in the same run.
+func TestEveryBlockChecked(t *testing.T) {
+	src := `upstream "a" {
+  command = ["a", null, null]
+  env     = { A = null, B = null }
+}
+listen "htp" {
+  address = "nowhere"
+}
+listen "http" {
+  path = "mcp"
+}
+listen "http" {
+  max_body_size = 1
+}
+auth {
+  resource = "https://p/mcp"
+  api_key "k" {
+    sha256 = "abc"
+    token  = "short"
+  }
+  jwt {
+    issuer   = "https://i"
+    jwks_url = "https://i/j"
+  }
+  jwt {
+    jwks_url = "https://i/j"
+  }
+}
+auth {
+  api_key "k2" {
+  }
+}
+policy {
+  rule "r" {
+    effect      = "allow"
+    annotations = { readOnlyHint = null, zz = true, aa = true }
+  }
+}
+policy {
+  rule "s" {
+    effect = "maybe"
+  }
+}
+audit {
+  log = true
+}
+audit {
+  arguments = "all"
+}
+`
+	got := mustFail(t, src, fakeEnv(nil))
+	want := strings.Join([]string{
+		`p.hcl:2:13: error: Invalid value; Element 1 of "command" is null; it must be a string.`,
+		`p.hcl:2:13: error: Invalid value; Element 2 of "command" is null; it must be a string.`,
+		`p.hcl:3:13: error: Invalid value; The value of "A" in "env" is null; it must be a string.`,
+		`p.hcl:3:13: error: Invalid value; The value of "B" in "env" is null; it must be a string.`,
+		`p.hcl:5:8: error: Invalid listen kind; The only listen kind is "http": listen "http" { address = "127.0.0.1:8080" }.`,
+		`p.hcl:6:13: error: Invalid address; "address" must be host:port, such as "127.0.0.1:8080": address nowhere: missing port in address.`,
+		`p.hcl:9:10: error: Invalid path; "path" must start with /, got "mcp".`,
+		`p.hcl:11:1: error: Duplicate listen block; Only one listen "http" block is supported; the first one is at p.hcl:8:1.`,
+		`p.hcl:12:19: error: Invalid max_body_size; "max_body_size" must be at least 1024 bytes, got 1.`,
+		`p.hcl:17:14: error: Invalid sha256; "sha256" must be 64 hex digits (` + "`mcp-proxy hash-key`" + ` prints them).`,
+		`p.hcl:18:14: error: Weak api_key token; An API key must be at least 16 characters long.`,
+		`p.hcl:18:14: error: Conflicting api_key settings; Set sha256 or token, not both.`,
+		`p.hcl:24:3: error: Duplicate jwt block; Only one jwt block is allowed; the first one is at p.hcl:20:3.`,
+		`p.hcl:24:3: error: Incomplete jwt block; A jwt block needs issuer and jwks_url.`,
+		`p.hcl:28:1: error: Duplicate auth block; Only one auth block is allowed; the first one is at p.hcl:14:1.`,
+		`p.hcl:29:3: error: Missing api_key secret; api_key "k2" needs sha256 = "…" (from ` + "`mcp-proxy hash-key`" + `) or token = env("…").`,
+		`p.hcl:35:19: error: Unknown annotation; "aa" is not a tool annotation; use readOnlyHint, destructiveHint, idempotentHint or openWorldHint.`,
+		`p.hcl:35:19: error: Invalid annotation; readOnlyHint = null: an annotation to match must be true or false.`,
+		`p.hcl:35:19: error: Unknown annotation; "zz" is not a tool annotation; use readOnlyHint, destructiveHint, idempotentHint or openWorldHint.`,
+		`p.hcl:38:1: error: Duplicate policy block; Only one policy block is allowed; the first one is at p.hcl:32:1.`,
+		`p.hcl:40:14: error: Invalid effect; "effect" must be "allow" or "deny", got "maybe".`,
+		`p.hcl:46:1: error: Duplicate audit block; Only one audit block is allowed; the first one is at p.hcl:43:1.`,
+		`p.hcl:46:1: warning: Audit goes nowhere; The audit block has no file and log = false; set file = "audit.jsonl" or log = true.`,
+		`p.hcl:47:15: error: Invalid arguments; "arguments" must be "hash", "full" or "none", got "all".`,
+	}, "\n") + "\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

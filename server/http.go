@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,7 +55,8 @@ type HTTPHandler struct {
 
 type httpSession struct {
 	id        string
-	principal *principal.Principal // authenticated at initialize; every later request must be the same
+	sse       bool                 // a legacy HTTP+SSE session (GET /sse): addressed by /message?sessionId= only
+	principal *principal.Principal // authenticated when the session was opened; every later request must be the same
 	version   string               // negotiated at initialize
 	ss        *session
 	get       *eventSink // the client's GET stream sink
@@ -182,15 +185,15 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Forbidden: Origin not allowed")
 		return
 	}
-	switch {
-	case r.URL.Path == legacySSEPath && r.Method == http.MethodGet:
-		h.legacySSE(w, r)
-		return
-	case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
-		h.legacyMessage(w, r)
-		return
-	case r.URL.Path != h.opts.Path:
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if r.URL.Path != h.opts.Path { // the configured endpoint wins, even at /sse or /message
+		switch {
+		case r.URL.Path == legacySSEPath && r.Method == http.MethodGet:
+			h.legacySSE(w, r)
+		case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
+			h.legacyMessage(w, r)
+		default:
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		}
 		return
 	}
 	switch r.Method {
@@ -348,12 +351,13 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 }
 
 // sessionOf finds the legacy session a POST belongs to, or answers the error: 400
-// without Mcp-Session-Id or with a bad MCP-Protocol-Version, 404 for an unknown session.
+// without Mcp-Session-Id or with a bad MCP-Protocol-Version, 404 for an unknown session,
+// 403 for another principal's.
 func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonrpc.ID) *httpSession {
 	hs, status := h.sessionFor(r)
 	switch status {
 	case http.StatusBadRequest:
-		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Bad Request: Mcp-Session-Id header is required")
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Bad Request: exactly one Mcp-Session-Id header is required")
 		return nil
 	case http.StatusNotFound:
 		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Session not found")
@@ -369,28 +373,40 @@ func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonr
 	return hs
 }
 
-// sessionFor finds the legacy session of a request: status is 400 without
-// Mcp-Session-Id, 404 for an unknown session, 403 when it belongs to another principal,
-// and 200 with the session.
+// sessionFor finds the Streamable HTTP session of a request by its Mcp-Session-Id
+// header (see session); a request that repeats the header is a 400, like one without:
+// the proxy must not check one session and act in another an intermediary chose.
 func (h *HTTPHandler) sessionFor(r *http.Request) (*httpSession, int) {
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid == "" {
+	ids := r.Header.Values("Mcp-Session-Id")
+	if len(ids) != 1 || ids[0] == "" {
 		return nil, http.StatusBadRequest
 	}
-	hs := h.lookup(sid)
+	return h.session(ids[0], false, r)
+}
+
+// session finds the session sid for a request r on one transport (sse: the legacy
+// HTTP+SSE /message endpoint; otherwise Streamable HTTP): status 404 for an unknown
+// session or one opened on the other transport, 403 when it belongs to another
+// principal, and 200 with the session. Only a request the session accepts counts as
+// its use (keeps it from expiring).
+func (h *HTTPHandler) session(sid string, sse bool, r *http.Request) (*httpSession, int) {
+	h.mu.RLock()
+	hs := h.sessions[sid]
+	h.mu.RUnlock()
 	switch {
-	case hs == nil:
+	case hs == nil || hs.sse != sse:
 		return nil, http.StatusNotFound
 	case !hs.samePrincipal(r):
 		return nil, http.StatusForbidden
 	}
+	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs, http.StatusOK
 }
 
 // plainSessionError answers a GET or DELETE whose session sessionFor did not find.
 func plainSessionError(w http.ResponseWriter, status int) {
 	msg := map[int]string{
-		http.StatusBadRequest: "Mcp-Session-Id header is required",
+		http.StatusBadRequest: "exactly one Mcp-Session-Id header is required",
 		http.StatusNotFound:   "session not found",
 		http.StatusForbidden:  "the session belongs to another principal",
 	}[status]
@@ -398,23 +414,27 @@ func plainSessionError(w http.ResponseWriter, status int) {
 }
 
 // samePrincipal reports whether a request comes from the principal that opened the
-// session: a session id is no credential of its own.
+// session: a session id is no credential of its own. Principals are the same when
+// they have the same name, established the same way (an API key named "alice" is not
+// a token whose subject is "alice").
 func (hs *httpSession) samePrincipal(r *http.Request) bool {
 	p := principal.From(r.Context())
 	if hs.principal == nil || p == nil {
 		return hs.principal == nil && p == nil
 	}
-	return hs.principal.Name == p.Name
+	return hs.principal.Name == p.Name && hs.principal.Via == p.Via
 }
 
-func (h *HTTPHandler) lookup(id string) *httpSession {
-	h.mu.RLock()
-	hs := h.sessions[id]
-	h.mu.RUnlock()
-	if hs != nil {
-		hs.lastUsed.Store(time.Now().UnixNano())
+// requestContext is the context the messages of HTTP request r are handled under:
+// base (the session's context, or the server's for a modern request) with the
+// principal that authenticated r. In a session, that is the principal that opened it
+// (session has checked), so policy decides on who really sent each message, whatever
+// the transport.
+func requestContext(base context.Context, r *http.Request) context.Context {
+	if p := principal.From(r.Context()); p != nil {
+		return principal.With(base, p)
 	}
-	return hs
+	return base
 }
 
 // readBody reads a request body of at most max bytes (one more tells it was longer),
@@ -518,10 +538,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		}
 		a.finish(m)
 	}
-	ctx := withRequestSink(base, a)
-	if p := principal.From(r.Context()); p != nil {
-		ctx = principal.With(ctx, p)
-	}
+	ctx := withRequestSink(requestContext(base, r), a)
 	if rm != nil {
 		ss.serveModern(ctx, &inner, *rm, reply)
 	} else {
@@ -587,10 +604,7 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	ctx := withRequestSink(hs.ctx, a)
-	if p := principal.From(r.Context()); p != nil {
-		ctx = principal.With(ctx, p)
-	}
+	ctx := withRequestSink(requestContext(hs.ctx, r), a)
 	for _, m := range requests {
 		hs.ss.handleRequest(ctx, m, a.finish)
 	}
@@ -716,12 +730,16 @@ const (
 )
 
 // legacySSE opens a legacy HTTP+SSE session: the session's whole output is this stream.
+// The session belongs to the principal that opened it, as a Streamable HTTP session
+// belongs to the one that initialized it.
 func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 	hs := h.newHTTPSession()
 	if hs == nil {
 		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
 		return
 	}
+	hs.sse = true
+	hs.principal = principal.From(r.Context())
 	id := hs.id
 	h.mu.Lock()
 	h.sessions[id] = hs
@@ -738,12 +756,19 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// legacyMessage takes one message for a legacy HTTP+SSE session; the answer goes on the
-// session's stream.
+// legacyMessage takes one message (or batch) for a legacy HTTP+SSE session; the answer
+// goes on the session's stream. The session is found as a Streamable HTTP one is: 404
+// when unknown (or not an HTTP+SSE session), 403 when another principal opened it; and
+// the message is handled under the principal of this request.
 func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
-	hs := h.lookup(r.URL.Query().Get("sessionId"))
+	sid, ok := singleQueryValue(r.URL.RawQuery, "sessionId")
+	if !ok {
+		http.Error(w, "exactly one sessionId query parameter is required", http.StatusBadRequest)
+		return
+	}
+	hs, status := h.session(sid, true, r)
 	if hs == nil {
-		http.Error(w, "session not found", http.StatusNotFound)
+		plainSessionError(w, status)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.opts.MaxBody)+1))
@@ -751,8 +776,19 @@ func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	hs.ss.handleLine(hs.ctx, bytes.TrimSpace(body))
+	hs.ss.handleLine(requestContext(hs.ctx, r), bytes.TrimSpace(body))
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// singleQueryValue returns the value of the query parameter key when the query is well
+// formed and names it exactly once: a repeated or unparsable parameter is refused
+// rather than read one way here and another by an intermediary.
+func singleQueryValue(rawQuery, key string) (string, bool) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil || len(q[key]) != 1 || q[key][0] == "" {
+		return "", false
+	}
+	return q[key][0], true
 }
 
 // checkHeaders validates the request headers a modern POST must carry against its body
@@ -762,6 +798,18 @@ func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
 func (h *HTTPHandler) checkHeaders(r *http.Request, msg *jsonrpc.Message, version string) *jsonrpc.Error {
 	mismatch := func(format string, args ...any) *jsonrpc.Error {
 		return jsonrpc.Errorf(mcp.CodeHeaderMismatch, "Header mismatch: "+format, args...)
+	}
+	// One value per header: with two, the proxy would check one and an intermediary
+	// might route on the other.
+	var repeated []string
+	for name, v := range r.Header {
+		if len(v) > 1 && strings.HasPrefix(name, "Mcp-") {
+			repeated = append(repeated, name)
+		}
+	}
+	if len(repeated) > 0 {
+		slices.Sort(repeated)
+		return mismatch("the %s header is repeated", repeated[0])
 	}
 	get := func(name string) (string, bool) {
 		v := r.Header.Values(name)

@@ -19,19 +19,14 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// loadConfig reads the config file, printing every diagnostic to stderr on failure. It
-// includes the policy checks (unknown upstreams, patterns, conditions).
+// loadConfig reads the config file, printing every diagnostic to stderr (each on its
+// own line) on failure. The policy's checks (unknown upstreams, patterns, conditions)
+// run in the same pass as the file's own, so one run reports every problem.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
-	cfg, diags := config.Load(path)
-	if !diags.HasErrors() {
-		diags = append(diags, policy.Check(cfg)...)
-	}
+	cfg, diags := config.LoadWithOptions(path, config.Options{Check: policy.Check})
+	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
-		fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
-	}
-	if len(diags) > 0 {
-		fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	}
 	return cfg, nil
 }

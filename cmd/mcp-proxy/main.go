@@ -22,16 +22,22 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		var ex exitError
-		if !errors.As(err, &ex) || ex.msg != "" {
-			fmt.Fprintln(os.Stderr, "mcp-proxy:", err)
-		}
-		code := 1
-		if errors.As(err, &ex) {
-			code = ex.code
-		}
-		os.Exit(code)
+		os.Exit(reportError(os.Stderr, err))
 	}
+}
+
+// reportError prints what main says about run's error, on a line of its own, and
+// returns the exit status it asks for.
+func reportError(stderr io.Writer, err error) int {
+	var ex exitError
+	if !errors.As(err, &ex) {
+		fmt.Fprintln(stderr, "mcp-proxy:", err)
+		return 1
+	}
+	if ex.msg != "" {
+		fmt.Fprintln(stderr, "mcp-proxy:", err)
+	}
+	return ex.code
 }
 
 // exitError asks main for a specific exit status; an empty msg prints nothing more.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,10 +70,84 @@ policy {
 			t.Errorf("%v: stdout %q lacks %q", tt.args, stdout.String(), tt.stdout)
 		}
 		if err != nil {
-			fmt.Fprintln(&stderr, "mcp-proxy:", err) // what main prints
+			reportError(&stderr, err) // what main prints
 		}
 		if !strings.Contains(stderr.String(), tt.stderrPart) {
 			t.Errorf("%v: stderr %q lacks %q", tt.args, stderr.String(), tt.stderrPart)
 		}
+	}
+}
+
+// TestValidateOutput: validate prints every problem of a file at once, one per line
+// with its file:line, and what main says after them starts on a line of its own; a
+// valid file's warnings end with a newline too.
+func TestValidateOutput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "six.hcl")
+	os.WriteFile(bad, []byte(`upstream "t" {
+  command = ["t"]
+}
+policy {
+  rule "empty" {
+    effect = "allow"
+    tools  = []
+  }
+  rule "ghost" {
+    effect    = "allow"
+    upstreams = ["nope"]
+  }
+  rule "glob" {
+    effect = "allow"
+    tools  = ["t__\\"]
+  }
+  rule "var" {
+    effect    = "allow"
+    condition = who == "alice"
+  }
+  rule "fn" {
+    effect    = "allow"
+    condition = frobnicate(args.x)
+  }
+  rate_limit "bad" {
+    rate = "fast"
+  }
+}
+`), 0o644)
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"validate", bad}, strings.NewReader(""), &stdout, &stderr)
+	if code := reportError(&stderr, err); code != 1 {
+		t.Errorf("exit status %d, want 1", code)
+	}
+	lines := strings.SplitAfter(stderr.String(), "\n")
+	if last := lines[len(lines)-1]; last != "" {
+		t.Errorf("stderr does not end with a newline: %q", stderr.String())
+	}
+	lines = lines[:len(lines)-1]
+	want := []string{":7:14: error: Empty pattern list", ":11:17: error: Unknown upstream", ":15:14: error: Invalid pattern",
+		":19:17: error: Unknown variable in condition", ":23:17: error: Unknown function in condition", ":26:12: error: Invalid rate"}
+	if len(lines) != len(want)+1 {
+		t.Fatalf("%d lines on stderr, want %d diagnostics and the summary:\n%s", len(lines), len(want), stderr.String())
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], bad+w) {
+			t.Errorf("line %d: %q, want it to start with %q", i+1, lines[i], bad+w)
+		}
+	}
+	if got, want := lines[len(want)], "mcp-proxy: "+bad+": invalid configuration\n"; got != want {
+		t.Errorf("summary line %q, want %q", got, want)
+	}
+
+	warn := filepath.Join(dir, "warn.hcl")
+	os.WriteFile(warn, []byte("upstream \"t\" {\n  command = [\"t\"]\n}\naudit {\n}\n"), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if err := run(context.Background(), []string{"validate", warn}, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Fatalf("validate with a warning: %v", err)
+	}
+	if s := stderr.String(); !strings.HasPrefix(s, warn+":4:1: warning: Audit goes nowhere") || !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 {
+		t.Errorf("warning: %q", s)
+	}
+	if stdout.String() != warn+": OK (1 upstreams)\n" {
+		t.Errorf("stdout: %q", stdout.String())
 	}
 }
