@@ -570,8 +570,8 @@ func TestParseValid(t *testing.T) {
 			},
 		},
 		{
-			name: "lenient conversion of a number to a namespace",
-			src:  "upstream \"a\" {\n  command = [\"a\"]\n  namespace = 42\n}\n",
+			name: "a number written as a string is a namespace",
+			src:  "upstream \"a\" {\n  command = [\"a\"]\n  namespace = \"42\"\n}\n",
 			check: func(t *testing.T, cfg *Config) {
 				if got := cfg.Upstreams[0].Namespace; got != "42" {
 					t.Errorf("Namespace = %q, want %q", got, "42")

@@ -61,8 +61,8 @@ func (e *evaluator) warnf(attr *hcl.Attribute, summary, format string, args ...a
 	})
 }
 
-// value evaluates attr and converts the result to ty. want describes ty for
-// the error message ("a string", "a list of strings").
+// value evaluates attr, checks that the result has type ty (strict.go) and converts it
+// to ty. want describes ty for the error message ("a string", "a list of strings").
 func (e *evaluator) value(attr *hcl.Attribute, ty cty.Type, want string) (cty.Value, bool) {
 	if attr == nil {
 		return cty.NilVal, false
@@ -78,6 +78,9 @@ func (e *evaluator) value(attr *hcl.Attribute, ty cty.Type, want string) (cty.Va
 	}
 	if !v.IsWhollyKnown() {
 		e.errorf(attr, "Invalid value", "The value of %q must be known when the file is loaded.", attr.Name)
+		return cty.NilVal, false
+	}
+	if !e.checkType(attr, attr.Expr, v, ty, fmt.Sprintf("%q", attr.Name)) {
 		return cty.NilVal, false
 	}
 	cv, err := convert.Convert(v, ty)

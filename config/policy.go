@@ -427,12 +427,14 @@ func decodeAudit(e *evaluator, raws []rawAudit, base string) *Audit {
 
 func decodeAuditBlock(e *evaluator, raw *rawAudit, base string) *Audit {
 	a := &Audit{Arguments: "hash"}
+	n := len(e.diags)
 	if s, ok := e.string(raw.File); ok {
 		a.File = resolvePath(base, s)
 	}
 	if b, ok := e.bool(raw.Log); ok {
 		a.Log = b
 	}
+	unreadable := len(e.diags) > n // file or log set but unreadable: already reported
 	if s, ok := e.string(raw.Arguments); ok {
 		switch s {
 		case "hash", "full", "none":
@@ -444,7 +446,7 @@ func decodeAuditBlock(e *evaluator, raw *rawAudit, base string) *Audit {
 	if list, ok := e.stringList(raw.Redact); ok {
 		a.Redact = list
 	}
-	if a.File == "" && !a.Log {
+	if a.File == "" && !a.Log && !unreadable {
 		e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Audit goes nowhere",
 			Detail: "The audit block has no file and log = false; set file = \"audit.jsonl\" or log = true.", Subject: raw.DefRange.Ptr()})
 	}
