@@ -29,21 +29,20 @@ func (h headerFlags) Set(v string) error {
 func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("bridge", stderr, &c)
-	url := fs.String("url", "", "the Streamable HTTP endpoint to expose on stdin/stdout")
-	listen := fs.String("listen", "", "serve the command after -- over Streamable HTTP at this host:port")
-	path := fs.String("path", "/mcp", "the HTTP endpoint path with --listen")
+	url := fs.String("url", "", "expose the Streamable HTTP endpoint at `URL` on stdin/stdout")
+	listen := fs.String("listen", "", "serve the command after -- over Streamable HTTP at `HOST:PORT`")
+	path := fs.String("path", "/mcp", "with --listen: the MCP endpoint's `PATH`")
 	insecure := fs.Bool("insecure-no-auth", false, "with --listen on a non-loopback address: serve without authentication (a gateway in front authenticates)")
 	headers := headerFlags{}
-	fs.Var(headers, "header", "NAME=VALUE sent to the server on every request (repeatable)")
-	timeout := fs.Duration("timeout", 60*time.Second, "per request")
+	fs.Var(headers, "header", "`NAME=VALUE` sent to the server on every request (repeatable)")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up on a request after `DURATION`")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
-	const usage = "usage: mcp-proxy bridge --url URL [--header NAME=VALUE]...\n   or: mcp-proxy bridge --listen HOST:PORT [--path /mcp] [--insecure-no-auth] -- COMMAND [ARGS...]"
 	if *listen != "" {
 		if *url != "" || len(pos) == 0 {
-			return exitError{code: 2, msg: usage}
+			return usageErrorf("bridge", "--listen takes the command to serve after --, and no --url")
 		}
 		log, err := c.logger(stderr)
 		if err != nil {
@@ -54,11 +53,14 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			SessionIdle: 30 * time.Minute, MaxSessions: 1000, InsecureNoAuth: *insecure}}
 		return serveHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
 	}
-	if *url == "" || len(pos) > 0 {
-		return exitError{code: 2, msg: usage}
+	if *url == "" {
+		return usageErrorf("bridge", "give --url URL, or --listen HOST:PORT and a command after --")
+	}
+	if len(pos) > 0 {
+		return usageErrorf("bridge", "--url takes no command (got %q); a command is served with --listen", pos)
 	}
 	if !strings.HasPrefix(*url, "http://") && !strings.HasPrefix(*url, "https://") {
-		return exitError{code: 2, msg: fmt.Sprintf("--url must be an http:// or https:// address, got %q", *url)}
+		return usageErrorf("bridge", "--url must be an http:// or https:// address, got %q", *url)
 	}
 	log, err := c.logger(stderr)
 	if err != nil {

@@ -26,7 +26,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	if len(pos) > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("run takes no arguments (got %q)", pos)}
+		return usageErrorf("run", "run takes no arguments (got %q)", pos)
 	}
 	log, err := c.logger(stderr)
 	if err != nil {
@@ -132,14 +132,14 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	fs := newFlagSet("tools", stderr, &c)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	as := fs.String("as", "", "show only the tools this principal may see under the policy")
-	groups := fs.String("groups", "", "with --as: the principal's groups, comma-separated (an API key's groups are added)")
+	as := fs.String("as", "", "show only the tools `PRINCIPAL` may see under the policy")
+	groups := fs.String("groups", "", "with --as: the principal's `GROUPS`, comma-separated (an API key's groups are added)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return exitError{code: 2, msg: fmt.Sprintf("tools takes no arguments (got %q)", pos)}
+		return usageErrorf("tools", "tools takes no arguments (got %q)", pos)
 	}
 	r, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
@@ -205,14 +205,14 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return exitError{code: 2, msg: "usage: mcp-proxy call [--config FILE] TOOL [JSON_ARGS]"}
+		return usageErrorf("call", "call takes a TOOL name and optionally its JSON arguments (got %q)", pos)
 	}
 	arguments := json.RawMessage("{}")
 	if len(pos) == 2 {
 		arguments = json.RawMessage(pos[1])
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(arguments, &obj); err != nil {
-			return exitError{code: 2, msg: fmt.Sprintf("JSON_ARGS must be a JSON object: %v", err)}
+			return usageErrorf("call", "the arguments must be a JSON object: %v", err)
 		}
 	}
 	r, startErr, err := startEngine(ctx, &c, stderr)

@@ -17,12 +17,20 @@ type common struct {
 	logFormat string
 }
 
-func newFlagSet(name string, stderr io.Writer, c *common) *flag.FlagSet {
+// newFlagSet is the flag set of command name, with the common flags when c is not nil.
+// It prints nothing itself: parseFlags returns --help and mistakes as errors, which run
+// prints with the command's help (help.go). A flag's usage names its value in back
+// quotes ("the configuration `FILE`"), as help shows it. (The writer, once where the
+// flag package printed, is no longer used.)
+func newFlagSet(name string, _ io.Writer, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&c.config, "config", "proxy.hcl", "configuration file")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	fs.StringVar(&c.logFormat, "log-format", "json", "log format: json or console")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if c != nil {
+		fs.StringVar(&c.config, "config", "proxy.hcl", "the configuration `FILE`")
+		fs.StringVar(&c.logLevel, "log-level", "info", "log `LEVEL`: trace, debug, info, warn or error")
+		fs.StringVar(&c.logFormat, "log-format", "json", "log `FORMAT`: json or console; logs always go to stderr")
+	}
 	return fs
 }
 
@@ -48,9 +56,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, exitError{code: 0}
+				return nil, helpError{fs}
 			}
-			return nil, exitError{code: 2, msg: err.Error()}
+			return nil, usageErrorf(fs.Name(), "%v", err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 )
 
@@ -48,45 +47,21 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise the module
-// version from the build info is used.
-var version = ""
-
-func buildVersion() string {
-	if version != "" {
-		return version
+// run is the whole program behind main, testable with any streams. A command's --help
+// comes back from it as a helpError, printed here on stdout.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	if h, ok := isHelp(err); ok {
+		fmt.Fprint(stdout, commandHelp(h.fs))
+		return nil
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
+	return err
 }
 
-const usage = `mcp-proxy: one MCP server in front of many.
-
-Usage:
-  mcp-proxy run      [--config FILE]               serve the merged servers on stdin/stdout
-  mcp-proxy validate [--config FILE]               check a config file; exit 1 with diagnostics
-  mcp-proxy tools    [--config FILE] [--json] [--as PRINCIPAL [--groups G,..]]
-                                                   start the upstreams, print the merged tools
-                                                   (with --as: only those the policy lets PRINCIPAL see)
-  mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
-  mcp-proxy bridge   --url URL [--header K=V]      expose one remote (Streamable HTTP) server on stdin/stdout
-  mcp-proxy bridge   --listen ADDR [--insecure-no-auth] -- CMD ARGS...
-                                                   serve one stdio server over Streamable HTTP
-  mcp-proxy hash-key                               read an API key on stdin, print its sha256 for auth.api_key
-  mcp-proxy version                                print the version
-
-Common flags (after the command):
-  --config FILE        configuration file (default ./proxy.hcl)
-  --log-level LEVEL    trace, debug, info, warn, error (default info)
-  --log-format FORMAT  json or console (default json); logs always go to stderr
-`
-
-// run is the whole program behind main, testable with any streams.
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, topUsage())
 		return exitError{code: 2}
 	}
 	cmd, rest := args[0], args[1:]
@@ -102,14 +77,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "bridge":
 		return cmdBridge(ctx, rest, stdin, stdout, stderr)
 	case "hash-key":
-		return cmdHashKey(stdin, stdout)
-	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "mcp-proxy", buildVersion())
-		return nil
+		return cmdHashKey(rest, stdin, stdout, stderr)
+	case "completion":
+		return cmdCompletion(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version", "-v":
+		return cmdVersion(rest, stdout, stderr)
 	case "help", "-h", "--help", "-help":
-		fmt.Fprint(stdout, usage)
+		if len(rest) > 0 && rest[0] != cmd {
+			return dispatch(ctx, []string{rest[0], "--help"}, stdin, stdout, stderr)
+		}
+		fmt.Fprint(stdout, topUsage())
 		return nil
 	}
-	fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, usage)
+	fmt.Fprintf(stderr, "unknown command %q\n\n%s", cmd, topUsage())
 	return exitError{code: 2}
 }

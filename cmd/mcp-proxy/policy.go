@@ -17,7 +17,14 @@ import (
 
 // cmdHashKey reads an API key on stdin and prints the sha256 that auth's api_key
 // blocks take, so that the configuration never holds the key itself.
-func cmdHashKey(stdin io.Reader, stdout io.Writer) error {
+func cmdHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	pos, err := parseFlags(newFlagSet("hash-key", stderr, nil), args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("hash-key", "hash-key reads the key on stdin and takes no arguments (got %q)", pos)
+	}
 	line, err := bufio.NewReader(stdin).ReadString('\n')
 	if err != nil && err != io.EOF {
 		return err
