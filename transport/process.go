@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -46,7 +45,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	cmd := exec.Command(spec.Command[0], spec.Command[1:]...)
 	cmd.Dir = spec.Dir
 	cmd.Env = mergeEnv(os.Environ(), spec.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownProcessGroup(cmd)
 
 	// Our own pipes rather than cmd.StdoutPipe: Wait may then be called while reads are
 	// still in progress, and exec starts no copying goroutines.
@@ -86,7 +85,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	go func() {
 		err := cmd.Wait()
 		// Take down whatever the child left behind in its group (a wrapper's children).
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = killGroup(cmd.Process)
 		// Give stderr a moment to drain the child's last words; a grandchild that
 		// escaped the group could hold it open forever.
 		select {
@@ -126,13 +125,13 @@ func (p *Process) Stop(grace time.Duration) error {
 			return
 		case <-time.After(grace):
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		_ = terminateGroup(p.cmd.Process)
 		select {
 		case <-p.done:
 			return
 		case <-time.After(grace):
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = killGroup(p.cmd.Process)
 		select {
 		case <-p.done:
 		case <-time.After(5 * time.Second):
