@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean conformance
+.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean conformance dist
 
 all: build
 
@@ -85,7 +85,24 @@ tools-cold:
 	echo "tools-cold: everything__ and npm__ tools listed from empty caches in $$(( $$(date +%s) - start ))s"
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
+
+# Release binaries: static (no cgo), without local paths or debug information, stamped
+# with VERSION (what `mcp-proxy --version` prints), for each of DIST_PLATFORMS, into
+# dist/ as mcp-proxy_VERSION_OS_ARCH[.exe], with their SHA256SUMS.
+ifeq ($(origin VERSION),undefined)
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+endif
+DIST_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+dist:
+	rm -rf dist && mkdir dist
+	@set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
+		out=dist/mcp-proxy_$(VERSION)_$${os}_$${arch}$$ext; echo "$$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o "$$out" ./cmd/mcp-proxy; \
+	done
+	cd dist && if command -v sha256sum >/dev/null; then sha256sum mcp-proxy_*; else shasum -a 256 mcp-proxy_*; fi > SHA256SUMS
+	@cat dist/SHA256SUMS
 
 # The official MCP conformance suite (npm, pinned in package-lock.json, run on Node 22
 # from node_modules) against the proxy, in server and client mode: builds the proxy, the
