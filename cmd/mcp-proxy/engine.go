@@ -47,6 +47,7 @@ func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) (*route
 	}
 	if chain != nil {
 		r.SetGuard(chain)
+		r.Use(chain.Stages()...)
 		r.OnClose(func() {
 			if err := chain.Close(); err != nil {
 				log.Error().Err(err).Msg("closing the audit trail")
