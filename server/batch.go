@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"sync"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -116,4 +117,29 @@ func (ss *session) handleBatch(ctx context.Context, line []byte) {
 func isModern(msg *jsonrpc.Message) bool {
 	_, v := modernMeta(msg.Params)
 	return v != "" || msg.Method == mcp.MethodServerDiscover
+}
+
+// serveBatch answers a JSON-RPC batch in a legacy session (2025-03-26 allowed them;
+// later versions did not, but clients still send them): notifications and responses
+// are taken, and the requests answered together as an array or one event stream.
+func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *httpSession, body []byte) {
+	b, jerr := hs.ss.planBatch(body)
+	if jerr != nil {
+		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jerr.Code, jerr.Message)
+		return
+	}
+	if len(b.requests)+len(b.refusals) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	a := newAnswer(w, hs, len(b.requests)+len(b.refusals))
+	a.batch, a.prime = true, hs.primes()
+	for _, m := range b.refusals {
+		a.finish(m)
+	}
+	ctx := withRequestSink(requestContext(hs.ctx, r), a)
+	for _, m := range b.requests {
+		hs.ss.handleRequest(ctx, m, a.finish)
+	}
+	a.wait(r.Context(), h.beat, nil)
 }
