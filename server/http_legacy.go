@@ -26,6 +26,7 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.sse = true
+	hs.ss.transport = TransportSSE
 	hs.principal = principal.From(r.Context())
 	id := hs.id
 	h.mu.Lock()

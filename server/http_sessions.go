@@ -120,6 +120,7 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), h.s.log.With().Str("session", id[:8]).Logger())
 	hs.ss.corkless = true
+	hs.ss.transport, hs.ss.id = TransportStreamableHTTP, id
 	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs
 }

@@ -37,6 +37,8 @@ type Options struct {
 	MaxMessage int
 	// Principal is who a stdio client is (policy and audit); nil for nobody in particular.
 	Principal *principal.Principal
+	// Observer is told when sessions open and close; nil for nobody.
+	Observer SessionObserver
 }
 
 // Server serves client sessions over one router.
@@ -83,6 +85,7 @@ func (s *Server) startUpstreams(caps json.RawMessage, legacy bool) {
 func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.baseCtx = ctx
 	sess := newSession(s, transport.NewStream(in, out, s.opts.MaxMessage), s.log.With().Str("session", "stdio").Logger())
+	sess.transport = TransportStdio
 	if s.opts.Principal != nil && principal.From(ctx) == nil {
 		ctx = principal.With(ctx, s.opts.Principal) // the one user of a stdio front end
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -40,6 +41,11 @@ type session struct {
 	nonce [16]byte // binds requestState handles to this connection
 
 	corkless bool // an HTTP session (see Corkless)
+
+	// For the session observer: how the client reaches the session, its id, and what
+	// initialize said (opened is zero until then).
+	transport, id string
+	opened        SessionEvent
 
 	outNext atomic.Int64 // ids of requests the proxy sends to this client
 
@@ -176,7 +182,13 @@ func (ss *session) shutdown() {
 		ss.unsubscribe()
 		ss.unsubscribe = nil
 	}
+	closed := ss.opened
+	ss.opened = SessionEvent{}
 	ss.mu.Unlock()
+	if closed.Kind == SessionOpened {
+		closed.Kind, closed.Duration = SessionClosed, time.Since(closed.Time)
+		ss.s.observe(closed)
+	}
 }
 
 // handleLine decodes one line and acts on it. Nothing a client sends ends the session.
@@ -409,12 +421,17 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	if err != nil {
 		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, "encoding initialize result: %v", err))
 	}
+	opened := SessionEvent{Kind: SessionOpened, Transport: ss.transport, ID: ss.id, Version: version,
+		Client: p.ClientInfo.Name, Principal: principalName(ctx)}
 	ss.mu.Lock()
 	ss.initialized = true
 	if ss.unsubscribe == nil {
 		ss.unsubscribe = ss.s.r.Subscribe(ss)
 	}
+	ss.opened = opened
+	ss.opened.Time = time.Now()
 	ss.mu.Unlock()
+	ss.s.observe(opened)
 	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")
 	return jsonrpc.NewResult(msg.ID, b)

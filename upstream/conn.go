@@ -283,6 +283,7 @@ func (c *conn) sweep() {
 			for _, id := range expired {
 				if pc := c.take(id); pc != nil {
 					c.sendCancel(id, "timed out in mcp-proxy")
+					c.u.observe(Event{Kind: EventCallTimedOut, Method: pc.method})
 					pc.done(nil, mcp.ProxyError(mcp.CodeUpstreamTimeout, c.u.spec.Name,
 						fmt.Sprintf("upstream %q did not answer %s within %s", c.u.spec.Name, pc.method, pc.timeout)))
 				}
