@@ -112,6 +112,7 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 			IdleTimeout: uc.IdleTimeout,
 		})
 	}
+	applyFilters(r, cfg, log)
 	return r
 }
 
