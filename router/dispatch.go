@@ -209,12 +209,6 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 		reply(nil, UnknownError(kind, name))
 		return
 	}
-	if r.guard != nil {
-		var ok bool
-		if reply, ok = r.admit(req, &Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}, reply); !ok {
-			return
-		}
-	}
 	params := req.Params
 	if e.original != name {
 		if params, err = jsonx.Set(params, "name", e.quoted); err != nil {
@@ -222,7 +216,8 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 			return
 		}
 	}
-	r.forward(ctx, e.owner, req, params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Request: req, owner: e.owner,
+		Target: &Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}}, reply)
 }
 
 // callByURI routes resources/read, subscribe and unsubscribe by URI ownership. The
@@ -239,16 +234,9 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, err)
 		return
 	}
-	if r.guard != nil {
-		if req.Method == mcp.MethodResourcesRead {
-			var ok bool
-			if reply, ok = r.admit(req, t, reply); !ok {
-				return
-			}
-		} else if !r.visible(req, t) { // subscribe, unsubscribe
-			reply(nil, UnknownError(TargetResource, uri))
-			return
-		}
+	if req.Method != mcp.MethodResourcesRead && !r.visible(req, t) { // subscribe, unsubscribe
+		reply(nil, UnknownError(TargetResource, uri))
+		return
 	}
 	params := req.Params
 	if t.Original != uri {
@@ -266,7 +254,7 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 			}
 		}
 	}
-	r.forward(ctx, owner, req, params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Target: t, Request: req, owner: owner}, reply)
 }
 
 // resolveResource finds the owner of the resource a client names by uri and the target
@@ -387,12 +375,6 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ))
 		return
 	}
-	if r.guard != nil {
-		var ok bool
-		if reply, ok = r.admit(req, target, reply); !ok {
-			return
-		}
-	}
 	params := req.Params
 	if newRef != nil {
 		if params, err = jsonx.Set(params, "ref", newRef); err != nil {
@@ -400,7 +382,7 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 			return
 		}
 	}
-	r.forward(ctx, owner, req, params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Target: target, Request: req, owner: owner}, reply)
 }
 
 // setLevel fans logging/setLevel out to every ready upstream that logs, and remembers the

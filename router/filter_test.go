@@ -2,6 +2,7 @@ package router
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,27 +113,27 @@ func TestFilterIncludeExclude(t *testing.T) {
 	}
 }
 
-// recGuard allows everything and records the targets the router resolved.
-type recGuard struct {
-	mu      sync.Mutex
-	targets []Target
+// recMiddleware records the calls routed through the middleware chain.
+type recMiddleware struct {
+	mu    sync.Mutex
+	calls []Call
 }
 
-func (g *recGuard) Visible(_ *Request, t *Target) bool { return true }
-
-func (g *recGuard) Admit(_ *Request, t *Target) (func(json.RawMessage, error), error) {
-	g.mu.Lock()
-	g.targets = append(g.targets, *t)
-	g.mu.Unlock()
-	return nil, nil
+func (m *recMiddleware) wrap(next Handler) Handler {
+	return func(ctx context.Context, c *Call, reply Reply) {
+		m.mu.Lock()
+		m.calls = append(m.calls, *c)
+		m.mu.Unlock()
+		next(ctx, c, reply)
+	}
 }
 
 func TestFilterRenameRoutesToOriginal(t *testing.T) {
 	gh := newFake("gh", "create_issue", "get_me")
 	r := New(Options{}, zerolog.Nop())
 	r.Add(gh, "gh")
-	g := &recGuard{}
-	r.SetGuard(g)
+	mw := &recMiddleware{}
+	r.Use(mw.wrap)
 	if err := r.SetFilter("gh", Filter{Tools: Selection{Overrides: map[string]Override{
 		"create_issue": {Name: "new_issue"},
 	}}}); err != nil {
@@ -153,9 +154,13 @@ func TestFilterRenameRoutesToOriginal(t *testing.T) {
 	if got := string(gh.lastCall().Params); got != want {
 		t.Errorf("forwarded params\n got %s\nwant %s", got, want)
 	}
-	// The policy decides on the exposed name; the audit's original_name is the upstream's.
-	if len(g.targets) != 1 || g.targets[0].Name != "gh__new_issue" || g.targets[0].Original != "create_issue" || g.targets[0].Upstream != "gh" {
-		t.Errorf("guard saw %+v", g.targets)
+	// Middlewares (the policy) decide on the exposed name; the audit's original_name is
+	// the upstream's, as are the params going upstream.
+	if len(mw.calls) != 1 {
+		t.Fatalf("middleware saw %d calls", len(mw.calls))
+	}
+	if c := mw.calls[0]; c.Target.Name != "gh__new_issue" || c.Target.Original != "create_issue" || c.Target.Upstream != "gh" || string(c.Params) != want {
+		t.Errorf("middleware saw %+v with params %s", c.Target, c.Params)
 	}
 }
 

@@ -142,7 +142,8 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	guard   Guard // the policy chain; nil when there is none
+	guard   Guard                   // what principals may see; nil when everything is visible
+	chain   atomic.Pointer[Handler] // the middleware chain (see Use); nil: none
 	onClose []func()
 
 	clientCaps atomic.Pointer[json.RawMessage] // what the upstreams were started with

@@ -565,47 +565,22 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 // later versions did not, but clients still send them): notifications and responses
 // are taken, and the requests answered together as an array or one event stream.
 func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *httpSession, body []byte) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(body, &items); err != nil {
-		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "Parse error: "+err.Error())
+	b, jerr := hs.ss.planBatch(body)
+	if jerr != nil {
+		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jerr.Code, jerr.Message)
 		return
 	}
-	if len(items) == 0 {
-		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Invalid Request: empty batch")
-		return
-	}
-	var requests []*jsonrpc.Message
-	var refusals []*jsonrpc.Message
-	for _, raw := range items {
-		m, err := jsonrpc.Decode(raw)
-		switch {
-		case err != nil:
-			var id jsonrpc.ID
-			if m != nil {
-				id = m.ID
-			}
-			refusals = append(refusals, jsonrpc.NewErrorResponse(id, jsonrpc.DecodeError(err)))
-		case m.IsRequest() && m.Method == mcp.MethodInitialize:
-			refusals = append(refusals, jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: initialize cannot be batched")))
-		case m.IsRequest():
-			requests = append(requests, m)
-		case m.IsNotification():
-			hs.ss.handleNotification(m)
-		default:
-			hs.ss.deliverResponse(m)
-		}
-	}
-	a := newAnswer(w, hs, len(requests)+len(refusals))
-	a.batch, a.prime = true, hs.primes()
-	for _, m := range refusals {
-		a.finish(m)
-	}
-	if len(requests)+len(refusals) == 0 {
+	if len(b.requests)+len(b.refusals) == 0 {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
+	a := newAnswer(w, hs, len(b.requests)+len(b.refusals))
+	a.batch, a.prime = true, hs.primes()
+	for _, m := range b.refusals {
+		a.finish(m)
+	}
 	ctx := withRequestSink(requestContext(hs.ctx, r), a)
-	for _, m := range requests {
+	for _, m := range b.requests {
 		hs.ss.handleRequest(ctx, m, a.finish)
 	}
 	a.wait(r.Context(), h.beat, nil)

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -36,3 +37,30 @@ func (p *Process) Describe() string { return "pid " + strconv.Itoa(p.Pid()) }
 
 // SetProtocolVersion implements Link; pipes carry no headers.
 func (p *Process) SetProtocolVersion(string) {}
+
+// RequestFailer is implemented by links on which one request can fail while the link
+// lives on (HTTP: each request is its own exchange, and a POST can fail alone). Such a
+// failure is reported to the function given here with the request's id; it is never
+// disguised as a response from the server, so that the caller can tell a proxy-side
+// failure from the upstream's own error. Set it before the first Write.
+type RequestFailer interface {
+	OnRequestFailure(f func(id jsonrpc.ID, err error))
+}
+
+// failureSink is the RequestFailer part of a link.
+type failureSink struct {
+	f atomic.Pointer[func(jsonrpc.ID, error)]
+}
+
+// OnRequestFailure implements RequestFailer.
+func (s *failureSink) OnRequestFailure(f func(id jsonrpc.ID, err error)) { s.f.Store(&f) }
+
+// requestFailed reports that request m will get no answer; nothing for a notification.
+func (s *failureSink) requestFailed(m *jsonrpc.Message, err error) {
+	if !m.IsRequest() {
+		return
+	}
+	if f := s.f.Load(); f != nil {
+		(*f)(m.ID, err)
+	}
+}

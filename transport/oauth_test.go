@@ -285,16 +285,37 @@ func setup(t *testing.T, prefix string, cfg OAuthConfig) (*testAS, *testResource
 }
 
 // call sends one request on l and returns its answer.
+// call sends one request and returns the server's answer, or "request failed: …" when
+// the link reports that the request failed (see RequestFailer).
 func call(t *testing.T, l *HTTPLink, id int64, method string) string {
 	t.Helper()
+	failed := make(chan error, 1)
+	l.OnRequestFailure(func(fid jsonrpc.ID, err error) {
+		if n, _ := fid.Int64(); n == id {
+			failed <- err
+		}
+	})
 	if err := l.Write(jsonrpc.NewRequest(jsonrpc.IntID(id), method, []byte(`{}`))); err != nil {
 		t.Fatal(err)
 	}
-	line, err := readLineTimeout(l, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
+	type res struct {
+		b   []byte
+		err error
 	}
-	return string(line)
+	answered := make(chan res, 1)
+	go func() {
+		b, err := readLineTimeout(l, 10*time.Second)
+		answered <- res{b, err}
+	}()
+	select {
+	case err := <-failed:
+		return "request failed: " + err.Error()
+	case r := <-answered:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return string(r.b)
+	}
 }
 
 func TestOAuthDiscoveryRegistrationPKCE(t *testing.T) {
@@ -561,7 +582,7 @@ func TestOAuthErrors(t *testing.T) {
 			as, rs, l, _ := setup(t, "", OAuthConfig{})
 			tc.setup(as, rs)
 			got := call(t, l, 1, "tools/list")
-			if !strings.Contains(got, `"error"`) || !strings.Contains(got, tc.want) {
+			if !strings.HasPrefix(got, "request failed: ") || !strings.Contains(got, tc.want) {
 				t.Errorf("answer %s, want an error saying %q", got, tc.want)
 			}
 		})

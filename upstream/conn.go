@@ -71,7 +71,7 @@ type pendingCall struct {
 
 func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 	ctx, cancel := context.WithCancel(ctx)
-	return &conn{
+	c := &conn{
 		ctx:        ctx,
 		cancel:     cancel,
 		u:          u,
@@ -83,6 +83,30 @@ func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 		resListens: make(map[string][]int64),
 		readerDone: make(chan struct{}),
 	}
+	if rf, ok := proc.(transport.RequestFailer); ok {
+		rf.OnRequestFailure(c.requestFailed)
+	}
+	return c
+}
+
+// requestFailed fails a call whose request the link could not complete (an HTTP POST
+// that failed alone) with a proxy error: the upstream said nothing, so nothing may look
+// like its answer.
+func (c *conn) requestFailed(id jsonrpc.ID, err error) {
+	n, ok := id.Int64()
+	if !ok {
+		return
+	}
+	pc := c.take(n)
+	if pc == nil {
+		return
+	}
+	code := int64(mcp.CodeUpstreamFailed)
+	if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
+		code = mcp.CodeMessageTooLarge
+	}
+	c.log.Warn().Err(err).Str("method", pc.method).Msg("request to the upstream failed")
+	pc.done(nil, mcp.ProxyError(code, c.u.spec.Name, fmt.Sprintf("upstream %q: %v", c.u.spec.Name, err)))
 }
 
 // headerWriter is implemented by links that carry request headers (HTTP).

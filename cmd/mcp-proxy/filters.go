@@ -1,7 +1,8 @@
 package main
 
 import (
-	"github.com/rs/zerolog"
+	"errors"
+	"fmt"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/router"
@@ -9,22 +10,20 @@ import (
 
 // applyFilters hands each enabled upstream's tools and prompts filters (its tools,
 // prompts, tool and prompt blocks) to the router, which applies them when it builds the
-// merged catalogue.
-func applyFilters(r *router.Router, cfg *config.Config, log zerolog.Logger) {
+// merged catalogue. An error (not expected: config has vetted them) means the router
+// must not start: an upstream would serve what its configuration hides.
+func applyFilters(r *router.Router, cfg *config.Config) error {
+	var errs []error
 	for _, uc := range cfg.Upstreams {
 		if uc.Disabled || (isZeroFilter(&uc.Tools) && isZeroFilter(&uc.Prompts)) {
 			continue
 		}
 		f := router.Filter{Tools: selectionOf(&uc.Tools), Prompts: selectionOf(&uc.Prompts)}
-		if err := r.SetFilter(uc.Name, f); err != nil { // config has vetted it: not expected
-			// Fail closed: an exclusion that did not apply must not expose what it hides.
-			log.Error().Err(err).Str("upstream", uc.Name).Msg("applying the upstream's filters; none of its tools and prompts is served")
-			none := router.Selection{Exclude: []string{"*"}}
-			if err := r.SetFilter(uc.Name, router.Filter{Tools: none, Prompts: none}); err != nil {
-				log.Error().Err(err).Str("upstream", uc.Name).Msg("hiding the upstream's tools and prompts")
-			}
+		if err := r.SetFilter(uc.Name, f); err != nil {
+			errs = append(errs, fmt.Errorf("upstream %q: %w", uc.Name, err))
 		}
 	}
+	return errors.Join(errs...)
 }
 
 func isZeroFilter(f *config.Filter) bool {
