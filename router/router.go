@@ -77,6 +77,9 @@ type backend struct {
 
 	pool     *clientPool // per-client sessions; nil for a shared upstream
 	capsPool *clientPool // sessions for other client capabilities (see SetCapabilitySessions)
+
+	filters  [2]*selection   // tools and prompts (see SetFilter); nil: every item as listed
+	prepared [2]preparedList // what the filters made of the lists last time; guarded by Router.rebuildMu
 }
 
 // track records req as in flight on b until the returned function is called.

@@ -125,6 +125,11 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) (*route
 			IdleTimeout: uc.IdleTimeout,
 		})
 	}
+	if len(setupErrs) == 0 { // an upstream left out already fails the setup
+		if err := applyFilters(r, cfg); err != nil {
+			setupErrs = append(setupErrs, err)
+		}
+	}
 	if len(setupErrs) > 0 {
 		r.Close()
 		return nil, errors.Join(setupErrs...)
