@@ -155,7 +155,7 @@ func (c *converter) envEntries(s *rawServer, label, where string) []entry {
 // envEntry is what environment variable key = v becomes: v, or an env() reference when
 // v holds a secret in clear.
 func (c *converter) envEntry(label, key string, v value, where string) entry {
-	if c.opts.KeepSecrets || !suspicious(v, secretName(key), randomToken) {
+	if c.opts.KeepSecrets || !suspicious(v, secretName(key), credential) {
 		return entry{key: key, val: v}
 	}
 	name := c.secretVar(v.hcl(), where, envVarName(key), envVarName(label+"_"+key))
@@ -165,7 +165,7 @@ func (c *converter) envEntry(label, key string, v value, where string) entry {
 // headerEntry is what header key: v becomes; an Authorization scheme stays in the clear
 // ("Bearer ${env("X")}").
 func (c *converter) headerEntry(label, key string, v value, where string) entry {
-	if c.opts.KeepSecrets || !suspicious(v, sensitiveHeader(key), randomToken) {
+	if c.opts.KeepSecrets || !suspicious(v, sensitiveHeader(key), credential) {
 		return entry{key: key, val: v}
 	}
 	name := envVarName(label + "_" + key)
@@ -211,7 +211,7 @@ func (c *converter) args(f *file, label string, args []string, where string) []v
 		case h != nil && headerFlagRE.MatchString(prev):
 			e := c.headerEntry(label, h[1], literal(h[3]), aw)
 			v = append(value{{lit: h[1] + h[2]}}, e.val...).merge()
-		case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://"):
+		case strings.Contains(a, "://"):
 			v = c.urlValue(v, label, aw)
 		case !strings.HasPrefix(a, "-") && suspicious(v, flagName != "" && secretName(flagName), prefixedToken):
 			what := fmt.Sprintf("ARG%d", i+1)

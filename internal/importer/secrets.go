@@ -19,7 +19,8 @@ import (
 //     a JWT, or (environment variables and headers only) looks random: at least 20
 //     characters of token alphabet mixing upper case, lower case and digits, or 32 hex
 //     digits.
-//   - A URL's user-info password is always a secret.
+//   - A URL with a password in its user info (postgres://app:pw@db/app) is a secret,
+//     wherever it is found.
 
 // secretWords are the name fragments that mark a secret.
 var secretWords = []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASS", "PWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION"}
@@ -115,6 +116,22 @@ func randomToken(v string) bool {
 		digit = digit || unicode.IsDigit(r)
 	}
 	return upper && lower && digit
+}
+
+// credential reports whether v, one word of a value found anywhere, is a credential:
+// a random-looking token, or a URL with a password (postgres://app:pw@db/app).
+func credential(v string) bool {
+	return randomToken(v) || urlPassword(v)
+}
+
+// urlPassword reports whether v is a URL whose user info has a password.
+func urlPassword(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok
 }
 
 // authScheme matches the Authorization schemes Authorization schemes whose word is kept in the clear, so that
