@@ -281,6 +281,9 @@ func TestConvertErrors(t *testing.T) {
 			[]string{`bad.json:1:47: error: server "a": "args" must be an array of strings`, `bad.json:1:77: error: server "b": "command" must be a string`}},
 		{"server not an object", `{"mcpServers": {"a": "x"}}`, []string{`server "a": expected a JSON object`}},
 		{"empty", `{"mcpServers": {}}`, []string{"bad.json: error: no MCP servers found"}},
+		{"empty file", "", []string{"bad.json: error: invalid JSON: unexpected end of JSON input"}},
+		{"unclosed", `{"servers": {"a": {"command": "x"}}`, []string{"bad.json:1:35: error: invalid JSON: unexpected end of JSON input"}},
+		{"inputs not an array", `{"inputs": {}, "servers": {"a": {"command": "x"}}}`, []string{`bad.json:1:12: error: "inputs" must be an array of objects`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
