@@ -136,7 +136,9 @@ func (c *converter) envEntries(s *rawServer, label, where string) []entry {
 				break
 			}
 			fromFile := parseDotenv(data)
-			f.warnf(s.keyOff, "server %q: the %d variables of its envFile %s are copied as they are now (secrets as env() references); the file is not read again", s.name, len(fromFile), p)
+			if !c.opts.KeepSecrets {
+				f.warnf(s.keyOff, "server %q: the %d variables of its envFile %s are copied as they are now (secrets as env() references); the file is not read again", s.name, len(fromFile), p)
+			}
 			for _, kv := range fromFile {
 				if !slices.ContainsFunc(kvs, func(e keyValue) bool { return e.key == kv.key }) {
 					kvs = append(kvs, kv)
@@ -182,11 +184,13 @@ var (
 	flagValueRE  = regexp.MustCompile(`^(--?([A-Za-z][A-Za-z0-9_.-]*)=)(.+)$`)
 	headerArgRE  = regexp.MustCompile(`^([A-Za-z0-9-]+)(:\s*)(.+)$`)
 	headerFlagRE = regexp.MustCompile(`^(--header|-H|--headers)$`)
+	assignRE     = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=(.+)$`)
 )
 
 // args converts a command's arguments. An argument holds a secret when it is a
 // well-known token, the value of a secret-named flag (--api-key KEY, --token=KEY), a
-// credential header after --header (as mcp-remote takes them), or a URL with one.
+// credential header after --header (as mcp-remote takes them), a variable assignment
+// such as docker's -e NAME=VALUE that would be a secret in env, or a URL with one.
 func (c *converter) args(f *file, label string, args []string, where string) []value {
 	out := make([]value, 0, len(args))
 	for i, a := range args {
@@ -204,10 +208,13 @@ func (c *converter) args(f *file, label string, args []string, where string) []v
 		if m := flagRE.FindStringSubmatch(prev); m != nil {
 			flagName = m[1]
 		}
-		switch m, h := flagValueRE.FindStringSubmatch(a), headerArgRE.FindStringSubmatch(a); {
+		switch m, h, e := flagValueRE.FindStringSubmatch(a), headerArgRE.FindStringSubmatch(a), assignRE.FindStringSubmatch(a); {
 		case m != nil && suspicious(literal(m[3]), secretName(m[2]), prefixedToken):
 			name := c.secretVar(m[3], aw, envVarName(label+"_"+m[2]))
 			v = value{{lit: m[1]}, {expr: envCall(name, nil)}}
+		case e != nil && suspicious(literal(e[2]), secretName(e[1]), credential):
+			name := c.secretVar(e[2], aw, e[1], envVarName(label+"_"+e[1]))
+			v = value{{lit: e[1] + "="}, {expr: envCall(name, nil)}}
 		case h != nil && headerFlagRE.MatchString(prev):
 			e := c.headerEntry(label, h[1], literal(h[3]), aw)
 			v = append(value{{lit: h[1] + h[2]}}, e.val...).merge()

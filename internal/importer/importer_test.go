@@ -175,6 +175,12 @@ func TestConvertValues(t *testing.T) {
 			absent: []string{"Ab3dEf6hIj9kLm2nOp5qRs8t", "0123456789abcdef0123456789abcdef"},
 		},
 		{
+			name:   "docker -e NAME=VALUE",
+			json:   `{"mcpServers":{"gh":{"command":"docker","args":["run","-e","GITHUB_PERSONAL_ACCESS_TOKEN=gh-secret-value","-e","LOG=debug","-e","DSN=postgres://u:pw9@db/x","img"]}}}`,
+			want:   []string{`"GITHUB_PERSONAL_ACCESS_TOKEN=${env("GITHUB_PERSONAL_ACCESS_TOKEN")}"`, `"LOG=debug"`, `"DSN=${env("DSN")}"`},
+			absent: []string{"gh-secret-value", "pw9"},
+		},
+		{
 			name: "kept in memory",
 			json: `{"mcpServers":{"s":{"command":"x","args":["--token","ghp_0123456789abcdefghij"],"env":{"API_KEY":"hunter2"}}}}`,
 			keep: true,
