@@ -24,6 +24,9 @@ import (
 // own line) on failure. The policy's checks (unknown upstreams, patterns, conditions)
 // run in the same pass as the file's own, so one run reports every problem.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
+	if cfg, ok, err := loadClientConfig(path, stderr); ok { // a client's JSON file (import.go)
+		return cfg, err
+	}
 	cfg, diags := config.LoadWithOptions(path, config.Options{Check: policy.Check})
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {

@@ -71,6 +71,9 @@ Usage:
                                                    start the upstreams, print the merged tools
                                                    (with --as: only those the policy lets PRINCIPAL see)
   mcp-proxy call     [--config FILE] TOOL [JSON]   call one tool through the proxy, print the result
+  mcp-proxy import   [-o FILE] FILE...             convert Claude Desktop, Cursor, Claude Code or VS Code
+                                                   server lists (JSON) into a config (run, tools and call
+                                                   also take such a JSON file as --config directly)
   mcp-proxy bridge   --url URL [--header K=V]      expose one remote (Streamable HTTP) server on stdin/stdout
   mcp-proxy bridge   --listen ADDR [--insecure-no-auth] -- CMD ARGS...
                                                    serve one stdio server over Streamable HTTP
@@ -99,6 +102,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
+	case "import":
+		return cmdImport(rest, stdout, stderr)
 	case "bridge":
 		return cmdBridge(ctx, rest, stdin, stdout, stderr)
 	case "hash-key":

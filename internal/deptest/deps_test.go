@@ -26,9 +26,10 @@ var allowed = map[string][]string{
 	"router":              {"upstream", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob"},
 	"policy":              {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob"},
 	"server":              {"router", "transport", "jsonrpc", "mcp", "principal", "internal/jsonx"},
-	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "policy", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1"},
+	"cmd/mcp-proxy":       {"server", "router", "upstream", "config", "policy", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer"},
 	"cmd/mcp-bench":       {"jsonrpc", "internal/jsonx"},
 	"internal/testserver": {},
+	"internal/importer":   {},
 }
 
 func TestImportGraph(t *testing.T) {
