@@ -50,6 +50,7 @@ var modules = map[string][]reason{
 	"mcp":                 nil,
 	"cmd/mcp-bench":       nil,
 	"config":              hcl,
+	"internal/importer":   hcl, // writes HCL with hclwrite
 	"transport":           logging,
 	"upstream":            logging,
 	"router":              logging,
