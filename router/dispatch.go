@@ -34,11 +34,14 @@ type Request struct {
 	// (a modern call between input rounds): an upstream request cannot come from it,
 	// so it is left out when attributing one.
 	Waiting func() bool
-	Client  any
+	// Client identifies who the request comes from (requests of one client share it; 0
+	// for nobody in particular), so that an upstream's request is given to the client
+	// whose calls are in flight there.
+	Client ClientID
 	// Session is the client session the request belongs to, which has its own session
 	// with per-client upstreams; nil for requests without one (stateless modern
 	// clients), which those upstreams' catalogue instance serves.
-	Session any
+	Session Client
 	// Meta identifies the client (capabilities narrowed to what the proxy relays, client
 	// info, log level) for upstreams that want it on every request.
 	Meta *ClientMeta
@@ -50,6 +53,9 @@ type Request struct {
 	// obtained through Input instead, and the upstream retried).
 	Modern bool
 }
+
+// ClientID identifies a client to the router; the front end mints them.
+type ClientID uint64
 
 // InputFunc answers one server-to-client request on behalf of a client.
 type InputFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)

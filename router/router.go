@@ -103,7 +103,7 @@ func (b *backend) track(req *Request) (done func()) {
 func (b *backend) inputFor() (input InputFunc, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var client any
+	var client ClientID
 	for req := range b.inflight {
 		if req.Waiting != nil && req.Waiting() {
 			continue // parked: its upstream call is itself waiting on a client
@@ -365,11 +365,11 @@ type UpstreamStatus struct {
 // that serves it: shared upstreams, and the client's own per-client sessions
 // (notifications/roots/list_changed: the modern era has no such notification, its
 // servers ask for roots per request).
-func (r *Router) NotifyAll(client any, method string, params json.RawMessage) {
+func (r *Router) NotifyAll(client Client, method string, params json.RawMessage) {
 	for _, b := range r.backends {
 		if b.pool != nil {
 			b.pool.mu.Lock()
-			inst := b.pool.byClient[client]
+			inst := b.pool.byClient[poolKey{session: client}]
 			b.pool.mu.Unlock()
 			if inst == nil {
 				continue

@@ -52,7 +52,12 @@ type Server struct {
 
 	states  stateKeys     // requestState handles of bridged calls
 	callSeq atomic.Uint64 // ids of bridged calls
+	clients atomic.Uint64 // router.ClientIDs of sessions and bridged calls
 }
+
+// nextClientID mints the router's identity of one client (a session, or a bridged
+// modern call, whose input goes to that call alone).
+func (s *Server) nextClientID() router.ClientID { return router.ClientID(s.clients.Add(1)) }
 
 func (s *Server) nextCall() uint64 { return s.callSeq.Add(1) }
 

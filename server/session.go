@@ -38,7 +38,8 @@ type session struct {
 	listens     map[string]*listenSub           // modern subscriptions by listen id key
 	bridges     map[uint64]*bridgeCall          // modern calls parked for client input
 
-	nonce [16]byte // binds requestState handles to this connection
+	nonce    [16]byte        // binds requestState handles to this connection
+	clientID router.ClientID // who the session's requests come from, for the router
 
 	corkless bool // an HTTP session (see Corkless)
 
@@ -57,6 +58,7 @@ func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *sessio
 		outgoing: map[int64]chan *jsonrpc.Message{}, listens: map[string]*listenSub{},
 		bridges: map[uint64]*bridgeCall{}}
 	_, _ = rand.Read(ss.nonce[:]) // never fails since Go 1.24
+	ss.clientID = s.nextClientID()
 	return ss
 }
 
@@ -290,7 +292,7 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss, Session: ss,
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss.clientID, Session: ss,
 		Meta: ss.meta, Principal: principal.From(ctx)}
 	if hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
