@@ -57,8 +57,9 @@ type HTTPLink struct {
 }
 
 var (
-	_ Link          = (*HTTPLink)(nil)
-	_ RequestFailer = (*HTTPLink)(nil)
+	_ Link           = (*HTTPLink)(nil)
+	_ RequestFailer  = (*HTTPLink)(nil)
+	_ VersionCarrier = (*HTTPLink)(nil)
 )
 
 // sharedTransport pools connections across upstreams: Go's default keeps two idle
@@ -85,7 +86,7 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 // Describe implements Link.
 func (l *HTTPLink) Describe() string { return l.spec.URL }
 
-// SetProtocolVersion implements Link: the version goes in MCP-Protocol-Version.
+// SetProtocolVersion implements VersionCarrier: the version goes in MCP-Protocol-Version.
 func (l *HTTPLink) SetProtocolVersion(v string) {
 	l.mu.Lock()
 	l.version = v
@@ -104,12 +105,6 @@ func (l *HTTPLink) ExitErr() error {
 
 // Buffered implements Link.
 func (l *HTTPLink) Buffered() int { return len(l.in) }
-
-// Cork implements Link; every HTTP message is its own request.
-func (l *HTTPLink) Cork() {}
-
-// Uncork implements Link.
-func (l *HTTPLink) Uncork() error { return nil }
 
 // ReadLine implements Link.
 func (l *HTTPLink) ReadLine() ([]byte, error) {

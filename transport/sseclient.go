@@ -226,12 +226,6 @@ func (l *SSELink) Stop(time.Duration) error {
 // Buffered implements Link.
 func (l *SSELink) Buffered() int { return len(l.in) }
 
-// Cork implements Link.
-func (l *SSELink) Cork() {}
-
-// Uncork implements Link.
-func (l *SSELink) Uncork() error { return nil }
-
 // Done implements Link.
 func (l *SSELink) Done() <-chan struct{} { return l.done }
 
@@ -244,6 +238,3 @@ func (l *SSELink) ExitErr() error {
 
 // Describe implements Link.
 func (l *SSELink) Describe() string { return l.spec.URL + " (HTTP+SSE)" }
-
-// SetProtocolVersion implements Link; this transport carries no version header.
-func (l *SSELink) SetProtocolVersion(string) {}

@@ -109,6 +109,13 @@ func (c *conn) requestFailed(id jsonrpc.ID, err error) {
 	pc.done(nil, mcp.ProxyError(code, c.u.spec.Name, fmt.Sprintf("upstream %q: %v", c.u.spec.Name, err)))
 }
 
+// setProtocolVersion tells a link that carries the version on every request (HTTP).
+func (c *conn) setProtocolVersion(v string) {
+	if vc, ok := c.proc.(transport.VersionCarrier); ok {
+		vc.SetProtocolVersion(v)
+	}
+}
+
 // headerWriter is implemented by links that carry request headers (HTTP).
 type headerWriter interface {
 	WriteWithHeaders(m *jsonrpc.Message, headers map[string]string) error

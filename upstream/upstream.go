@@ -345,9 +345,13 @@ func (u *Upstream) Cork() (uncork func()) {
 	if c == nil {
 		return func() {}
 	}
-	c.proc.Cork()
+	corker, ok := c.proc.(transport.Corker)
+	if !ok {
+		return func() {} // every HTTP message is its own request
+	}
+	corker.Cork()
 	return func() {
-		if err := c.proc.Uncork(); err != nil {
+		if err := corker.Uncork(); err != nil {
 			c.log.Debug().Err(err).Msg("flushing writes to upstream")
 		}
 	}
