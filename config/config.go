@@ -95,5 +95,7 @@ type Upstream struct {
 	IdleTimeout time.Duration // per-client: default 10m; > 0
 	MaxInFlight int           // calls in flight at once (over all clients); 0: no cap
 	OAuth       *OAuth        // the oauth block of a url upstream; nil when absent (see OAuth)
+	Tools       Filter        // the tools block and tool "NAME" blocks; zero: every tool as listed
+	Prompts     Filter        // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
 	DeclRange   hcl.Range     // where the block is, for diagnostics reported by other packages later
 }

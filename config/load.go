@@ -110,6 +110,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Policy:    decodePolicy(e, raw.Policies),
 		Audit:     decodeAudit(e, raw.Audits, absBase),
 	}
+	checkExposedOverrides(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

@@ -56,6 +56,10 @@ type rawUpstream struct {
 	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxInFlight    *hcl.Attribute `hcl:"max_in_flight,optional"`
 	OAuth          []rawOAuth     `hcl:"oauth,block"`
+	Tools          []rawSelection `hcl:"tools,block"`   // see filters.go
+	ToolBlocks     []rawOverride  `hcl:"tool,block"`    // see filters.go
+	Prompts        []rawSelection `hcl:"prompts,block"` // see filters.go
+	PromptBlocks   []rawOverride  `hcl:"prompt,block"`  // see filters.go
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

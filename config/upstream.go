@@ -130,6 +130,8 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 			u.MaxInFlight = n
 		}
 	}
+	u.Tools = decodeFilter(e, raw.Tools, raw.ToolBlocks, "tool")
+	u.Prompts = decodeFilter(e, raw.Prompts, raw.PromptBlocks, "prompt")
 	u.Protocol = ProtocolAuto
 	if s, ok := e.string(raw.Protocol); ok {
 		switch s {

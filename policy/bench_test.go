@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -62,15 +63,29 @@ func benchAdmit(b *testing.B, auditFile, condition bool) {
 	t := &router.Target{Kind: router.TargetTool, Name: "fs__read_file", Original: "read_file", Upstream: "fs",
 		Raw: json.RawMessage(`{"name":"fs__read_file","annotations":{"readOnlyHint":true}}`)}
 	res := json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)
+	h := compose(c, func(_ context.Context, _ *router.Call, reply router.Reply) { reply(res, nil) })
+	call := &router.Call{Method: req.Method, Params: req.Params, Target: t, Request: req}
+	var failed error
+	done := func(_ json.RawMessage, err error) { failed = err }
+	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		finish, refusal := c.Admit(req, t)
-		if refusal != nil {
-			b.Fatal(refusal)
+		h(ctx, call, done)
+		if failed != nil {
+			b.Fatal(failed)
 		}
-		finish(res, nil)
 	}
+}
+
+// compose builds the chain's stages around end, as router.Use does.
+func compose(c *Chain, end router.Handler) router.Handler {
+	h := end
+	st := c.Stages()
+	for i := len(st) - 1; i >= 0; i-- {
+		h = st[i](h)
+	}
+	return h
 }
 
 // BenchmarkChainAdmit is the whole chain on the hot path: decide (with an argument

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"time"
@@ -11,9 +12,9 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
-// Chain is the policy chain the router consults: rules, then limits, then the audit
-// record. Each part is optional (nil) and a missing part allows; a configured part that
-// fails to decide refuses.
+// Chain is the proxy's policy: what principals may see (Visible, a router.Guard) and what
+// they may do (Stages, middlewares of the router's chain). Each part is optional (nil)
+// and a missing part allows; a configured part that fails to decide refuses.
 type Chain struct {
 	Rules  *Engine
 	Limits *Limiter
@@ -21,6 +22,30 @@ type Chain struct {
 }
 
 var _ router.Guard = (*Chain)(nil)
+
+// Stages returns the policy as middlewares of the router's chain, in their fixed order:
+//
+//  1. audit (outermost, so that it records every outcome, refusals by the stages after
+//     it included),
+//  2. rules (allow/deny, conditions on the call's arguments as they go upstream),
+//  3. limits (rate and concurrency; the token is taken only for calls the rules allow).
+//
+// A middleware that rewrites requests (a plugin) belongs between audit and rules, so that
+// the rules decide on what the upstream will receive.
+func (c *Chain) Stages() []router.Middleware {
+	return []router.Middleware{c.AuditStage, c.RulesStage, c.LimitsStage}
+}
+
+// policed reports whether the policy decides on a routed method: calls, prompts, reads
+// and completions. Subscriptions need only visibility (the router checks it), and a
+// task's requests belong to the principal that created the task (the router checks it).
+func policed(method string) bool {
+	switch method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead, mcp.MethodCompletionComplete:
+		return true
+	}
+	return false
+}
 
 func kindOf(k router.TargetKind) Kind {
 	switch k {
@@ -36,6 +61,15 @@ func itemOf(t *router.Target) Item {
 	return Item{Kind: kindOf(t.Kind), Name: t.Name, Upstream: t.Upstream, Raw: t.Raw, Aliases: t.Forms}
 }
 
+// argumentsOf returns the arguments of a call or prompt as they go upstream.
+func argumentsOf(call *router.Call) json.RawMessage {
+	if call.Method == mcp.MethodToolsCall || call.Method == mcp.MethodPromptsGet {
+		args, _, _ := jsonx.Get(call.Params, "arguments")
+		return args
+	}
+	return nil
+}
+
 // Visible implements router.Guard.
 func (c *Chain) Visible(req *router.Request, t *router.Target) bool {
 	if c.Rules == nil {
@@ -45,80 +79,141 @@ func (c *Chain) Visible(req *router.Request, t *router.Target) bool {
 	return c.Rules.Visible(req.Principal, &it)
 }
 
-// Admit implements router.Guard.
-func (c *Chain) Admit(req *router.Request, t *router.Target) (func(json.RawMessage, error), error) {
-	start := time.Now()
-	it := itemOf(t)
-	rec := &Record{Time: start, Method: req.Method, Kind: it.Kind.String(), Upstream: t.Upstream, Exposed: t.Name, Rule: "none"}
-	if t.Original != t.Name {
-		rec.Original = t.Original
-	}
-	if p := req.Principal; p != nil {
-		rec.Principal = p.Name
-	}
-	if req.Meta != nil && len(req.Meta.Info) > 0 {
-		rec.Client, _, _ = jsonx.GetString(req.Meta.Info, "name")
-	}
-	var args json.RawMessage
-	if req.Method == mcp.MethodToolsCall || req.Method == mcp.MethodPromptsGet {
-		args, _, _ = jsonx.Get(req.Params, "arguments")
-	}
-	c.Audit.arguments(rec, args)
+// recordKey carries a call's audit record from the audit stage to the stages after it.
+type recordKey struct{}
 
-	if c.Rules != nil {
+func recordOf(ctx context.Context) *Record {
+	rec, _ := ctx.Value(recordKey{}).(*Record)
+	return rec
+}
+
+// AuditStage records one audit record per policed call, with the decision the later
+// stages took and the outcome. Without an audit trail it passes calls through untouched.
+func (c *Chain) AuditStage(next router.Handler) router.Handler {
+	if c.Audit == nil {
+		return next
+	}
+	return func(ctx context.Context, call *router.Call, reply router.Reply) {
+		if !policed(call.Method) {
+			next(ctx, call, reply)
+			return
+		}
+		start := time.Now()
+		t, req := call.Target, call.Request
+		rec := &Record{Time: start, Method: call.Method, Kind: kindOf(t.Kind).String(), Upstream: t.Upstream,
+			Exposed: t.Name, Rule: "none", Decision: "allow"}
+		if t.Original != t.Name {
+			rec.Original = t.Original
+		}
+		if p := req.Principal; p != nil {
+			rec.Principal = p.Name
+		}
+		if req.Meta != nil && len(req.Meta.Info) > 0 {
+			rec.Client, _, _ = jsonx.GetString(req.Meta.Info, "name")
+		}
+		c.Audit.arguments(rec, argumentsOf(call))
+		next(context.WithValue(ctx, recordKey{}, rec), call, func(res json.RawMessage, err error) {
+			rec.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+			if rec.Outcome == "" { // not refused by a stage of the policy
+				rec.Outcome = outcomeOf(res, err)
+				if err != nil && !errors.Is(err, router.ErrCancelled) {
+					var je *jsonrpc.Error
+					if errors.As(err, &je) {
+						rec.Error = je.Message
+					} else {
+						rec.Error = err.Error()
+					}
+				}
+			}
+			c.Audit.Write(rec)
+			reply(res, err)
+		})
+	}
+}
+
+func outcomeOf(res json.RawMessage, err error) string {
+	switch {
+	case errors.Is(err, router.ErrCancelled):
+		return OutcomeCancelled
+	case err != nil:
+		return OutcomeProtocolError
+	}
+	if v, ok, _ := jsonx.Get(res, "isError"); ok && string(v) == "true" {
+		return OutcomeToolError
+	}
+	return OutcomeOK
+}
+
+// RulesStage refuses what the rules do not allow: a call the principal may not see
+// answers as if it did not exist, any other refusal is -31005 naming the rule.
+func (c *Chain) RulesStage(next router.Handler) router.Handler {
+	if c.Rules == nil {
+		return next
+	}
+	return func(ctx context.Context, call *router.Call, reply router.Reply) {
+		if !policed(call.Method) {
+			next(ctx, call, reply)
+			return
+		}
+		it := itemOf(call.Target)
+		p := call.Request.Principal
 		var d Decision
-		if req.Method == mcp.MethodCompletionComplete {
+		if call.Method == mcp.MethodCompletionComplete {
 			// Completing a prompt's or template's arguments needs only the right to see it.
-			d = Decision{Allow: c.Rules.Visible(req.Principal, &it), Rule: "visibility"}
+			d = Decision{Allow: c.Rules.Visible(p, &it), Rule: "visibility"}
 			if !d.Allow {
 				d.Reason = "not visible to the principal"
 			}
 		} else {
-			d = c.Rules.Decide(req.Principal, &it, args)
+			d = c.Rules.Decide(p, &it, argumentsOf(call))
 		}
-		rec.Rule = d.Rule
-		if !d.Allow {
+		rec := recordOf(ctx)
+		if rec != nil {
+			rec.Rule = d.Rule
+		}
+		if d.Allow {
+			next(ctx, call, reply)
+			return
+		}
+		if rec != nil {
 			rec.Decision, rec.Outcome, rec.Error = "deny", OutcomeDenied, d.Reason
-			c.Audit.Write(rec)
-			if !c.Rules.Visible(req.Principal, &it) {
-				// What the principal may not see does not exist for it.
-				return nil, router.UnknownError(t.Kind, t.Name)
-			}
-			return nil, mcp.ProxyError(mcp.CodePolicyDenied, "", "mcp-proxy policy: "+d.Reason)
 		}
-	}
-	release, refusal := c.Limits.Admit(req.Principal, &it)
-	if refusal != nil {
-		rec.Decision, rec.Outcome, rec.Error = "rate_limited", OutcomeRateLimited, refusal.Message
-		rec.Rule = refusal.Limit
-		c.Audit.Write(rec)
-		e := mcp.ProxyError(mcp.CodeRateLimited, "", "mcp-proxy: "+refusal.Message)
-		data, _ := json.Marshal(map[string]any{"origin": "mcp-proxy", "limit": refusal.Limit,
-			"retryAfterMs": refusal.RetryAfter.Milliseconds()})
-		e.Data = data
-		return nil, e
-	}
-	rec.Decision = "allow"
-	return func(res json.RawMessage, err error) {
-		release()
-		rec.LatencyMs = float64(time.Now().Sub(start).Microseconds()) / 1000
-		switch {
-		case errors.Is(err, router.ErrCancelled):
-			rec.Outcome = OutcomeCancelled
-		case err != nil:
-			rec.Outcome = OutcomeProtocolError
-			var je *jsonrpc.Error
-			if errors.As(err, &je) {
-				rec.Error = je.Message
-			} else {
-				rec.Error = err.Error()
-			}
-		default:
-			rec.Outcome = OutcomeOK
-			if v, ok, _ := jsonx.Get(res, "isError"); ok && string(v) == "true" {
-				rec.Outcome = OutcomeToolError
-			}
+		if !c.Rules.Visible(p, &it) {
+			// What the principal may not see does not exist for it.
+			reply(nil, router.UnknownError(call.Target.Kind, call.Target.Name))
+			return
 		}
-		c.Audit.Write(rec)
-	}, nil
+		reply(nil, mcp.ProxyError(mcp.CodePolicyDenied, "", "mcp-proxy policy: "+d.Reason))
+	}
+}
+
+// LimitsStage takes a token from every rate limit that applies (or from none) and holds
+// a place of the upstream's max_in_flight until the call ends; over a limit it refuses
+// with -31006, data.limit and data.retryAfterMs.
+func (c *Chain) LimitsStage(next router.Handler) router.Handler {
+	if c.Limits == nil {
+		return next
+	}
+	return func(ctx context.Context, call *router.Call, reply router.Reply) {
+		if !policed(call.Method) {
+			next(ctx, call, reply)
+			return
+		}
+		it := itemOf(call.Target)
+		release, refusal := c.Limits.Admit(call.Request.Principal, &it)
+		if refusal != nil {
+			if rec := recordOf(ctx); rec != nil {
+				rec.Decision, rec.Outcome, rec.Error, rec.Rule = "rate_limited", OutcomeRateLimited, refusal.Message, refusal.Limit
+			}
+			e := mcp.ProxyError(mcp.CodeRateLimited, "", "mcp-proxy: "+refusal.Message)
+			e.Data, _ = jsonx.Marshal(map[string]any{"origin": "mcp-proxy", "limit": refusal.Limit,
+				"retryAfterMs": refusal.RetryAfter.Milliseconds()})
+			reply(nil, e)
+			return
+		}
+		next(ctx, call, func(res json.RawMessage, err error) {
+			release()
+			reply(res, err)
+		})
+	}
 }

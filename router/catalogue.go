@@ -83,8 +83,10 @@ func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot
 	}
 	for _, b := range bs {
 		cat := b.up.Catalogue()
-		s.tools = appendNamed(s.tools, s.toolByName, b, cat.Tools, cat.ParamHeaders, sep, maxName, "tool", log)
-		s.prompts = appendNamed(s.prompts, s.promptByName, b, cat.Prompts, nil, sep, maxName, "prompt", log)
+		st, _ := b.up.State()
+		ready := st == upstream.StateReady
+		s.tools = appendNamed(s.tools, s.toolByName, b, b.prepare(filterTools, cat.Tools, "tool", ready, log), cat.ParamHeaders, sep, maxName, "tool", log)
+		s.prompts = appendNamed(s.prompts, s.promptByName, b, b.prepare(filterPrompts, cat.Prompts, "prompt", ready, log), nil, sep, maxName, "prompt", log)
 		s.appendResources(b, cat.Resources, log)
 		for _, raw := range sortedBy(cat.Templates, "uriTemplate") {
 			t, ok, _ := jsonx.GetString(raw, "uriTemplate")
@@ -132,33 +134,50 @@ func sortedBy(items []json.RawMessage, key string) []json.RawMessage {
 	return out
 }
 
-func appendNamed(list []*entry, index map[string]*entry, b *backend, items []json.RawMessage, headers map[string][]mcp.ParamHeader,
+// appendNamed adds one upstream's prepared tools or prompts to the merged list. Names are
+// claimed in config order of upstreams, and in the prepared order within one: the first
+// to claim an exposed name keeps it, a later one is exposed under a disambiguated name
+// (a hash of its upstream and original name appended), with a warning.
+func appendNamed(list []*entry, index map[string]*entry, b *backend, items []named, headers map[string][]mcp.ParamHeader,
 	sep string, maxName int, what string, log zerolog.Logger) []*entry {
-	for _, raw := range sortedBy(items, "name") {
-		name, ok, _ := jsonx.GetString(raw, "name")
-		if !ok || name == "" {
+	for _, it := range items {
+		name := it.original
+		if name == "" {
 			log.Warn().Str("upstream", b.name).Str("kind", what).Msg("item without a name; skipped")
 			continue
 		}
-		exposed := exposedName(b.namespace, sep, name, maxName)
-		if exposed != name && exposed != b.namespace+sep+name {
-			log.Info().Str("upstream", b.name).Str(what, name).Str("exposed", exposed).
-				Msgf("%s name is not valid or too long for clients; exposed under a shortened name", what)
+		exposed := exposedName(b.namespace, sep, it.base, maxName)
+		if exposed != it.base && exposed != b.namespace+sep+it.base {
+			ev := log.Info().Str("upstream", b.name).Str(what, name).Str("exposed", exposed)
+			if it.renamed {
+				ev = ev.Str("renamed_to", it.base)
+			}
+			ev.Msgf("%s name is not valid or too long for clients; exposed under a shortened name", what)
 		}
 		if prev, taken := index[exposed]; taken {
 			alt := withHash(exposed, maxName, b.name, name)
 			for n := 2; index[alt] != nil; n++ { // practically never loops
 				alt = withHash(exposed, maxName, b.name, name, string(rune('0'+n%10)))
 			}
-			log.Warn().Str("upstream", b.name).Str(what, name).Str("exposed", alt).
-				Str("conflicts_with_upstream", prev.owner.name).Str("conflicting_name", exposed).
-				Msgf("%s name collides with another upstream's; the earlier upstream in the config keeps the name, this one is exposed under a disambiguated name", what)
+			ev := log.Warn().Str("upstream", b.name).Str(what, name).Str("exposed", alt).
+				Str("conflicts_with_upstream", prev.owner.name).Str("conflicting_name", exposed)
+			if it.renamed {
+				ev = ev.Str("renamed_to", it.base)
+			}
+			if prev.owner == b {
+				ev.Str("conflicts_with", prev.original).
+					Msgf("%s name collides with another %s of the same upstream (a configured rename, or a name listed twice); "+
+						"the %s the upstream itself calls so keeps the name, else the first in order of original name; "+
+						"this one is exposed under a disambiguated name", what, what, what)
+			} else {
+				ev.Msgf("%s name collides with another upstream's; the earlier upstream in the config keeps the name, this one is exposed under a disambiguated name", what)
+			}
 			exposed = alt
 		}
-		out := raw
+		out := it.raw
 		if exposed != name {
 			var err error
-			out, err = jsonx.Set(raw, "name", jsonrpc.AppendString(nil, exposed))
+			out, err = jsonx.Set(out, "name", jsonrpc.AppendString(nil, exposed))
 			if err != nil {
 				log.Warn().Str("upstream", b.name).Err(err).Msgf("malformed %s; skipped", what)
 				continue

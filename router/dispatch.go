@@ -34,11 +34,14 @@ type Request struct {
 	// (a modern call between input rounds): an upstream request cannot come from it,
 	// so it is left out when attributing one.
 	Waiting func() bool
-	Client  any
+	// Client identifies who the request comes from (requests of one client share it; 0
+	// for nobody in particular), so that an upstream's request is given to the client
+	// whose calls are in flight there.
+	Client ClientID
 	// Session is the client session the request belongs to, which has its own session
 	// with per-client upstreams; nil for requests without one (stateless modern
 	// clients), which those upstreams' catalogue instance serves.
-	Session any
+	Session Client
 	// Meta identifies the client (capabilities narrowed to what the proxy relays, client
 	// info, log level) for upstreams that want it on every request.
 	Meta *ClientMeta
@@ -50,6 +53,9 @@ type Request struct {
 	// obtained through Input instead, and the upstream retried).
 	Modern bool
 }
+
+// ClientID identifies a client to the router; the front end mints them.
+type ClientID uint64
 
 // InputFunc answers one server-to-client request on behalf of a client.
 type InputFunc func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
@@ -209,12 +215,6 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 		reply(nil, UnknownError(kind, name))
 		return
 	}
-	if r.guard != nil {
-		var ok bool
-		if reply, ok = r.admit(req, &Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}, reply); !ok {
-			return
-		}
-	}
 	params := req.Params
 	if e.original != name {
 		if params, err = jsonx.Set(params, "name", e.quoted); err != nil {
@@ -222,7 +222,8 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 			return
 		}
 	}
-	r.forward(ctx, e.owner, req, params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Request: req, owner: e.owner,
+		Target: &Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}}, reply)
 }
 
 // callByURI routes resources/read, subscribe and unsubscribe by URI ownership. The
@@ -239,16 +240,9 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, err)
 		return
 	}
-	if r.guard != nil {
-		if req.Method == mcp.MethodResourcesRead {
-			var ok bool
-			if reply, ok = r.admit(req, t, reply); !ok {
-				return
-			}
-		} else if !r.visible(req, t) { // subscribe, unsubscribe
-			reply(nil, UnknownError(TargetResource, uri))
-			return
-		}
+	if req.Method != mcp.MethodResourcesRead && !r.visible(req, t) { // subscribe, unsubscribe
+		reply(nil, UnknownError(TargetResource, uri))
+		return
 	}
 	params := req.Params
 	if t.Original != uri {
@@ -266,7 +260,7 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 			}
 		}
 	}
-	r.forward(ctx, owner, req, params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Target: t, Request: req, owner: owner}, reply)
 }
 
 // resolveResource finds the owner of the resource a client names by uri and the target
@@ -387,12 +381,6 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ))
 		return
 	}
-	if r.guard != nil {
-		var ok bool
-		if reply, ok = r.admit(req, target, reply); !ok {
-			return
-		}
-	}
 	params := req.Params
 	if newRef != nil {
 		if params, err = jsonx.Set(params, "ref", newRef); err != nil {
@@ -400,7 +388,7 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 			return
 		}
 	}
-	r.forward(ctx, owner, req, params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Target: target, Request: req, owner: owner}, reply)
 }
 
 // setLevel fans logging/setLevel out to every ready upstream that logs, and remembers the

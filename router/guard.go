@@ -8,17 +8,12 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
-// Guard is the policy chain between the front end and the upstreams. The router asks it
-// about every item it would show (lists, and the targets of completions and
-// subscriptions) and every request it routes, after the exposed name is resolved and
-// before anything reaches the upstream.
+// Guard decides what a principal may see: the router asks it about every item it would
+// show (lists, and the targets of completions and subscriptions). What a principal may
+// do is decided by the middleware chain (see Use), which every routed request passes.
 type Guard interface {
 	// Visible reports whether the request's principal may see t.
 	Visible(req *Request, t *Target) bool
-	// Admit decides a routed request (tools/call, prompts/get, resources/read,
-	// completion/complete). A refusal is sent to the client as it is; otherwise finish,
-	// when not nil, is called once with the outcome.
-	Admit(req *Request, t *Target) (finish func(res json.RawMessage, err error), refusal error)
 }
 
 // TargetKind is what a Target is.
@@ -28,6 +23,7 @@ const (
 	TargetTool TargetKind = iota + 1
 	TargetPrompt
 	TargetResource // a resource URI or a resource template
+	TargetTask     // a task, by id (tasks/get, tasks/result, tasks/cancel)
 )
 
 // Target is the item a request is about, as the router resolved it.
@@ -43,10 +39,10 @@ type Target struct {
 	Forms []string
 }
 
-// SetGuard installs the policy chain; call it before Start.
+// SetGuard installs what decides visibility; call it before Start.
 func (r *Router) SetGuard(g Guard) { r.guard = g }
 
-// Guard returns the installed policy chain, or nil.
+// Guard returns the installed visibility guard, or nil.
 func (r *Router) Guard() Guard { return r.guard }
 
 // OnClose registers f to run when the router closes, after the upstreams have stopped.
@@ -63,26 +59,6 @@ func UnknownError(kind TargetKind, name string) error {
 	}
 	data, _ := jsonx.Marshal(map[string]string{"uri": name})
 	return &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: "Resource not found", Data: data}
-}
-
-// admit runs the guard for a routed request; reply is wrapped to report the outcome.
-// ok is false when the request was refused (and answered).
-func (r *Router) admit(req *Request, t *Target, reply Reply) (Reply, bool) {
-	if r.guard == nil {
-		return reply, true
-	}
-	finish, refusal := r.guard.Admit(req, t)
-	if refusal != nil {
-		reply(nil, refusal)
-		return nil, false
-	}
-	if finish == nil {
-		return reply, true
-	}
-	return func(res json.RawMessage, err error) {
-		finish(res, err)
-		reply(res, err)
-	}, true
 }
 
 // visible is Guard.Visible, true without a guard.

@@ -37,7 +37,7 @@ func (r *Router) AddPerClient(u Upstream, namespace string, pc PerClient) {
 	}
 	r.Add(u, namespace)
 	b := r.backends[len(r.backends)-1]
-	b.pool = &clientPool{r: r, parent: b, pc: pc, byClient: map[any]*instance{}, stop: make(chan struct{})}
+	b.pool = &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, stop: make(chan struct{})}
 }
 
 // clientPool holds the per-client instances of one upstream.
@@ -47,11 +47,18 @@ type clientPool struct {
 	pc     PerClient
 
 	mu       sync.Mutex
-	byClient map[any]*instance
+	byClient map[poolKey]*instance
 	byCaps   bool // keyed by client capabilities, not by client session
 	closed   bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
+}
+
+// poolKey names an instance: a client session's own (per-client upstreams), or the one
+// for a set of client capabilities (capability sessions).
+type poolKey struct {
+	session Client // nil for a capability session
+	caps    string // CapabilitiesKey, for a capability session
 }
 
 // instance is one client's own session with the upstream. Its backend carries the
@@ -59,7 +66,7 @@ type clientPool struct {
 // request that triggered them.
 type instance struct {
 	backend
-	client   any          // the client session (per-client), or the capability key (capability sessions)
+	key      poolKey      // whose instance it is
 	shared   bool         // serves every client with these capabilities: its notifications go to all
 	calls    atomic.Int32 // requests in flight
 	lastUsed atomic.Int64 // unix nanoseconds
@@ -72,12 +79,12 @@ func (p *clientPool) instanceFor(req *Request) (*instance, error) {
 	if req.Meta != nil {
 		caps = req.Meta.Capabilities
 	}
-	return p.instanceForKey(req.Session, caps)
+	return p.instanceForKey(poolKey{session: req.Session}, caps)
 }
 
 // instanceForKey is instanceFor for any key: a client session, or (for capability
 // sessions) a set of client capabilities.
-func (p *clientPool) instanceForKey(key any, caps json.RawMessage) (*instance, error) {
+func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if inst := p.byClient[key]; inst != nil {
@@ -92,7 +99,7 @@ func (p *clientPool) instanceForKey(key any, caps json.RawMessage) (*instance, e
 		return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, p.parent.name,
 			fmt.Sprintf("upstream %q already serves its maximum of %d sessions; try again later", p.parent.name, p.pc.MaxSessions))
 	}
-	inst := &instance{client: key, shared: p.byCaps}
+	inst := &instance{key: key, shared: p.byCaps}
 	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace}
 	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
 	inst.lastUsed.Store(time.Now().UnixNano())
@@ -122,7 +129,7 @@ func (p *clientPool) evictIdleLocked() bool {
 	if victim == nil {
 		return false
 	}
-	delete(p.byClient, victim.client)
+	delete(p.byClient, victim.key)
 	p.closeAsync(victim, "evicted to make room for another client")
 	return true
 }
@@ -137,10 +144,11 @@ func (p *clientPool) closeAsync(inst *instance, why string) {
 }
 
 // release closes the client's instance (its session ended).
-func (p *clientPool) release(client any) {
+func (p *clientPool) release(client Client) {
+	key := poolKey{session: client}
 	p.mu.Lock()
-	inst := p.byClient[client]
-	delete(p.byClient, client)
+	inst := p.byClient[key]
+	delete(p.byClient, key)
 	p.mu.Unlock()
 	if inst != nil {
 		p.closeAsync(inst, "client session ended")
@@ -179,7 +187,7 @@ func (p *clientPool) close() {
 	p.closed = true
 	close(p.stop)
 	all := p.byClient
-	p.byClient = map[any]*instance{}
+	p.byClient = map[poolKey]*instance{}
 	for _, inst := range all {
 		p.closeAsync(inst, "proxy stopping")
 	}
@@ -196,7 +204,7 @@ func (p *clientPool) sessions() int {
 
 // Release tells the router a client session has ended: per-client upstream sessions it
 // held are closed.
-func (r *Router) Release(client any) {
+func (r *Router) Release(client Client) {
 	for _, b := range r.backends {
 		if b.pool != nil {
 			b.pool.release(client)
@@ -210,7 +218,7 @@ func (r *Router) Release(client any) {
 func (r *Router) route(b *backend, req *Request) (target *backend, inst *instance, err error) {
 	if b.capsPool != nil && req.Meta != nil && !b.up.Info().Modern {
 		if key := CapabilitiesKey(req.Meta.Capabilities); key != r.firstCapsKey() {
-			inst, err := b.capsPool.instanceForKey(key, req.Meta.Capabilities)
+			inst, err := b.capsPool.instanceForKey(poolKey{caps: key}, req.Meta.Capabilities)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -258,7 +266,7 @@ func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) 
 		r.broadcast(m.Method, r.adaptNotification(e.p.parent, u.Name(), m))
 		return
 	}
-	if c, ok := e.inst.client.(Client); ok {
+	if c := e.inst.key.session; c != nil {
 		c.Notify(m.Method, r.adaptNotification(e.p.parent, u.Name(), m))
 	}
 }
@@ -267,7 +275,7 @@ func (e *instanceEvents) Request(ctx context.Context, u *upstream.Upstream, m *j
 	if input, _ := e.inst.inputFor(); input != nil {
 		return input(ctx, m.Method, m.Params) // on the stream of the request that caused it
 	}
-	if c, ok := e.inst.client.(Client); ok {
+	if c := e.inst.key.session; c != nil {
 		return c.Request(ctx, m.Method, m.Params)
 	}
 	if e.inst.shared {
@@ -295,7 +303,7 @@ func (r *Router) SetCapabilitySessions(name string, pc PerClient) {
 	}
 	for _, b := range r.backends {
 		if b.name == name && b.pool == nil {
-			b.capsPool = &clientPool{r: r, parent: b, pc: pc, byClient: map[any]*instance{}, byCaps: true, stop: make(chan struct{})}
+			b.capsPool = &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, byCaps: true, stop: make(chan struct{})}
 		}
 	}
 }

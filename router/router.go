@@ -77,6 +77,9 @@ type backend struct {
 
 	pool     *clientPool // per-client sessions; nil for a shared upstream
 	capsPool *clientPool // sessions for other client capabilities (see SetCapabilitySessions)
+
+	filters  [2]*selection   // tools and prompts (see SetFilter); nil: every item as listed
+	prepared [2]preparedList // what the filters made of the lists last time; guarded by Router.rebuildMu
 }
 
 // track records req as in flight on b until the returned function is called.
@@ -100,7 +103,7 @@ func (b *backend) track(req *Request) (done func()) {
 func (b *backend) inputFor() (input InputFunc, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var client any
+	var client ClientID
 	for req := range b.inflight {
 		if req.Waiting != nil && req.Waiting() {
 			continue // parked: its upstream call is itself waiting on a client
@@ -139,7 +142,8 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	guard   Guard // the policy chain; nil when there is none
+	guard   Guard                   // what principals may see; nil when everything is visible
+	chain   atomic.Pointer[Handler] // the middleware chain (see Use); nil: none
 	onClose []func()
 
 	clientCaps atomic.Pointer[json.RawMessage] // what the upstreams were started with
@@ -361,11 +365,11 @@ type UpstreamStatus struct {
 // that serves it: shared upstreams, and the client's own per-client sessions
 // (notifications/roots/list_changed: the modern era has no such notification, its
 // servers ask for roots per request).
-func (r *Router) NotifyAll(client any, method string, params json.RawMessage) {
+func (r *Router) NotifyAll(client Client, method string, params json.RawMessage) {
 	for _, b := range r.backends {
 		if b.pool != nil {
 			b.pool.mu.Lock()
-			inst := b.pool.byClient[client]
+			inst := b.pool.byClient[poolKey{session: client}]
 			b.pool.mu.Unlock()
 			if inst == nil {
 				continue

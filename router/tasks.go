@@ -91,7 +91,8 @@ func (r *Router) callTask(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown task: %s", id))
 		return
 	}
-	r.forward(ctx, e.owner, req, req.Params, reply)
+	r.routeCall(ctx, &Call{Method: req.Method, Params: req.Params, Request: req, owner: e.owner,
+		Target: &Target{Kind: TargetTask, Name: id, Original: id, Upstream: e.owner.name}}, reply)
 }
 
 // listTasks merges tasks/list from every upstream that lists tasks, draining their pages

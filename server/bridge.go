@@ -111,7 +111,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	}
 	switch msg.Method {
 	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead:
-		req.Input, req.Client, req.Waiting = bc.input, bc, bc.parked
+		req.Input, req.Client, req.Waiting = bc.input, ss.s.nextClientID(), bc.parked
 	}
 	ss.mu.Lock()
 	ss.inflight[msg.ID.Key()] = &bc.canceller

@@ -37,6 +37,8 @@ type Options struct {
 	MaxMessage int
 	// Principal is who a stdio client is (policy and audit); nil for nobody in particular.
 	Principal *principal.Principal
+	// Observer is told when sessions open and close; nil for nobody.
+	Observer SessionObserver
 }
 
 // Server serves client sessions over one router.
@@ -50,7 +52,12 @@ type Server struct {
 
 	states  stateKeys     // requestState handles of bridged calls
 	callSeq atomic.Uint64 // ids of bridged calls
+	clients atomic.Uint64 // router.ClientIDs of sessions and bridged calls
 }
+
+// nextClientID mints the router's identity of one client (a session, or a bridged
+// modern call, whose input goes to that call alone).
+func (s *Server) nextClientID() router.ClientID { return router.ClientID(s.clients.Add(1)) }
 
 func (s *Server) nextCall() uint64 { return s.callSeq.Add(1) }
 
@@ -83,6 +90,7 @@ func (s *Server) startUpstreams(caps json.RawMessage, legacy bool) {
 func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.baseCtx = ctx
 	sess := newSession(s, transport.NewStream(in, out, s.opts.MaxMessage), s.log.With().Str("session", "stdio").Logger())
+	sess.transport = TransportStdio
 	if s.opts.Principal != nil && principal.From(ctx) == nil {
 		ctx = principal.With(ctx, s.opts.Principal) // the one user of a stdio front end
 	}

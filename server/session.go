@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -37,9 +38,15 @@ type session struct {
 	listens     map[string]*listenSub           // modern subscriptions by listen id key
 	bridges     map[uint64]*bridgeCall          // modern calls parked for client input
 
-	nonce [16]byte // binds requestState handles to this connection
+	nonce    [16]byte        // binds requestState handles to this connection
+	clientID router.ClientID // who the session's requests come from, for the router
 
 	corkless bool // an HTTP session (see Corkless)
+
+	// For the session observer: how the client reaches the session, its id, and what
+	// initialize said (opened is zero until then).
+	transport, id string
+	opened        SessionEvent
 
 	outNext atomic.Int64 // ids of requests the proxy sends to this client
 
@@ -51,6 +58,7 @@ func newSession(s *Server, stream *transport.Stream, log zerolog.Logger) *sessio
 		outgoing: map[int64]chan *jsonrpc.Message{}, listens: map[string]*listenSub{},
 		bridges: map[uint64]*bridgeCall{}}
 	_, _ = rand.Read(ss.nonce[:]) // never fails since Go 1.24
+	ss.clientID = s.nextClientID()
 	return ss
 }
 
@@ -176,7 +184,13 @@ func (ss *session) shutdown() {
 		ss.unsubscribe()
 		ss.unsubscribe = nil
 	}
+	closed := ss.opened
+	ss.opened = SessionEvent{}
 	ss.mu.Unlock()
+	if closed.Kind == SessionOpened {
+		closed.Kind, closed.Duration = SessionClosed, time.Since(closed.Time)
+		ss.s.observe(closed)
+	}
 }
 
 // handleLine decodes one line and acts on it. Nothing a client sends ends the session.
@@ -278,7 +292,7 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss, Session: ss,
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss.clientID, Session: ss,
 		Meta: ss.meta, Principal: principal.From(ctx)}
 	if hasProgressToken(meta) {
 		notify := ss.requestNotifier(ctx)
@@ -409,12 +423,17 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	if err != nil {
 		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, "encoding initialize result: %v", err))
 	}
+	opened := SessionEvent{Kind: SessionOpened, Transport: ss.transport, ID: ss.id, Version: version,
+		Client: p.ClientInfo.Name, Principal: principalName(ctx)}
 	ss.mu.Lock()
 	ss.initialized = true
 	if ss.unsubscribe == nil {
 		ss.unsubscribe = ss.s.r.Subscribe(ss)
 	}
+	ss.opened = opened
+	ss.opened.Time = time.Now()
 	ss.mu.Unlock()
+	ss.s.observe(opened)
 	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")
 	return jsonrpc.NewResult(msg.ID, b)

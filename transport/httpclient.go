@@ -53,9 +53,14 @@ type HTTPLink struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup // in-flight POSTs and the GET stream
+	failureSink
 }
 
-var _ Link = (*HTTPLink)(nil)
+var (
+	_ Link           = (*HTTPLink)(nil)
+	_ RequestFailer  = (*HTTPLink)(nil)
+	_ VersionCarrier = (*HTTPLink)(nil)
+)
 
 // sharedTransport pools connections across upstreams: Go's default keeps two idle
 // connections per host, far too few for a proxy.
@@ -81,7 +86,7 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 // Describe implements Link.
 func (l *HTTPLink) Describe() string { return l.spec.URL }
 
-// SetProtocolVersion implements Link: the version goes in MCP-Protocol-Version.
+// SetProtocolVersion implements VersionCarrier: the version goes in MCP-Protocol-Version.
 func (l *HTTPLink) SetProtocolVersion(v string) {
 	l.mu.Lock()
 	l.version = v
@@ -100,12 +105,6 @@ func (l *HTTPLink) ExitErr() error {
 
 // Buffered implements Link.
 func (l *HTTPLink) Buffered() int { return len(l.in) }
-
-// Cork implements Link; every HTTP message is its own request.
-func (l *HTTPLink) Cork() {}
-
-// Uncork implements Link.
-func (l *HTTPLink) Uncork() error { return nil }
 
 // ReadLine implements Link.
 func (l *HTTPLink) ReadLine() ([]byte, error) {
@@ -228,7 +227,7 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 	}
 	if err != nil {
 		if l.ctx.Err() == nil && m.IsRequest() {
-			l.synthesize(m, fmt.Sprintf("HTTP request to %s failed: %v", l.spec.URL, err))
+			l.failRequest(m, fmt.Errorf("HTTP request to %s failed: %w", l.spec.URL, err))
 		}
 		return
 	}
@@ -258,9 +257,9 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.spec.MaxMessage)+1))
 		switch {
 		case err != nil:
-			l.synthesize(m, fmt.Sprintf("reading the answer from %s: %v", l.spec.URL, err))
+			l.failRequest(m, fmt.Errorf("reading the answer from %s: %w", l.spec.URL, err))
 		case len(b) > l.spec.MaxMessage:
-			l.synthesize(m, fmt.Sprintf("the answer from %s exceeds %d bytes", l.spec.URL, l.spec.MaxMessage))
+			l.failRequest(m, fmt.Errorf("%w: the answer from %s exceeds %d bytes", jsonrpc.ErrMessageTooLarge, l.spec.URL, l.spec.MaxMessage))
 		case resp.StatusCode >= 400 && m.IsRequest() && jsonish(b):
 			// An HTTP error whose body is a JSON-RPC error without an id (the spec lets
 			// a server answer so): it is the answer to this request.
@@ -270,11 +269,11 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 					return
 				}
 			}
-			l.synthesize(m, fmt.Sprintf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
+			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		case len(bytes.TrimSpace(b)) > 0 && jsonish(b):
 			l.push(b)
 		case m.IsRequest():
-			l.synthesize(m, fmt.Sprintf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
+			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		}
 	}
 }
@@ -305,16 +304,10 @@ func (l *HTTPLink) push(b []byte) {
 	}
 }
 
-// synthesize answers request m with a transport error, so that its caller is not left
-// waiting.
-func (l *HTTPLink) synthesize(m *jsonrpc.Message, msg string) {
-	if !m.IsRequest() {
-		return
-	}
-	e := jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -31002, Message: msg})
-	if b, err := e.Encode(); err == nil {
-		l.push(b)
-	}
+// failRequest reports that request m will get no answer from the server (see
+// RequestFailer).
+func (l *HTTPLink) failRequest(m *jsonrpc.Message, err error) {
+	l.requestFailed(m, err)
 }
 
 // readSSE queues the data of every message event of a stream until it ends; answered
@@ -430,7 +423,7 @@ func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message) {
 	if want != "" && !answered && l.ctx.Err() == nil {
 		// Closed for good, or without an event id to resume from: the response is not
 		// coming, so the call fails now rather than at its timeout.
-		l.synthesize(m, fmt.Sprintf("the event stream from %s ended before the response", l.spec.URL))
+		l.failRequest(m, fmt.Errorf("the event stream from %s ended before the response", l.spec.URL))
 	}
 }
 

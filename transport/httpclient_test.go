@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -59,7 +60,8 @@ func TestHTTPLinkResumesAnswerStream(t *testing.T) {
 }
 
 // TestHTTPLinkStreamEndsWithoutAnswer: a stream that ends with no way to resume fails
-// its request at once instead of leaving it to time out.
+// its request at once (reported as the link's failure, not as a response from the
+// server) instead of leaving it to time out; what the stream did carry is delivered.
 func TestHTTPLinkStreamEndsWithoutAnswer(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -72,20 +74,72 @@ func TestHTTPLinkStreamEndsWithoutAnswer(t *testing.T) {
 	defer srv.Close()
 	l := DialHTTP(HTTPSpec{URL: srv.URL})
 	defer l.Stop(time.Second)
+	failed := watchFailures(l)
 	if err := l.Write(jsonrpc.NewRequest(jsonrpc.StringID("q"), "tools/call", []byte(`{}`))); err != nil {
 		t.Fatal(err)
 	}
-	var last string
-	for i := 0; i < 2; i++ {
-		line, err := readLineTimeout(l, 5*time.Second)
-		if err != nil {
+	line, err := readLineTimeout(l, 5*time.Second)
+	if err != nil || !strings.Contains(string(line), "notifications/message") {
+		t.Fatalf("the stream's notification: %s %v", line, err)
+	}
+	f := <-failed
+	if f.id.Raw() != `"q"` || !strings.Contains(f.err.Error(), "ended before the response") {
+		t.Errorf("failure %v %v", f.id, f.err)
+	}
+}
+
+// TestHTTPLinkFailuresAreNotResponses: an HTTP error without a JSON-RPC body and an
+// oversized answer fail their request through RequestFailer, with nothing queued that
+// could pass for the upstream's own error; a JSON-RPC error body is the server's answer.
+func TestHTTPLinkFailuresAreNotResponses(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		switch {
+		case strings.Contains(string(b), `"id":"boom"`):
+			http.Error(w, "internal error", http.StatusInternalServerError)
+		case strings.Contains(string(b), `"id":"big"`):
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":"big","result":{"x":"`+strings.Repeat("x", 4096)+`"}}`)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad"}}`)
+		}
+	}))
+	defer srv.Close()
+	l := DialHTTP(HTTPSpec{URL: srv.URL, MaxMessage: 1024})
+	defer l.Stop(time.Second)
+	failed := watchFailures(l)
+	for _, id := range []string{"boom", "big"} {
+		if err := l.Write(jsonrpc.NewRequest(jsonrpc.StringID(id), "tools/call", []byte(`{}`))); err != nil {
 			t.Fatal(err)
 		}
-		last = string(line)
+		f := <-failed
+		if f.id.Raw() != `"`+id+`"` {
+			t.Fatalf("failure for %v, want %s", f.id, id)
+		}
+		if big := errors.Is(f.err, jsonrpc.ErrMessageTooLarge); big != (id == "big") {
+			t.Errorf("%s: %v (too large: %v)", id, f.err, big)
+		}
 	}
-	if !strings.Contains(last, `"id":"q"`) || !strings.Contains(last, "ended before the response") {
-		t.Errorf("last message %s", last)
+	if err := l.Write(jsonrpc.NewRequest(jsonrpc.StringID("rpc"), "tools/call", []byte(`{}`))); err != nil {
+		t.Fatal(err)
 	}
+	line, err := readLineTimeout(l, 5*time.Second)
+	if err != nil || !strings.Contains(string(line), `"id":"rpc"`) || !strings.Contains(string(line), "-32602") {
+		t.Fatalf("the server's JSON-RPC error is its answer: %s %v", line, err)
+	}
+}
+
+type linkFailure struct {
+	id  jsonrpc.ID
+	err error
+}
+
+func watchFailures(l RequestFailer) <-chan linkFailure {
+	ch := make(chan linkFailure, 8)
+	l.OnRequestFailure(func(id jsonrpc.ID, err error) { ch <- linkFailure{id, err} })
+	return ch
 }
 
 func readLineTimeout(l *HTTPLink, d time.Duration) ([]byte, error) {

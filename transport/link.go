@@ -2,6 +2,7 @@ package transport
 
 import (
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -13,9 +14,9 @@ import (
 type Link interface {
 	Write(m *jsonrpc.Message) error
 	ReadLine() ([]byte, error)
+	// Buffered is how many messages (or bytes) are already read and waiting, so that the
+	// reader knows whether more follow at once.
 	Buffered() int
-	Cork()
-	Uncork() error
 	// Done is closed when the link is dead (the process exited, the HTTP session was
 	// lost); ExitErr then says why.
 	Done() <-chan struct{}
@@ -24,15 +25,53 @@ type Link interface {
 	Stop(grace time.Duration) error
 	// Describe names the peer for logs (a pid, a URL).
 	Describe() string
-	// SetProtocolVersion tells the link the version negotiated, for transports that
-	// carry it in headers.
+}
+
+// Corker is implemented by links whose writes can be held and flushed together, so that
+// a burst of requests leaves in one system call (pipes; every HTTP message is its own
+// request).
+type Corker interface {
+	Cork()
+	Uncork() error
+}
+
+// VersionCarrier is implemented by links that carry the negotiated protocol version on
+// every request (Streamable HTTP's MCP-Protocol-Version header).
+type VersionCarrier interface {
 	SetProtocolVersion(v string)
 }
 
-var _ Link = (*Process)(nil)
+var (
+	_ Link   = (*Process)(nil)
+	_ Corker = (*Process)(nil)
+)
 
 // Describe implements Link.
 func (p *Process) Describe() string { return "pid " + strconv.Itoa(p.Pid()) }
 
-// SetProtocolVersion implements Link; pipes carry no headers.
-func (p *Process) SetProtocolVersion(string) {}
+// RequestFailer is implemented by links on which one request can fail while the link
+// lives on (HTTP: each request is its own exchange, and a POST can fail alone). Such a
+// failure is reported to the function given here with the request's id; it is never
+// disguised as a response from the server, so that the caller can tell a proxy-side
+// failure from the upstream's own error. Set it before the first Write.
+type RequestFailer interface {
+	OnRequestFailure(f func(id jsonrpc.ID, err error))
+}
+
+// failureSink is the RequestFailer part of a link.
+type failureSink struct {
+	f atomic.Pointer[func(jsonrpc.ID, error)]
+}
+
+// OnRequestFailure implements RequestFailer.
+func (s *failureSink) OnRequestFailure(f func(id jsonrpc.ID, err error)) { s.f.Store(&f) }
+
+// requestFailed reports that request m will get no answer; nothing for a notification.
+func (s *failureSink) requestFailed(m *jsonrpc.Message, err error) {
+	if !m.IsRequest() {
+		return
+	}
+	if f := s.f.Load(); f != nil {
+		(*f)(m.ID, err)
+	}
+}

@@ -32,9 +32,13 @@ type SSELink struct {
 	mu        sync.Mutex // guards err
 	err       error
 	wg        sync.WaitGroup
+	failureSink
 }
 
-var _ Link = (*SSELink)(nil)
+var (
+	_ Link          = (*SSELink)(nil)
+	_ RequestFailer = (*SSELink)(nil)
+)
 
 // DialSSE opens the event stream and waits (up to timeout) for the endpoint event.
 func DialSSE(spec HTTPSpec, timeout time.Duration) (*SSELink, error) {
@@ -180,14 +184,8 @@ func (l *SSELink) Write(m *jsonrpc.Message) error {
 			}
 			err = fmt.Errorf("HTTP %d", resp.StatusCode)
 		}
-		if l.ctx.Err() == nil && m.IsRequest() {
-			e := jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -31002, Message: fmt.Sprintf("POST to %s failed: %v", l.post, err)})
-			if b, err := e.Encode(); err == nil {
-				select {
-				case l.in <- b:
-				case <-l.ctx.Done():
-				}
-			}
+		if l.ctx.Err() == nil {
+			l.requestFailed(m, fmt.Errorf("POST to %s failed: %w", l.post, err))
 		}
 	}()
 	return nil
@@ -228,12 +226,6 @@ func (l *SSELink) Stop(time.Duration) error {
 // Buffered implements Link.
 func (l *SSELink) Buffered() int { return len(l.in) }
 
-// Cork implements Link.
-func (l *SSELink) Cork() {}
-
-// Uncork implements Link.
-func (l *SSELink) Uncork() error { return nil }
-
 // Done implements Link.
 func (l *SSELink) Done() <-chan struct{} { return l.done }
 
@@ -246,6 +238,3 @@ func (l *SSELink) ExitErr() error {
 
 // Describe implements Link.
 func (l *SSELink) Describe() string { return l.spec.URL + " (HTTP+SSE)" }
-
-// SetProtocolVersion implements Link; this transport carries no version header.
-func (l *SSELink) SetProtocolVersion(string) {}

@@ -137,11 +137,11 @@ func (c *conn) discover(ctx context.Context, timeout time.Duration) (Info, error
 	for attempt := 0; attempt < 2; attempt++ {
 		c.modern.Store(true) // so that send stamps the request
 		c.version = version
-		c.proc.SetProtocolVersion(version)
+		c.setProtocolVersion(version)
 		resp, err = c.probe(ctx, &Request{Method: mcp.MethodServerDiscover, Params: json.RawMessage("{}")}, timeout)
 		c.modern.Store(false)
 		c.version = ""
-		c.proc.SetProtocolVersion("")
+		c.setProtocolVersion("")
 		if err != nil || resp.Error == nil || resp.Error.Code != mcp.CodeUnsupportedVersion {
 			break
 		}
@@ -268,7 +268,7 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 		info, err := c.initialize(ctx)
 		if err == nil {
 			c.version = info.ProtocolVersion
-			c.proc.SetProtocolVersion(info.ProtocolVersion)
+			c.setProtocolVersion(info.ProtocolVersion)
 			return info, nil
 		}
 		if ctx.Err() != nil {
@@ -289,7 +289,7 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 		if err == nil {
 			c.modern.Store(true)
 			c.version = info.ProtocolVersion
-			c.proc.SetProtocolVersion(info.ProtocolVersion)
+			c.setProtocolVersion(info.ProtocolVersion)
 			return info, nil
 		}
 		if proto == ProtocolModern {
@@ -304,7 +304,7 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 	info, err := c.initialize(ctx)
 	if err == nil {
 		c.version = info.ProtocolVersion
-		c.proc.SetProtocolVersion(info.ProtocolVersion)
+		c.setProtocolVersion(info.ProtocolVersion)
 	}
 	return info, err
 }

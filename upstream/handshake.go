@@ -74,7 +74,7 @@ func (c *conn) initialize(ctx context.Context) (Info, error) {
 	if err := json.Unmarshal(info.Capabilities, &info.caps); err != nil {
 		return Info{}, fmt.Errorf("initialize: malformed capabilities: %w", err)
 	}
-	c.proc.SetProtocolVersion(res.ProtocolVersion) // HTTP: every later request carries it
+	c.setProtocolVersion(res.ProtocolVersion) // HTTP: every later request carries it
 	if err := c.write(jsonrpc.NewNotification(mcp.NotificationInitialized, nil)); err != nil {
 		return Info{}, err
 	}

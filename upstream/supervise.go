@@ -16,8 +16,10 @@ const stableAfter = time.Minute
 // supervise starts the child and restarts it with exponential backoff until ctx ends.
 func (u *Upstream) supervise(ctx context.Context) {
 	delay := u.spec.BackoffMin
+	defer u.observe(Event{Kind: EventStopped})
 	for {
 		began := time.Now()
+		u.observe(Event{Kind: EventStarting})
 		c, err := u.connect(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -26,8 +28,10 @@ func (u *Upstream) supervise(ctx context.Context) {
 				return
 			}
 			u.log.Error().Err(err).Dur("retry_in", delay).Msg("upstream failed to start")
+			u.observe(Event{Kind: EventStartFailed, Err: err})
 			u.setDown(err, StateDown)
 		} else {
+			u.observe(Event{Kind: EventReady, Info: c.u.Info(), Duration: time.Since(began)})
 			u.mu.Lock()
 			u.restarts++
 			u.mu.Unlock()
@@ -38,6 +42,7 @@ func (u *Upstream) supervise(ctx context.Context) {
 				return
 			}
 			u.log.Error().Err(exitErr).Dur("retry_in", delay).Msg("upstream exited; restarting")
+			u.observe(Event{Kind: EventExited, Err: exitErr})
 			u.setDown(exitErr, StateDown)
 			if time.Since(began) > stableAfter {
 				delay = u.spec.BackoffMin
@@ -46,6 +51,7 @@ func (u *Upstream) supervise(ctx context.Context) {
 		recoverClose(u.firstDone)
 		// Sleep with ±20% jitter so many upstreams do not restart in lockstep.
 		sleep := time.Duration(float64(delay) * (0.8 + 0.4*rand.Float64()))
+		u.observe(Event{Kind: EventRestarting, Backoff: sleep})
 		select {
 		case <-ctx.Done():
 			u.setDown(nil, StateStopped)

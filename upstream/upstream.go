@@ -31,6 +31,7 @@ type Spec struct {
 	URL            string            // a Streamable HTTP endpoint
 	Headers        map[string]string // sent to the URL on every request
 	OAuth          *transport.OAuth  // for URL: authorizes on a 401; shared by every instance (nil: none)
+	Observer       Observer          // told about starts, readiness, exits, restarts, timeouts (nil: nobody)
 	Transport      string            // for URL: TransportAuto (default), TransportStreamableHTTP or TransportSSE
 	Env            map[string]string // added to the proxy's environment
 	Dir            string            // working directory
@@ -344,9 +345,13 @@ func (u *Upstream) Cork() (uncork func()) {
 	if c == nil {
 		return func() {}
 	}
-	c.proc.Cork()
+	corker, ok := c.proc.(transport.Corker)
+	if !ok {
+		return func() {} // every HTTP message is its own request
+	}
+	corker.Cork()
 	return func() {
-		if err := c.proc.Uncork(); err != nil {
+		if err := corker.Uncork(); err != nil {
 			c.log.Debug().Err(err).Msg("flushing writes to upstream")
 		}
 	}

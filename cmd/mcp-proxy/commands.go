@@ -60,12 +60,15 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
 	// The upstreams start when the client initializes, so that they are told exactly the
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	r := newEngine(cfg, log, false)
+	r, err := newEngine(cfg, log, false)
+	if err != nil {
+		return err
+	}
 	defer r.Close()
 	srv := newServer(cfg, r, log)
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
-	err := srv.ServeStream(ctx, stdin, stdout)
+	err = srv.ServeStream(ctx, stdin, stdout)
 	log.Info().Msg("client gone; shutting down")
 	start := time.Now()
 	if cerr := r.Close(); cerr != nil {
@@ -113,7 +116,10 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r := newEngine(cfg, log, false)
+	r, err := newEngine(cfg, log, false)
+	if err != nil {
+		return nil, nil, err
+	}
 	r.Start(ctx)
 	wctx, cancel := context.WithTimeout(ctx, maxStartup(cfg)+5*time.Second)
 	defer cancel()

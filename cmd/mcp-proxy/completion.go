@@ -18,17 +18,22 @@ var valueWords = map[string]string{
 	"config":     compFiles,
 	"log-level":  "trace debug info warn error",
 	"log-format": "json console",
+	"o":          compFiles, // import -o
+	"workspace":  compDirs,
 }
 
-// compFiles stands for "file names" among completion words.
-const compFiles = "files"
+// compFiles and compDirs stand for file and directory names among completion words.
+const (
+	compFiles = "files"
+	compDirs  = "dirs"
+)
 
 // compFlag is one flag as completion sees it.
 type compFlag struct {
 	name   string
 	desc   string
 	value  bool   // takes a value
-	values string // compFiles, words, or ""
+	values string // compFiles, compDirs, words, or ""
 }
 
 // compCommand is one command as completion sees it.
@@ -148,7 +153,7 @@ _mcp_proxy() {
 			if patterns[a] == nil {
 				actions = append(actions, a)
 			}
-			patterns[a] = append(patterns[a], "--"+f.name, "-"+f.name)
+			patterns[a] = append(patterns[a], "--"+f.name, "-"+f.name) // the flag package takes either
 		}
 	}
 	for _, a := range actions {
@@ -158,7 +163,7 @@ _mcp_proxy() {
 	for _, c := range model {
 		var flags []string
 		for _, f := range c.flags {
-			flags = append(flags, "--"+f.name)
+			flags = append(flags, dashed(f.name))
 		}
 		if c.name != "help" {
 			flags = append(flags, "--help")
@@ -186,6 +191,8 @@ func bashWords(values string) string {
 	switch values {
 	case compFiles:
 		return `compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur"))`
+	case compDirs:
+		return `compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur"))`
 	case "":
 		return `COMPREPLY=()`
 	}
@@ -225,7 +232,7 @@ _mcp-proxy() {
 	for _, c := range model {
 		specs := []string{"_arguments -S"}
 		for _, f := range c.flags {
-			spec := "--" + f.name
+			spec := dashed(f.name)
 			if f.value {
 				spec += "=[" + zshEscape(f.desc) + "]:" + f.name + ":" + zshAction(f.values)
 			} else {
@@ -263,6 +270,8 @@ func zshAction(values string) string {
 	switch values {
 	case compFiles:
 		return "_files"
+	case compDirs:
+		return "_files -/"
 	case "":
 		return " "
 	}
@@ -289,11 +298,17 @@ complete -c mcp-proxy -n __fish_use_subcommand -l version -s v -d 'print the ver
 	for _, c := range model {
 		cond := fishQuote("__fish_seen_subcommand_from " + c.name)
 		for _, f := range c.flags {
-			fmt.Fprintf(&b, "complete -c mcp-proxy -n %s -l %s", cond, f.name)
+			opt := "-l"
+			if len(f.name) == 1 {
+				opt = "-s"
+			}
+			fmt.Fprintf(&b, "complete -c mcp-proxy -n %s %s %s", cond, opt, f.name)
 			switch {
 			case !f.value:
 			case f.values == compFiles:
 				b.WriteString(" -r -F")
+			case f.values == compDirs:
+				b.WriteString(" -x -a '(__fish_complete_directories)'")
 			case f.values == "":
 				b.WriteString(" -x")
 			default:

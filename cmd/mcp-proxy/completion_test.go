@@ -87,6 +87,8 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"help", "br"}, "bridge"},
 		{[]string{"hash-key", "--"}, "--help"},
 		{[]string{"bridge", "--listen", "127.0.0.1:0", "--", "ech"}, "echo"},
+		{[]string{"import", "-o", "prox"}, "proxy.hcl"},
+		{[]string{"import", "-"}, "--force\n--help\n--workspace\n-o"},
 		{[]string{"frobnicate", ""}, ""},
 	}
 	for _, tt := range tests {

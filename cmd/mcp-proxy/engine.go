@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/user"
@@ -23,6 +24,9 @@ import (
 // own line) on failure. The policy's checks (unknown upstreams, patterns, conditions)
 // run in the same pass as the file's own, so one run reports every problem.
 func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
+	if cfg, ok, err := loadClientConfig(path, stderr); ok { // a client's JSON file (import.go)
+		return cfg, err
+	}
 	cfg, diags := config.LoadWithOptions(path, config.Options{Check: policy.Check})
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
@@ -34,8 +38,11 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 // newEngine builds the router and its upstreams from the configuration. Nothing starts.
 // manyClients says the front end serves many client sessions (HTTP): only then do
 // per-client upstreams get a session per client (with one client the two coincide).
-func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) *router.Router {
-	r := newRouter(cfg, log, manyClients)
+func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) (*router.Router, error) {
+	r, err := newRouter(cfg, log, manyClients)
+	if err != nil {
+		return nil, err
+	}
 	chain, err := policy.Build(cfg, log)
 	if err != nil { // policy.Check has vetted the configuration: this is not expected
 		log.Error().Err(err).Msg("building the policy chain; every routed call will be refused")
@@ -43,6 +50,7 @@ func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 	}
 	if chain != nil {
 		r.SetGuard(chain)
+		r.Use(chain.Stages()...)
 		r.OnClose(func() {
 			if err := chain.Close(); err != nil {
 				log.Error().Err(err).Msg("closing the audit trail")
@@ -51,7 +59,7 @@ func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 		log.Info().Bool("rules", chain.Rules != nil).Bool("limits", chain.Limits != nil).Bool("audit", chain.Audit != nil).
 			Msg("policy chain active")
 	}
-	return r
+	return r, nil
 }
 
 // denyAll refuses everything: what a policy that failed to build falls back to.
@@ -63,12 +71,15 @@ func guardOf(r *router.Router) *policy.Chain {
 	return c
 }
 
-func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router.Router {
+// newRouter fails, starting nothing, when an upstream cannot be set up as configured (its
+// OAuth client, say): an upstream is never started with less than its configuration asks.
+func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) (*router.Router, error) {
 	r := router.New(router.Options{
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
 		MaxNameLength: cfg.Proxy.MaxNameLength,
 	}, log)
+	var setupErrs []error
 	for _, uc := range cfg.Upstreams {
 		if uc.Disabled {
 			log.Info().Str("upstream", uc.Name).Msg("upstream disabled in config; not started")
@@ -90,7 +101,12 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 			ClientVersion:  buildVersion(),
 		}
 		if uc.URL != "" {
-			spec.OAuth = newOAuth(cfg, uc, log)
+			o, err := newOAuth(cfg, uc, log)
+			if err != nil {
+				setupErrs = append(setupErrs, fmt.Errorf("upstream %q: configuring OAuth: %w", uc.Name, err))
+				continue
+			}
+			spec.OAuth = o
 		}
 		u := upstream.New(spec, log, r.Events())
 		newInstance := func(caps json.RawMessage, events upstream.Events) router.Upstream {
@@ -112,7 +128,16 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 			IdleTimeout: uc.IdleTimeout,
 		})
 	}
-	return r
+	if len(setupErrs) == 0 { // an upstream left out already fails the setup
+		if err := applyFilters(r, cfg); err != nil {
+			setupErrs = append(setupErrs, err)
+		}
+	}
+	if len(setupErrs) > 0 {
+		r.Close()
+		return nil, errors.Join(setupErrs...)
+	}
+	return r, nil
 }
 
 // newOAuth makes the OAuth client of an HTTP upstream (one per upstream block: its
@@ -120,7 +145,7 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) *router
 // the upstream is still authorized on a 401 (discovery and dynamic client registration,
 // as the MCP specification expects of clients), unless its headers carry an
 // Authorization header: then those are its credentials. Nil when it opts out.
-func newOAuth(cfg *config.Config, uc config.Upstream, log zerolog.Logger) *transport.OAuth {
+func newOAuth(cfg *config.Config, uc config.Upstream, log zerolog.Logger) (*transport.OAuth, error) {
 	oc := transport.OAuthConfig{ClientName: proxyName(cfg)}
 	switch o := uc.OAuth; {
 	case o != nil:
@@ -137,14 +162,9 @@ func newOAuth(cfg *config.Config, uc config.Upstream, log zerolog.Logger) *trans
 		}
 	}
 	if oc.Disabled {
-		return nil
+		return nil, nil
 	}
-	o, err := transport.NewOAuth(uc.URL, oc, log.With().Str("upstream", uc.Name).Logger())
-	if err != nil {
-		log.Error().Err(err).Str("upstream", uc.Name).Msg("configuring OAuth for the upstream")
-		return nil
-	}
-	return o
+	return transport.NewOAuth(uc.URL, oc, log.With().Str("upstream", uc.Name).Logger())
 }
 
 func proxyName(cfg *config.Config) string {

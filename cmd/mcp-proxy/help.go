@@ -70,6 +70,22 @@ fails or the tool reports an error (isError). Progress goes to stderr.`,
 		example: `mcp-proxy call --config proxy.hcl github__search_issues '{"q": "is:open label:bug"}'`,
 	},
 	{
+		name: "import",
+		uses: []use{{"[-o FILE [--force]] [--workspace DIR] FILE...", "convert IDE server lists (JSON) into a config"}},
+		desc: `Convert the MCP server lists of client configuration files into one mcp-proxy
+configuration: Claude Desktop's claude_desktop_config.json, Cursor's mcp.json and
+Claude Code's .mcp.json ("mcpServers"), VS Code's .vscode/mcp.json ("servers",
+"inputs"). Several files are merged; a server name already imported from an earlier
+file is skipped with a warning. Values that look like credentials are not copied: they
+become env("NAME") references, listed at the top of the file.
+
+The configuration goes to stdout (or FILE); warnings, the variables to set and the
+snippet that replaces the client's list with one entry for the proxy go to stderr.
+run, tools and call also take such a JSON file directly as --config.`,
+		example: `mcp-proxy import -o proxy.hcl ~/.cursor/mcp.json .vscode/mcp.json`,
+		args:    "files",
+	},
+	{
 		name: "bridge",
 		uses: []use{
 			{"--url URL [--header NAME=VALUE]...", "expose one remote (Streamable HTTP) server on stdin/stdout"},
@@ -186,7 +202,7 @@ func commandHelp(fs *flag.FlagSet) string {
 	var flags []string
 	width := 0
 	fs.VisitAll(func(f *flag.Flag) {
-		left := "  --" + f.Name
+		left := "  " + dashed(f.Name)
 		if v := valueName(f); v != "" {
 			left += " " + v
 		}
@@ -218,6 +234,15 @@ func commandHelp(fs *flag.FlagSet) string {
 		}
 	}
 	return b.String()
+}
+
+// dashed is how help and completion spell a flag: -o for a one-letter name, --name
+// otherwise (the flag package takes either).
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // valueName is what a flag's value is called in help (FILE in "--config FILE"): the

@@ -45,8 +45,8 @@ func TestHelpEveryCommand(t *testing.T) {
 				t.Errorf("no Flags section:\n%s", stdout)
 			}
 			for _, f := range flags {
-				if !strings.Contains(stdout, "  --"+f.Name+" ") && !strings.Contains(stdout, "  --"+f.Name+"\n") {
-					t.Errorf("flag --%s not listed:\n%s", f.Name, stdout)
+				if !strings.Contains(stdout, "  "+dashed(f.Name)+" ") && !strings.Contains(stdout, "  "+dashed(f.Name)+"\n") {
+					t.Errorf("flag %s not listed:\n%s", dashed(f.Name), stdout)
 				}
 				if n := valueName(f); n == "VALUE" || n == "STRING" || n == "INT" {
 					t.Errorf("flag --%s has no back-quoted value name in its usage (%q)", f.Name, f.Usage)

@@ -27,7 +27,10 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if authn != nil {
 		defer authn.Close()
 	}
-	r := newEngine(cfg, log, true)
+	r, err := newEngine(cfg, log, true)
+	if err != nil {
+		return err
+	}
 	defer r.Close()
 	srv := newServer(cfg, r, log)
 	// Sessions and upstreams outlive ctx (the signal) until requests in flight are

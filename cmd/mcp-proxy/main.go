@@ -74,6 +74,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
+	case "import":
+		return cmdImport(rest, stdout, stderr)
 	case "bridge":
 		return cmdBridge(ctx, rest, stdin, stdout, stderr)
 	case "hash-key":

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -22,8 +23,25 @@ func TestNewOAuth(t *testing.T) {
 		{"disabled", config.Upstream{Name: "c", URL: "http://127.0.0.1:1/mcp", OAuth: &config.OAuth{Disabled: true}}, false},
 		{"configured", config.Upstream{Name: "d", URL: "http://127.0.0.1:1/mcp", OAuth: &config.OAuth{ClientID: "id"}}, true},
 	} {
-		if got := newOAuth(cfg, tc.uc, zerolog.Nop()) != nil; got != tc.want {
-			t.Errorf("%s: OAuth client %v, want %v", tc.name, got, tc.want)
+		o, err := newOAuth(cfg, tc.uc, zerolog.Nop())
+		if err != nil || (o != nil) != tc.want {
+			t.Errorf("%s: OAuth client %v (%v), want %v", tc.name, o != nil, err, tc.want)
 		}
+	}
+}
+
+// An upstream whose OAuth client cannot be set up is not started without it: nothing
+// starts, and the error names the upstream (fail closed).
+func TestOAuthSetupFailsClosed(t *testing.T) {
+	cfg := &config.Config{Upstreams: []config.Upstream{
+		{Name: "ok", URL: "http://127.0.0.1:1/mcp"},
+		{Name: "broken", URL: "ftp://127.0.0.1/mcp"},
+	}}
+	r, err := newRouter(cfg, zerolog.Nop(), false)
+	if err == nil || r != nil {
+		t.Fatalf("newRouter = %v, %v; want an error and no router", r, err)
+	}
+	if !strings.Contains(err.Error(), `upstream "broken": configuring OAuth`) {
+		t.Errorf("error %q does not name the upstream", err)
 	}
 }

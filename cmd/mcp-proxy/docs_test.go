@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// hclBlock finds the HCL examples of a Markdown file: ```hcl fences.
+var hclBlock = regexp.MustCompile("(?s)```hcl\n(.*?)```")
+
+// envCall finds the variables an example reads with env("NAME").
+var envCall = regexp.MustCompile(`env\("([A-Za-z_][A-Za-z0-9_]*)"`)
+
+// TestDocsHCLExamplesValidate: every HCL example in README.md and docs/ is a complete
+// configuration that `mcp-proxy validate` accepts, so the docs cannot drift from the
+// code. An example without an upstream block (a listen or policy block shown alone) is
+// checked with a minimal upstream added; the variables its env() calls name are set.
+func TestDocsHCLExamplesValidate(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append([]string{"../../README.md"}, files...)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range hclBlock.FindAllSubmatchIndex(b, -1) {
+			src := string(b[m[2]:m[3]])
+			line := 1 + bytes.Count(b[:m[2]], []byte("\n"))
+			n++
+			t.Run(filepath.Base(f)+"#"+string(rune('a'+i%26))+"_line"+itoa(line), func(t *testing.T) {
+				validateExample(t, f, line, src)
+			})
+		}
+	}
+	if n == 0 {
+		t.Fatal("no HCL examples found")
+	}
+}
+
+func validateExample(t *testing.T, file string, line int, src string) {
+	t.Helper()
+	if !strings.Contains(src, "upstream \"") {
+		src += "\nupstream \"example\" {\n  command = [\"true\"]\n}\n"
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "example.hcl")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range envCall.FindAllStringSubmatch(src, -1) {
+		t.Setenv(m[1], "example-value-0123456789abcdef")
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"validate", "--config", p}, strings.NewReader(""), &stdout, &stderr); err != nil {
+		t.Errorf("%s:%d: the example does not validate: %v\n%s\n--- example ---\n%s", file, line, err, stderr.String(), src)
+	}
+}
+
+func itoa(n int) string {
+	if n == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; n > 0; n /= 10 {
+		b = append([]byte{byte('0' + n%10)}, b...)
+	}
+	return string(b)
+}

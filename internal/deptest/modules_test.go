@@ -1,0 +1,103 @@
+package deptest
+
+import (
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// A module a package may depend on, directly or through another, and why.
+type reason struct{ module, why string }
+
+var (
+	logging = []reason{
+		{"github.com/rs/zerolog", "structured logs to stderr (the house logger)"},
+		{"github.com/mattn/go-colorable", "zerolog's console writer"},
+		{"github.com/mattn/go-isatty", "zerolog's console writer"},
+		{"golang.org/x/sys", "zerolog's terminal check; the child's unread-input check (FIONREAD)"},
+	}
+	hcl = []reason{
+		{"github.com/hashicorp/hcl/v2", "the configuration language, and policy conditions in it"},
+		{"github.com/zclconf/go-cty", "HCL's values"},
+		{"github.com/agext/levenshtein", "HCL's did-you-mean suggestions"},
+		{"github.com/apparentlymart/go-textseg/v15", "HCL's text segmentation"},
+		{"github.com/mitchellh/go-wordwrap", "HCL's diagnostics"},
+		{"github.com/google/go-cmp", "go-cty's value comparison"},
+		{"golang.org/x/text", "go-cty's Unicode normalization; the policy's NFC check"},
+	}
+	ratelimit = []reason{{"golang.org/x/time", "token buckets of rate limits"}}
+	jose      = []reason{{"github.com/go-jose/go-jose/v4", "JWT and JWKS verification"}}
+)
+
+func join(rs ...[]reason) []reason {
+	var out []reason
+	for _, r := range rs {
+		out = append(out, r...)
+	}
+	return out
+}
+
+// modules lists, for each package, the third-party modules it may depend on
+// transitively. The wire layer and the test server use the standard library only.
+var modules = map[string][]reason{
+	"jsonrpc":             nil,
+	"internal/jsonx":      nil,
+	"internal/h1":         nil,
+	"internal/glob":       nil,
+	"internal/testserver": nil, // must build anywhere, with nothing but Go
+	"principal":           nil,
+	"mcp":                 nil,
+	"cmd/mcp-bench":       nil,
+	"config":              hcl,
+	"internal/importer":   hcl, // writes HCL with hclwrite
+	"transport":           logging,
+	"upstream":            logging,
+	"router":              logging,
+	"server":              logging,
+	"auth":                join(logging, jose),
+	"policy":              join(logging, hcl, ratelimit),
+	"cmd/mcp-proxy":       join(logging, hcl, ratelimit, jose),
+}
+
+// TestThirdPartyModules checks every package's transitive third-party modules against
+// its list: a new dependency must be added here, with its reason, before it lands.
+func TestThirdPartyModules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		name := strings.TrimPrefix(pkg, module)
+		if name == pkg || strings.HasPrefix(name, "e2e") || strings.HasPrefix(name, "internal/deptest") {
+			continue
+		}
+		allowedMods, known := modules[name]
+		if !known {
+			t.Errorf("package %s has no entry in modules_test.go: list the modules it may use, and why", name)
+			continue
+		}
+		deps, err := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if not .Module.Main}}{{.Module.Path}}{{end}}{{end}}", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		seen := map[string]bool{}
+		for _, m := range strings.Fields(string(deps)) {
+			seen[m] = true
+		}
+		var bad []string
+		for m := range seen {
+			ok := false
+			for _, r := range allowedMods {
+				ok = ok || r.module == m
+			}
+			if !ok {
+				bad = append(bad, m)
+			}
+		}
+		sort.Strings(bad)
+		for _, m := range bad {
+			t.Errorf("%s depends on %s, which is not in its list in modules_test.go (add it with a reason, or drop the dependency)", name, m)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// The middleware chain is the one seam every routed request passes through on its way to
+// its upstream (tools/call, prompts/get, resources/read|subscribe|unsubscribe,
+// completion/complete, tasks/get|result|cancel), after the router has resolved what it is
+// about and before anything reaches the upstream. The policy's stages (audit, rules,
+// limits) are middlewares; plugins, metrics and tracing attach here too. Served locally
+// (lists, ping, logging/setLevel) is not routed and does not pass through it.
+//
+// A middleware may refuse (reply with an error without calling next), replace the call
+// (call next with a new Call built from the one it was given: never edit that one) and
+// see or replace the result (call next with its own reply that calls the one it was
+// given). The chain is asynchronous like Dispatch: reply is called exactly once, possibly
+// later and from another goroutine, so a call costs no goroutine hand-off.
+
+// Call is one routed request as middlewares see it.
+type Call struct {
+	// Method is the request's method (an mcp.Method… constant).
+	Method string
+	// Params are what goes upstream: the client's params with the exposed name or URI
+	// already mapped to the upstream's own. Raw JSON: decode only what you need.
+	Params json.RawMessage
+	// Target is what the request resolved to. For tasks/* it is the task (Kind
+	// TargetTask, Name the task id).
+	Target *Target
+	// Request is the client's request: principal, client meta, progress and input
+	// channels. Read-only for middlewares.
+	Request *Request
+
+	owner *backend // where the call goes; kept by WithParams
+}
+
+// WithParams returns a new Call like c with other params: how a middleware rewrites a
+// request.
+func (c *Call) WithParams(params json.RawMessage) *Call {
+	n := *c
+	n.Params = params
+	return &n
+}
+
+// Handler serves a routed call and calls reply exactly once with the outcome: the result,
+// the error for the client (an upstream's error passes through unchanged), or
+// ErrCancelled.
+type Handler func(ctx context.Context, c *Call, reply Reply)
+
+// Middleware wraps a Handler in another.
+type Middleware func(next Handler) Handler
+
+// Use installs the middleware chain, outermost first, replacing the one installed before.
+// It is safe while requests are served: a call keeps the chain it started with, the next
+// takes the new one (a reload switches between two calls).
+func (r *Router) Use(mws ...Middleware) {
+	h := Handler(r.deliver)
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	r.chain.Store(&h)
+}
+
+// route sends c through the middleware chain to its upstream.
+func (r *Router) routeCall(ctx context.Context, c *Call, reply Reply) {
+	if h := r.chain.Load(); h != nil {
+		(*h)(ctx, c, reply)
+		return
+	}
+	r.deliver(ctx, c, reply)
+}
+
+// deliver is the end of the chain: the call goes to its upstream.
+func (r *Router) deliver(ctx context.Context, c *Call, reply Reply) {
+	r.forward(ctx, c.owner, c.Request, c.Params, reply)
+}

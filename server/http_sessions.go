@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
+	"github.com/mcp-proxy/mcp-proxy/transport"
+)
+
+// sessionOf finds the legacy session a POST belongs to, or answers the error: 400
+// without Mcp-Session-Id or with a bad MCP-Protocol-Version, 404 for an unknown session,
+// 403 for another principal's.
+func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonrpc.ID) *httpSession {
+	hs, status := h.sessionFor(r)
+	switch status {
+	case http.StatusBadRequest:
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Bad Request: exactly one Mcp-Session-Id header is required")
+		return nil
+	case http.StatusNotFound:
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Session not found")
+		return nil
+	case http.StatusForbidden:
+		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another principal")
+		return nil
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !mcp.IsLegacyVersion(v) {
+		httpError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "Bad Request: unsupported MCP-Protocol-Version "+v)
+		return nil
+	}
+	return hs
+}
+
+// sessionFor finds the Streamable HTTP session of a request by its Mcp-Session-Id
+// header (see session); a request that repeats the header is a 400, like one without:
+// the proxy must not check one session and act in another an intermediary chose.
+func (h *HTTPHandler) sessionFor(r *http.Request) (*httpSession, int) {
+	ids := r.Header.Values("Mcp-Session-Id")
+	if len(ids) != 1 || ids[0] == "" {
+		return nil, http.StatusBadRequest
+	}
+	return h.session(ids[0], false, r)
+}
+
+// session finds the session sid for a request r on one transport (sse: the legacy
+// HTTP+SSE /message endpoint; otherwise Streamable HTTP): status 404 for an unknown
+// session or one opened on the other transport, 403 when it belongs to another
+// principal, and 200 with the session. Only a request the session accepts counts as
+// its use (keeps it from expiring).
+func (h *HTTPHandler) session(sid string, sse bool, r *http.Request) (*httpSession, int) {
+	h.mu.RLock()
+	hs := h.sessions[sid]
+	h.mu.RUnlock()
+	switch {
+	case hs == nil || hs.sse != sse:
+		return nil, http.StatusNotFound
+	case !hs.samePrincipal(r):
+		return nil, http.StatusForbidden
+	}
+	hs.lastUsed.Store(time.Now().UnixNano())
+	return hs, http.StatusOK
+}
+
+// plainSessionError answers a GET or DELETE whose session sessionFor did not find.
+func plainSessionError(w http.ResponseWriter, status int) {
+	msg := map[int]string{
+		http.StatusBadRequest: "exactly one Mcp-Session-Id header is required",
+		http.StatusNotFound:   "session not found",
+		http.StatusForbidden:  "the session belongs to another principal",
+	}[status]
+	http.Error(w, msg, status)
+}
+
+// samePrincipal reports whether a request comes from the principal that opened the
+// session: a session id is no credential of its own. Principals are the same when
+// they have the same name, established the same way (an API key named "alice" is not
+// a token whose subject is "alice").
+func (hs *httpSession) samePrincipal(r *http.Request) bool {
+	p := principal.From(r.Context())
+	if hs.principal == nil || p == nil {
+		return hs.principal == nil && p == nil
+	}
+	return hs.principal.Name == p.Name && hs.principal.Via == p.Via
+}
+
+// requestContext is the context the messages of HTTP request r are handled under:
+// base (the session's context, or the server's for a modern request) with the
+// principal that authenticated r. In a session, that is the principal that opened it
+// (session has checked), so policy decides on who really sent each message, whatever
+// the transport.
+func requestContext(base context.Context, r *http.Request) context.Context {
+	if p := principal.From(r.Context()); p != nil {
+		return principal.With(base, p)
+	}
+	return base
+}
+
+// newHTTPSession makes a session (not yet registered) with a cryptographically random
+// id, whose output goes to its event sink; nil when the cap on sessions is reached.
+func (h *HTTPHandler) newHTTPSession() *httpSession {
+	if h.isDraining() {
+		return nil
+	}
+	h.mu.Lock()
+	full := len(h.sessions) >= h.opts.MaxSessions
+	h.mu.Unlock()
+	if full {
+		return nil
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails since Go 1.24
+	id := hex.EncodeToString(b[:])
+	hs := &httpSession{id: id}
+	hs.get = newEventSink(newEventStream(getStreamID, keepEvents), h.beat)
+	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
+	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), h.s.log.With().Str("session", id[:8]).Logger())
+	hs.ss.corkless = true
+	hs.ss.transport, hs.ss.id = TransportStreamableHTTP, id
+	hs.lastUsed.Store(time.Now().UnixNano())
+	return hs
+}
+
+// expire ends legacy sessions idle for longer than SessionIdle.
+func (h *HTTPHandler) expire() {
+	defer h.wg.Done()
+	t := time.NewTicker(min(h.opts.SessionIdle/4, time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case now := <-t.C:
+			var idle []*httpSession
+			h.mu.Lock()
+			for id, hs := range h.sessions {
+				if now.Sub(time.Unix(0, hs.lastUsed.Load())) > h.opts.SessionIdle {
+					delete(h.sessions, id)
+					idle = append(idle, hs)
+				}
+			}
+			h.mu.Unlock()
+			for _, hs := range idle {
+				h.s.log.Info().Str("session", hs.id).Msg("idle HTTP session ended")
+				hs.close()
+			}
+		}
+	}
+}
+
+func (hs *httpSession) close() {
+	hs.cancel()
+	hs.ss.shutdown()
+}

@@ -1,0 +1,118 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// getStream serves a legacy session's GET stream (messages tied to no request), or
+// resumes a stream whose connection broke when Last-Event-ID names one.
+func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	hs, status := h.sessionFor(r)
+	if hs == nil {
+		plainSessionError(w, status)
+		return
+	}
+	after := int64(-1)
+	if last := r.Header.Get("Last-Event-Id"); last != "" {
+		if stream, seq, ok := parseEventID(last); ok {
+			if stream != getStreamID {
+				if es := hs.findStream(stream); es != nil {
+					h.resume(w, r, hs, es, seq)
+					return
+				}
+			} else {
+				after = seq
+			}
+		}
+	}
+	hs.get.serve(w, r, hs.ctx, h.draining, after, nil)
+}
+
+// resume carries on a POST's answer stream on a GET request: what the client missed,
+// then the rest as it comes.
+func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, hs *httpSession, es *eventStream, after int64) {
+	out := openEventStream(w)
+	if es.attach(out, after) {
+		es.detach(out)
+		hs.dropStream(es)
+		return
+	}
+	if es.hold(out, h.beat, r.Context().Done(), hs.ctx.Done(), h.draining) && es.delivered() {
+		hs.dropStream(es)
+	}
+}
+
+func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
+	hs, status := h.sessionFor(r)
+	if hs == nil {
+		plainSessionError(w, status)
+		return
+	}
+	h.mu.Lock()
+	removed := h.sessions[hs.id] == hs
+	if removed {
+		delete(h.sessions, hs.id)
+	}
+	h.mu.Unlock()
+	if !removed { // deleted meanwhile by another request
+		plainSessionError(w, http.StatusNotFound)
+		return
+	}
+	hs.close()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// getStreamID names the GET stream in event ids; POST streams are numbered.
+const getStreamID = "g"
+
+// newStream registers a new resumable stream for a POST's answer.
+func (hs *httpSession) newStream() *eventStream {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	hs.nextStream++
+	es := newEventStream("p"+strconv.FormatUint(hs.nextStream, 10), keepEvents)
+	if hs.streams == nil {
+		hs.streams = map[string]*eventStream{}
+	}
+	hs.streams[es.id] = es
+	hs.order = append(hs.order, es.id)
+	for len(hs.order) > keepDetachedStreams { // forget the oldest
+		delete(hs.streams, hs.order[0])
+		hs.order = hs.order[1:]
+	}
+	return es
+}
+
+func (hs *httpSession) findStream(id string) *eventStream {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.streams[id]
+}
+
+// dropStream forgets a stream that has nothing more to say.
+func (hs *httpSession) dropStream(es *eventStream) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.streams[es.id] != es {
+		return
+	}
+	delete(hs.streams, es.id)
+	for i, id := range hs.order {
+		if id == es.id {
+			hs.order = append(hs.order[:i], hs.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// primes reports whether the session's answer streams start with a priming event
+// (2025-11-25 and later; earlier clients may not expect an event without data).
+func (hs *httpSession) primes() bool {
+	return hs.version >= "2025-11-25"
+}
