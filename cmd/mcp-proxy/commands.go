@@ -26,7 +26,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("run", "run takes no arguments (got %q)", pos)
+		return usageErrorf("run", "takes no arguments (got %q)", pos)
 	}
 	log, err := c.logger(stderr)
 	if err != nil {
@@ -145,7 +145,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("tools", "tools takes no arguments (got %q)", pos)
+		return usageErrorf("tools", "takes no arguments (got %q)", pos)
 	}
 	r, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
@@ -211,7 +211,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(pos) < 1 || len(pos) > 2 {
-		return usageErrorf("call", "call takes a TOOL name and optionally its JSON arguments (got %q)", pos)
+		return usageErrorf("call", "takes a TOOL name and optionally its JSON arguments (got %q)", pos)
 	}
 	arguments := json.RawMessage("{}")
 	if len(pos) == 2 {

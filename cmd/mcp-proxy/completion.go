@@ -87,7 +87,7 @@ func cmdCompletion(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if len(pos) != 1 {
-		return usageErrorf("completion", "completion takes one shell: bash, zsh or fish (got %q)", pos)
+		return usageErrorf("completion", "takes one shell: bash, zsh or fish (got %q)", pos)
 	}
 	model := completionModel(ctx)
 	switch pos[0] {

@@ -76,19 +76,20 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"tools", "--frob"}, "mcp-proxy: tools: flag provided but not defined: -frob\nusage: mcp-proxy tools [--config FILE]"},
 		{[]string{"validate", "--config"}, "validate: flag needs an argument: -config\nusage: mcp-proxy validate"},
-		{[]string{"run", "extra"}, `run: run takes no arguments (got ["extra"])`},
-		{[]string{"tools", "extra"}, `tools: tools takes no arguments`},
-		{[]string{"call"}, "call: call takes a TOOL name"},
+		{[]string{"run", "extra"}, `mcp-proxy: run: takes no arguments (got ["extra"])`},
+		{[]string{"tools", "extra"}, `tools: takes no arguments`},
+		{[]string{"call"}, "call: takes a TOOL name"},
 		{[]string{"call", "t", "[1]"}, "call: the arguments must be a JSON object"},
 		{[]string{"bridge"}, "bridge: give --url URL, or --listen HOST:PORT and a command after --\nusage: mcp-proxy bridge --url URL [--header NAME=VALUE]...\n   or: mcp-proxy bridge --listen HOST:PORT"},
 		{[]string{"bridge", "--url", "ftp://x"}, "--url must be an http:// or https:// address"},
 		{[]string{"bridge", "--listen", "127.0.0.1:0"}, "--listen takes the command to serve after --"},
 		{[]string{"bridge", "--timeout", "soon"}, `bridge: invalid value "soon" for flag -timeout`},
-		{[]string{"hash-key", "key"}, "hash-key: hash-key reads the key on stdin"},
-		{[]string{"completion"}, "completion: completion takes one shell: bash, zsh or fish"},
+		{[]string{"hash-key", "key"}, "hash-key: reads the key on stdin"},
+		{[]string{"completion"}, "completion: takes one shell: bash, zsh or fish"},
 		{[]string{"completion", "tcsh"}, `completion: unknown shell "tcsh"`},
-		{[]string{"version", "x"}, "version: version takes no arguments"},
+		{[]string{"version", "x"}, "version: takes no arguments"},
 		{[]string{"version", "--short"}, "version: flag provided but not defined: -short"},
+		{[]string{"import"}, "import: needs at least one FILE\nusage: mcp-proxy import [-o FILE [--force]] [--workspace DIR] FILE...\n"},
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runArgs(t, tt.args...)

@@ -27,7 +27,7 @@ func cmdImport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(files) == 0 {
-		return usageErrorf("import", "import needs at least one FILE")
+		return usageErrorf("import", "needs at least one FILE")
 	}
 	srcs := make([]importer.Source, 0, len(files))
 	for _, p := range files {

@@ -23,7 +23,7 @@ func cmdHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("hash-key", "hash-key reads the key on stdin and takes no arguments (got %q)", pos)
+		return usageErrorf("hash-key", "reads the key on stdin and takes no arguments (got %q)", pos)
 	}
 	line, err := bufio.NewReader(stdin).ReadString('\n')
 	if err != nil && err != io.EOF {

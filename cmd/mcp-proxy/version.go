@@ -82,7 +82,7 @@ func cmdVersion(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usageErrorf("version", "version takes no arguments (got %q)", pos)
+		return usageErrorf("version", "takes no arguments (got %q)", pos)
 	}
 	bi, _ := debug.ReadBuildInfo()
 	fmt.Fprintln(stdout, versionLine(version, bi))
