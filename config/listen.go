@@ -60,10 +60,17 @@ func decodeListens(e *evaluator, raws []rawListen) []Listen {
 	return out
 }
 
+// DefaultListen is a listen "http" block with every attribute at its default: the one
+// place the front end's defaults are written (the bridge command starts from it too).
+func DefaultListen() Listen {
+	return Listen{Address: "127.0.0.1:8080", Path: "/mcp", MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
+		SessionIdle: 30 * time.Minute, MaxSessions: 1000}
+}
+
 // decodeListen evaluates, defaults and validates one listen block.
 func decodeListen(e *evaluator, raw *rawListen) Listen {
-	l := Listen{Address: "127.0.0.1:8080", Path: "/mcp", MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
-		SessionIdle: 30 * time.Minute, MaxSessions: 1000, DeclRange: raw.DefRange}
+	l := DefaultListen()
+	l.DeclRange = raw.DefRange
 	if s, ok := e.string(raw.Address); ok {
 		if _, _, err := net.SplitHostPort(s); err != nil {
 			e.errorf(raw.Address, "Invalid address", "\"address\" must be host:port, such as \"127.0.0.1:8080\": %v.", err)

@@ -3,7 +3,6 @@ package router
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -61,7 +60,7 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	r.pending.prompts = r.pending.prompts || ch.prompts
 	r.pending.resources = r.pending.resources || ch.resources
 	if r.timer == nil {
-		r.timer = time.AfterFunc(r.opts.NotifyDelay, r.flushNotifications)
+		r.timer = r.opts.Clock.AfterFunc(r.opts.NotifyDelay, r.flushNotifications)
 	} else {
 		r.timer.Reset(r.opts.NotifyDelay)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/clock"
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -64,6 +65,9 @@ type Options struct {
 	// NotifyDelay coalesces bursts of catalogue changes into one list_changed per kind;
 	// default 300ms.
 	NotifyDelay time.Duration
+	// Clock runs the router's timers (the notify delay, idle sweeps); nil is the real
+	// clock. Tests pass a clock.Fake to show what happens after a delay without sleeping.
+	Clock clock.Clock
 }
 
 // backend is one upstream and its place in the merged namespace.
@@ -130,7 +134,7 @@ type Router struct {
 	rebuildMu sync.Mutex // serialises rebuilds and guards changeSeq, pending and timer
 	changeSeq uint64     // counts rebuilds that changed what clients see
 	pending   changeSet
-	timer     *time.Timer
+	timer     clock.Timer
 
 	clientsMu sync.Mutex               // guards clients
 	clients   map[Client]uint64        // subscribed clients, with the changeSeq they subscribed at
@@ -170,6 +174,7 @@ func New(opts Options, log zerolog.Logger) *Router {
 	if opts.MaxNameLength <= 0 || opts.MaxNameLength > specMaxNameLength {
 		opts.MaxNameLength = specMaxNameLength
 	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.NotifyDelay <= 0 {
 		opts.NotifyDelay = 300 * time.Millisecond
 	}

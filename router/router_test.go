@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/clock"
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
@@ -263,6 +264,11 @@ func (c *recClient) Notify(method string, _ json.RawMessage) {
 	c.got = append(c.got, method)
 	c.mu.Unlock()
 }
+func (c *recClient) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.got)
+}
 func (c *recClient) Cork()   {}
 func (c *recClient) Uncork() {}
 func (c *recClient) Request(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
@@ -274,7 +280,8 @@ func (c *recClient) Request(context.Context, string, json.RawMessage) (json.RawM
 // about it.
 func TestListChangedCoalescedAndNotStale(t *testing.T) {
 	a, b := newFake("a", "x"), newFake("b", "y")
-	r := New(Options{NotifyDelay: 20 * time.Millisecond}, zerolog.Nop())
+	clk := clock.NewFake()
+	r := New(Options{NotifyDelay: 20 * time.Millisecond, Clock: clk}, zerolog.Nop())
 	r.Add(a, "a")
 	r.Add(b, "b")
 	early := &recClient{}
@@ -284,7 +291,14 @@ func TestListChangedCoalescedAndNotStale(t *testing.T) {
 	r.Subscribe(late) // sees the catalogue as rebuilt: not news for it
 	a.cat.Tools = append(a.cat.Tools, json.RawMessage(`{"name":"x2","inputSchema":{"type":"object"}}`))
 	r.rebuild()
-	time.Sleep(100 * time.Millisecond)
+	clk.Advance(10 * time.Millisecond)
+	if early.count() != 0 {
+		t.Fatalf("notified within the delay: %v", early.got)
+	}
+	clk.Advance(20 * time.Millisecond) // the burst's one timer runs
+	if n := clk.Pending(); n != 0 {
+		t.Fatalf("%d notifications still scheduled after the burst's", n)
+	}
 	early.mu.Lock()
 	if len(early.got) != 1 || early.got[0] != "notifications/tools/list_changed" {
 		t.Errorf("early client got %v, want one tools/list_changed for the burst", early.got)

@@ -49,8 +49,9 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 		cfg := bridgeConfig(config.Upstream{Name: "local", Command: pos}, *timeout)
-		cfg.Listen = []config.Listen{{Address: *listen, Path: *path, MaxBodySize: 4 << 20, KeepAlive: 15 * time.Second,
-			SessionIdle: 30 * time.Minute, MaxSessions: 1000, InsecureNoAuth: *insecure}}
+		l := config.DefaultListen()
+		l.Address, l.Path, l.InsecureNoAuth = *listen, *path, *insecure
+		cfg.Listen = []config.Listen{l}
 		return serveHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
 	}
 	if *url == "" {
