@@ -47,6 +47,18 @@ func policed(method string) bool {
 	return false
 }
 
+// policedOnly is a stage that sees only the methods the policy decides on; the others
+// go straight on to next.
+func policedOnly(next, stage router.Handler) router.Handler {
+	return func(ctx context.Context, call *router.Call, reply router.Reply) {
+		if !policed(call.Method) {
+			next(ctx, call, reply)
+			return
+		}
+		stage(ctx, call, reply)
+	}
+}
+
 func kindOf(k router.TargetKind) Kind {
 	switch k {
 	case router.TargetTool:
@@ -93,11 +105,7 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 	if c.Audit == nil {
 		return next
 	}
-	return func(ctx context.Context, call *router.Call, reply router.Reply) {
-		if !policed(call.Method) {
-			next(ctx, call, reply)
-			return
-		}
+	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		start := time.Now()
 		t, req := call.Target, call.Request
 		rec := &Record{Time: start, Method: call.Method, Kind: kindOf(t.Kind).String(), Upstream: t.Upstream,
@@ -128,7 +136,7 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 			c.Audit.Write(rec)
 			reply(res, err)
 		})
-	}
+	})
 }
 
 func outcomeOf(res json.RawMessage, err error) string {
@@ -150,11 +158,7 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 	if c.Rules == nil {
 		return next
 	}
-	return func(ctx context.Context, call *router.Call, reply router.Reply) {
-		if !policed(call.Method) {
-			next(ctx, call, reply)
-			return
-		}
+	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		it := itemOf(call.Target)
 		p := call.Request.Principal
 		var d Decision
@@ -184,7 +188,7 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 			return
 		}
 		reply(nil, mcp.ProxyError(mcp.CodePolicyDenied, "", "mcp-proxy policy: "+d.Reason))
-	}
+	})
 }
 
 // LimitsStage takes a token from every rate limit that applies (or from none) and holds
@@ -194,11 +198,7 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 	if c.Limits == nil {
 		return next
 	}
-	return func(ctx context.Context, call *router.Call, reply router.Reply) {
-		if !policed(call.Method) {
-			next(ctx, call, reply)
-			return
-		}
+	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		it := itemOf(call.Target)
 		release, refusal := c.Limits.Admit(call.Request.Principal, &it)
 		if refusal != nil {
@@ -215,5 +215,5 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 			release()
 			reply(res, err)
 		})
-	}
+	})
 }
