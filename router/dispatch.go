@@ -184,6 +184,18 @@ func (r *Router) send(ctx context.Context, b *backend, req *Request, params json
 		})
 }
 
+// callUpstream is Send, waiting for the answer.
+func callUpstream(ctx context.Context, up Upstream, req *upstream.Request) (*jsonrpc.Message, error) {
+	type outcome struct {
+		m   *jsonrpc.Message
+		err error
+	}
+	ch := make(chan outcome, 1)
+	up.Send(ctx, req, func(m *jsonrpc.Message, err error) { ch <- outcome{m, err} })
+	o := <-ch
+	return o.m, o.err
+}
+
 // upstreamError maps a failure to reach an upstream to what the client is told.
 func upstreamError(ctx context.Context, b *backend, err error) error {
 	if ctx.Err() != nil || errors.Is(err, upstream.ErrCancelled) {
@@ -417,7 +429,7 @@ func (r *Router) setLevel(ctx context.Context, req *Request) (json.RawMessage, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := b.up.Call(ctx, &upstream.Request{Method: req.Method, Params: req.Params})
+			resp, err := callUpstream(ctx, b.up, &upstream.Request{Method: req.Method, Params: req.Params})
 			if err == nil && resp.Error != nil {
 				err = resp.Error
 			}

@@ -24,25 +24,45 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// Upstream is what the router needs of one upstream server.
+// Upstream is what the router needs of every upstream server: its identity, state and
+// catalogue, sending it requests and notifications, and its lifecycle. What only some
+// upstreams can do is asked for through the optional interfaces below.
 type Upstream interface {
 	Name() string
-	Start(ctx context.Context)
-	WaitFirstAttempt(ctx context.Context) error
-	Close() error
 	State() (upstream.State, error)
 	Info() upstream.Info
 	Catalogue() *upstream.Catalogue
-	Call(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error)
+	// Send sends one request; done is called once with the answer or the failure.
 	Send(ctx context.Context, req *upstream.Request, done func(*jsonrpc.Message, error))
-	Cork() (uncork func())
-	SetClientCapabilities(caps json.RawMessage)
-	SetPreferLegacy(legacy bool)
-	ListAll(ctx context.Context, method, key string) ([]json.RawMessage, error)
 	Notify(method string, params json.RawMessage) error
+	Start(ctx context.Context)
+	WaitFirstAttempt(ctx context.Context) error
+	Close() error
 }
 
-var _ Upstream = (*upstream.Upstream)(nil)
+// corker is an upstream whose writes can be held and sent together (a child's pipe).
+type corker interface {
+	Cork() (uncork func())
+}
+
+// clientShaped is an upstream told, before it starts, what its one client can do and
+// which era it speaks (a shared upstream behind a stdio front end).
+type clientShaped interface {
+	SetClientCapabilities(caps json.RawMessage)
+	SetPreferLegacy(legacy bool)
+}
+
+// lister is an upstream that can drain a paginated list of its own (tasks/list).
+type lister interface {
+	ListAll(ctx context.Context, method, key string) ([]json.RawMessage, error)
+}
+
+var (
+	_ Upstream     = (*upstream.Upstream)(nil)
+	_ corker       = (*upstream.Upstream)(nil)
+	_ clientShaped = (*upstream.Upstream)(nil)
+	_ lister       = (*upstream.Upstream)(nil)
+)
 
 // Client is a connected client session that receives proxy-level notifications.
 type Client interface {
@@ -202,7 +222,9 @@ func (r *Router) Add(u Upstream, namespace string) {
 // (see upstream.Upstream.SetPreferLegacy).
 func (r *Router) SetPreferLegacy(legacy bool) {
 	for _, b := range r.backends {
-		b.up.SetPreferLegacy(legacy)
+		if cs, ok := b.up.(clientShaped); ok {
+			cs.SetPreferLegacy(legacy)
+		}
 	}
 }
 
@@ -211,7 +233,9 @@ func (r *Router) SetPreferLegacy(legacy bool) {
 func (r *Router) SetClientCapabilities(caps json.RawMessage) {
 	r.clientCaps.Store(&caps)
 	for _, b := range r.backends {
-		b.up.SetClientCapabilities(caps)
+		if cs, ok := b.up.(clientShaped); ok {
+			cs.SetClientCapabilities(caps)
+		}
 	}
 }
 
@@ -423,9 +447,11 @@ func (r *Router) ToolHeaders(name string) (headers []mcp.ParamHeader, ok bool) {
 // called: a front end that is about to handle a burst of requests already in its buffer
 // uses it so that the burst reaches each upstream in one system call.
 func (r *Router) CorkUpstreams() (uncork func()) {
-	uncorks := make([]func(), len(r.backends))
-	for i, b := range r.backends {
-		uncorks[i] = b.up.Cork()
+	uncorks := make([]func(), 0, len(r.backends))
+	for _, b := range r.backends {
+		if c, ok := b.up.(corker); ok {
+			uncorks = append(uncorks, c.Cork())
+		}
 	}
 	return func() {
 		for _, u := range uncorks {

@@ -107,13 +107,14 @@ func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, 
 		wg  sync.WaitGroup
 	)
 	for _, b := range r.backends {
-		if st, _ := b.up.State(); st != upstream.StateReady || !b.up.Info().HasTaskList() {
+		l, ok := b.up.(lister)
+		if st, _ := b.up.State(); !ok || st != upstream.StateReady || !b.up.Info().HasTaskList() {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			items, err := b.up.ListAll(ctx, mcp.MethodTasksList, "tasks")
+			items, err := l.ListAll(ctx, mcp.MethodTasksList, "tasks")
 			if err != nil {
 				r.log.Warn().Err(err).Str("upstream", b.name).Msg("tasks/list failed upstream; its tasks are left out")
 			}
