@@ -1,7 +1,8 @@
-// Package policy is the proxy's policy chain: allow/deny rules over tools, prompts and
+// Package policy is the proxy's policy: allow/deny rules over tools, prompts and
 // resources, rate and concurrency limits, and the audit trail. It plugs into the router
-// as a router.Guard; the router asks it about every routed request and every listed
-// item, so a principal never sees, nor reaches by any route, what it may not use.
+// twice: as a router.Guard that decides what each principal sees in lists, and as
+// middleware stages (Chain.Stages: audit, rules, limits) that every routed request
+// passes, so a principal never sees, nor reaches by any route, what it may not use.
 package policy
 
 import (

@@ -1,7 +1,8 @@
 // Package router is the heart of mcp-proxy: it merges the catalogues of all upstreams into
 // one (namespaced, deterministic, paginated), keeps the routing tables from exposed names
 // and URIs back to their owners, dispatches each client request to the right upstream with
-// the original name restored, and relays upstream notifications to clients.
+// the original name restored, passing every routed request through one middleware chain
+// (Use: the policy's stages, later plugins), and relays upstream notifications to clients.
 //
 // It never parses HTTP or spawns processes, and it never splits a name to find its owner:
 // every route is a table lookup.

@@ -1,9 +1,13 @@
-// Package transport moves JSON-RPC messages between the proxy and its peers: newline
-// framing over pipes (the proxy's own stdin/stdout and its child processes), and the
-// lifecycle of child processes.
+// Package transport moves JSON-RPC messages between the proxy and its peers. Towards
+// clients: newline framing over the proxy's own stdin/stdout. Towards upstreams, as
+// Links: child processes (newline framing over pipes, process groups, stopping by stdin
+// close, SIGTERM, SIGKILL), Streamable HTTP in both eras (sessions, GET and answer event
+// streams with resumption, the MCP-Protocol-Version and Mcp-* headers), legacy HTTP+SSE,
+// and the OAuth 2.1 client an HTTP upstream may demand.
 //
-// It does not route, rewrite or interpret MCP: it hands lines and messages up and writes
-// what it is given.
+// It does not route, rewrite or interpret MCP beyond what its transport requires: it
+// hands lines and messages up and writes what it is given; a request it cannot complete
+// is reported through RequestFailer, never disguised as an answer.
 package transport
 
 import (

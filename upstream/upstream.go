@@ -1,11 +1,13 @@
 // Package upstream runs one configured MCP server behind the proxy: it spawns the child
-// process, performs the initialize handshake, keeps the upstream's own request-id space and
+// process or connects to the URL (through a transport.Link), detects the server's era
+// (server/discover, else initialize) and performs its handshake, keeps the upstream's own request-id space and
 // pending table, rewrites progress tokens into that space, caches the upstream's catalogue
 // (tools, prompts, resources, resource templates, following every page), and restarts the
 // child with exponential backoff when it exits.
 //
 // An Upstream knows nothing about other upstreams or about clients: what it cannot handle
-// itself it reports through Events.
+// itself it reports through Events, and what happens to it over its life through an
+// Observer.
 package upstream
 
 import (
