@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -58,36 +59,46 @@ func TestResourceSubscription(t *testing.T) {
 }
 
 // TestListChangedBurst has two upstreams change their tools at the same moment: the
-// client gets one tools/list_changed for the burst, and the refreshed catalogue.
+// client gets one tools/list_changed for the burst. That nothing else of the burst
+// follows is shown without waiting: a later prompts change (a sentinel) is flushed after
+// anything still pending, on the same ordered stream, so when its prompts/list_changed
+// arrives every tools/list_changed of the burst has arrived too.
 func TestListChangedBurst(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, everythingUpstream("one", "one")+everythingUpstream("two", "two"))
-	var changed atomic.Int32
-	cs, _ := connectSDK(t, cfg, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
-	}, "2025-11-25")
-	ctx := ctxT(t, 60*time.Second)
-	toolNames(t, cs)
-	if n := changed.Load(); n != 0 {
-		t.Errorf("%d list_changed before anything changed (the startup is not news)", n)
-	}
-	var wg sync.WaitGroup
-	for _, name := range []string{"one__test_trigger_tool_change", "two__test_trigger_tool_change"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name}); err != nil {
-				t.Errorf("%s: %v", name, err)
+	rc := startRaw(t, writeConfig(t, everythingUpstream("one", "one")+everythingUpstream("two", "two")))
+	rc.initialize()
+	rc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	tools, answered, sentinel := 0, 0, false
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		line := rc.next(time.Until(deadline))
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		switch {
+		case m.Method == "notifications/tools/list_changed":
+			tools++
+		case m.Method == "notifications/prompts/list_changed":
+			if n := tools; n != 1 {
+				t.Errorf("a burst of changes from two upstreams gave %d tools/list_changed, want 1", n)
 			}
-		}()
+			return
+		case m.Method == "" && string(m.ID) == "1":
+			if tools != 0 {
+				t.Errorf("%d tools/list_changed before anything changed (the startup is not news)", tools)
+			}
+			rc.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"one__test_trigger_tool_change","arguments":{}}}`)
+			rc.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"two__test_trigger_tool_change","arguments":{}}}`)
+		case m.Method == "" && (string(m.ID) == "2" || string(m.ID) == "3"):
+			answered++
+		}
+		if !sentinel && answered == 2 && tools >= 1 {
+			sentinel = true
+			rc.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"one__test_trigger_prompt_change","arguments":{}}}`)
+		}
 	}
-	wg.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for changed.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // anything else of the burst would have arrived by now
-	if n := changed.Load(); n != 1 {
-		t.Errorf("a burst of changes from two upstreams gave %d notifications, want 1", n)
-	}
+	t.Fatalf("no prompts/list_changed after the sentinel (tools/list_changed: %d, answers: %d)", tools, answered)
 }
