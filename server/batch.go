@@ -85,7 +85,7 @@ func (ss *session) handleBatch(ctx context.Context, line []byte) {
 	}
 	wg.Add(len(b.requests))
 	for _, m := range b.requests {
-		ss.handleRequest(ctx, m, collect)
+		ss.handleRequest(ctx, m, replier{reply: collect})
 	}
 	if !ss.track() {
 		return
@@ -137,9 +137,9 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 	for _, m := range b.refusals {
 		a.finish(m)
 	}
-	ctx := withRequestSink(requestContext(hs.ctx, r), a)
+	ctx := requestContext(hs.ctx, r)
 	for _, m := range b.requests {
-		hs.ss.handleRequest(ctx, m, a.finish)
+		hs.ss.handleRequest(ctx, m, replier{reply: a.finish, stream: a})
 	}
 	a.wait(r.Context(), h.beat, nil)
 }

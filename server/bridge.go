@@ -95,7 +95,8 @@ func routeKey(params json.RawMessage) string {
 
 // startModernCall dispatches a modern request; tools/call, prompts/get and resources/read
 // can go through input rounds.
-func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, reply func(*jsonrpc.Message)) {
+func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, rp replier) {
+	reply := rp.reply
 	if !ss.track() {
 		reply(nil)
 		return
@@ -106,7 +107,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 		Principal: principal.From(ctx),
 		Meta:      &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if hasProgressToken(rm.meta) {
-		notify := ss.requestNotifier(ctx)
+		notify := rp.notifier(ss)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
 	switch msg.Method {
@@ -231,7 +232,8 @@ func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawM
 
 // resume serves a retry carrying requestState: it answers the parked upstream request
 // with the client's input and waits for the call's next outcome on the retry's behalf.
-func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state string, rm requestMeta, reply func(*jsonrpc.Message)) {
+func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state string, rm requestMeta, rp replier) {
+	reply := rp.reply
 	bad := func(why string) {
 		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState %s", why)))
 	}
@@ -250,7 +252,7 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 			c.Params = params
 			msg = &c
 		}
-		ss.startModernCall(ctx, msg, rm, reply)
+		ss.startModernCall(ctx, msg, rm, rp)
 		return
 	}
 	ss.mu.Lock()

@@ -313,7 +313,7 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 	id := hs.id
 	hs.principal = principal.From(r.Context())
 	done := make(chan *jsonrpc.Message, 1)
-	hs.ss.handleRequest(hs.ctx, msg, func(m *jsonrpc.Message) { done <- m })
+	hs.ss.handleRequest(hs.ctx, msg, replier{reply: func(m *jsonrpc.Message) { done <- m }})
 	resp := <-done
 	if resp == nil || resp.Error != nil {
 		writeJSON(w, resp)
@@ -360,11 +360,12 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		}
 		a.finish(m)
 	}
-	ctx := withRequestSink(requestContext(base, r), a)
+	ctx := requestContext(base, r)
+	rp := replier{reply: reply, stream: a}
 	if rm != nil {
-		ss.serveModern(ctx, &inner, *rm, reply)
+		ss.serveModern(ctx, &inner, *rm, rp)
 	} else {
-		ss.handleLegacy(ctx, &inner, meta, reply)
+		ss.handleLegacy(ctx, &inner, meta, rp)
 	}
 	var drain <-chan struct{}
 	if msg.Method == mcp.MethodSubscriptionsListen {

@@ -30,7 +30,8 @@ type subscriptionFilter struct {
 // listen opens a subscription: it subscribes upstream to the requested resources,
 // acknowledges with what it honours (the acknowledgement is the first message of the
 // subscription), and then relays matching notifications until the client cancels it.
-func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(*jsonrpc.Message)) {
+func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, rp replier) {
+	reply := rp.reply
 	var p struct {
 		Notifications *subscriptionFilter `json:"notifications"`
 	}
@@ -54,7 +55,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, reply func(
 		}
 		_ = json.Unmarshal(ss.s.capabilities(), &caps)
 		want := p.Notifications
-		l := &listenSub{id: msg.ID, uris: map[string]bool{}, notify: ss.requestNotifier(ctx)}
+		l := &listenSub{id: msg.ID, uris: map[string]bool{}, notify: rp.notifier(ss)}
 		l.tools = want.ToolsListChanged && caps.Tools != nil
 		l.prompts = want.PromptsListChanged && caps.Prompts != nil
 		l.resources = want.ResourcesListChanged && caps.Resources != nil

@@ -54,13 +54,14 @@ var modernMethods = map[string]bool{
 }
 
 // handleModern serves one modern request.
-func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, version string, reply func(*jsonrpc.Message)) {
+func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, version string, rp replier) {
+	reply := rp.reply
 	rm, err := ss.modernPrecheck(msg, meta, version)
 	if err != nil {
 		reply(jsonrpc.NewErrorResponse(msg.ID, err))
 		return
 	}
-	ss.serveModern(ctx, msg, rm, reply)
+	ss.serveModern(ctx, msg, rm, rp)
 }
 
 // modernPrecheck validates what every modern request must carry: a supported version,
@@ -94,7 +95,8 @@ func (ss *session) modernPrecheck(msg *jsonrpc.Message, meta json.RawMessage, ve
 }
 
 // serveModern serves a modern request that passed modernPrecheck.
-func (ss *session) serveModern(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, reply func(*jsonrpc.Message)) {
+func (ss *session) serveModern(ctx context.Context, msg *jsonrpc.Message, rm requestMeta, rp replier) {
+	reply := rp.reply
 	caps := rm.caps
 	ss.s.startUpstreams(mcp.NarrowClientCapabilities(caps), false)
 
@@ -103,17 +105,17 @@ func (ss *session) serveModern(ctx context.Context, msg *jsonrpc.Message, rm req
 		ss.whenReady(ctx, reply, func() { reply(jsonrpc.NewResult(msg.ID, ss.s.discover())) })
 		return
 	case mcp.MethodSubscriptionsListen:
-		ss.listen(ctx, msg, reply)
+		ss.listen(ctx, msg, rp)
 		return
 	}
 
 	serve := func() {
 		state, _, _ := jsonx.GetString(msg.Params, "requestState")
 		if state != "" {
-			ss.resume(ctx, msg, state, rm, reply)
+			ss.resume(ctx, msg, state, rm, rp)
 			return
 		}
-		ss.startModernCall(ctx, msg, rm, reply)
+		ss.startModernCall(ctx, msg, rm, rp)
 	}
 	// The first requests of a modern client may come before the upstreams are up (there
 	// is no initialize to wait in).

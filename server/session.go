@@ -206,7 +206,7 @@ func (ss *session) handleLine(ctx context.Context, line []byte) {
 	}
 	switch {
 	case msg.IsRequest():
-		ss.handleRequest(ctx, msg, ss.write)
+		ss.handleRequest(ctx, msg, replier{reply: ss.write})
 	case msg.IsNotification():
 		ss.handleNotification(msg)
 	default:
@@ -235,21 +235,22 @@ func (ss *session) write(m *jsonrpc.Message) {
 	}
 }
 
-// handleRequest answers a request through reply, which is called exactly once (with nil
-// when nothing must be sent). initialize and ping are answered at
-// once; everything else runs in its own goroutine so a slow upstream blocks nobody.
-func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, reply func(*jsonrpc.Message)) {
+// handleRequest answers a request through rp, whose reply is called exactly once (with
+// nil when nothing must be sent). initialize and ping are answered at once; everything
+// else runs in its own goroutine so a slow upstream blocks nobody.
+func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, rp replier) {
 	meta, version := modernMeta(msg.Params)
 	if version != "" || msg.Method == mcp.MethodServerDiscover {
-		ss.handleModern(ctx, msg, meta, version, reply)
+		ss.handleModern(ctx, msg, meta, version, rp)
 		return
 	}
-	ss.handleLegacy(ctx, msg, meta, reply)
+	ss.handleLegacy(ctx, msg, meta, rp)
 }
 
 // handleLegacy is handleRequest for a request of the legacy era, whose _meta (nil when
 // it has none) the caller has read.
-func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, reply func(*jsonrpc.Message)) {
+func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, rp replier) {
+	reply := rp.reply
 	switch msg.Method {
 	case mcp.MethodPing:
 		reply(jsonrpc.NewResult(msg.ID, nil))
@@ -292,10 +293,10 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: ss.requestInput(ctx), Client: ss.clientID, Session: ss,
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
 		Meta: ss.meta, Principal: principal.From(ctx)}
 	if hasProgressToken(meta) {
-		notify := ss.requestNotifier(ctx)
+		notify := rp.notifier(ss)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
 	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
@@ -439,19 +440,26 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	return jsonrpc.NewResult(msg.ID, b)
 }
 
-// requestNotifier returns where the notifications of the request handled under ctx go:
-// its answer stream (HTTP), or the session's stream.
-func (ss *session) requestNotifier(ctx context.Context) func(method string, params json.RawMessage) {
-	if sink, ok := ctx.Value(requestSinkKey{}).(requestSink); ok {
-		return sink.notify
+// replier is how the messages of one request go back to the client: its response
+// (reply, called once, with nil for "no response"), and what is related to it
+// (progress, logs, server-to-client requests): on the request's own answer stream over
+// HTTP, or on the session's stream when stream is nil (stdio, and initialize).
+type replier struct {
+	reply  func(*jsonrpc.Message)
+	stream requestSink
+}
+
+// notifier returns where the notifications related to the request go.
+func (rp replier) notifier(ss *session) func(method string, params json.RawMessage) {
+	if rp.stream != nil {
+		return rp.stream.notify
 	}
 	return ss.notifyRaw
 }
 
-// requestInput returns how a server-to-client request tied to the request handled under
-// ctx reaches the client: on the request's answer stream (HTTP), or the session's stream.
-func (ss *session) requestInput(ctx context.Context) router.InputFunc {
-	if sink, ok := ctx.Value(requestSinkKey{}).(requestSink); ok {
+// input returns how a server-to-client request tied to the request reaches the client.
+func (rp replier) input(ss *session) router.InputFunc {
+	if sink := rp.stream; sink != nil {
 		return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 			return ss.requestVia(ctx, sink.request, method, params)
 		}

@@ -250,12 +250,6 @@ type requestSink interface {
 	request(m *jsonrpc.Message) error
 }
 
-type requestSinkKey struct{}
-
-func withRequestSink(ctx context.Context, s requestSink) context.Context {
-	return context.WithValue(ctx, requestSinkKey{}, s)
-}
-
 // answer is how a POSTed request (or batch of requests) is answered: as JSON when the
 // response is all there is to say, as an event stream as soon as something related to
 // the request (progress, a log message, a server-to-client request) comes first.
