@@ -1,6 +1,6 @@
 // Package transport moves JSON-RPC messages between the proxy and its peers: newline
 // framing over pipes (the proxy's own stdin/stdout and its child processes), and the
-// lifecycle of child processes.
+// lifecycle of child processes. Pipe is an in-memory link to a server written in Go.
 //
 // It does not route, rewrite or interpret MCP: it hands lines and messages up and writes
 // what it is given.
