@@ -281,8 +281,8 @@ func pipeCode(err error) int64 {
 	return 0
 }
 
-// field returns the raw JSON at the path of keys in raw ("" when absent).
-func field(t *testing.T, raw json.RawMessage, keys ...string) string {
+// pipeField returns the raw JSON at the path of keys in raw ("" when absent).
+func pipeField(t *testing.T, raw json.RawMessage, keys ...string) string {
 	t.Helper()
 	for _, k := range keys {
 		v, ok, err := jsonx.Get(raw, k)
@@ -306,10 +306,10 @@ func TestPipeLegacyHandshakeAndPagedCatalogue(t *testing.T) {
 
 	srv.refuse(srv.expect(mcp.MethodServerDiscover), jsonrpc.CodeMethodNotFound, "Method not found")
 	m := srv.expect(mcp.MethodInitialize)
-	if v := field(t, m.Params, "protocolVersion"); v != `"`+mcp.LatestLegacyVersion+`"` {
+	if v := pipeField(t, m.Params, "protocolVersion"); v != `"`+mcp.LatestLegacyVersion+`"` {
 		t.Errorf("initialize offered version %s", v)
 	}
-	if ci := field(t, m.Params, "clientInfo"); ci != `{"name":"test","version":"1"}` {
+	if ci := pipeField(t, m.Params, "clientInfo"); ci != `{"name":"test","version":"1"}` {
 		t.Errorf("initialize clientInfo %s", ci)
 	}
 	srv.answer(m, `{"protocolVersion":"2025-06-18","capabilities":{"tools":{},"prompts":{},"resources":{}},"serverInfo":{"name":"pipe","version":"2"},"instructions":"be nice"}`)
@@ -321,7 +321,7 @@ func TestPipeLegacyHandshakeAndPagedCatalogue(t *testing.T) {
 	}
 	srv.answer(m, `{"tools":[{"name":"a"}],"nextCursor":"page-2"}`)
 	m = srv.expect(mcp.MethodToolsList)
-	if c := field(t, m.Params, "cursor"); c != `"page-2"` {
+	if c := pipeField(t, m.Params, "cursor"); c != `"page-2"` {
 		t.Errorf("second page asked with cursor %s", c)
 	}
 	srv.answer(m, `{"tools":[{"name":"b"}]}`)
@@ -361,15 +361,15 @@ func TestPipeModernDiscover(t *testing.T) {
 	h := newPiped(t, Spec{Protocol: ProtocolAuto}).start()
 	srv := h.accept()
 	m := srv.expect(mcp.MethodServerDiscover)
-	if v := field(t, m.Params, "_meta", mcp.MetaProtocolVersion); v != `"`+mcp.ModernVersion+`"` {
+	if v := pipeField(t, m.Params, "_meta", mcp.MetaProtocolVersion); v != `"`+mcp.ModernVersion+`"` {
 		t.Errorf("probe stamped with version %s", v)
 	}
 	srv.answer(m, `{"supportedVersions":["`+mcp.ModernVersion+`"],"capabilities":{"tools":{"listChanged":true}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"pipe"}}}`)
 	m = srv.expect(mcp.MethodToolsList)
-	if v := field(t, m.Params, "_meta", mcp.MetaProtocolVersion); v != `"`+mcp.ModernVersion+`"` {
+	if v := pipeField(t, m.Params, "_meta", mcp.MetaProtocolVersion); v != `"`+mcp.ModernVersion+`"` {
 		t.Errorf("tools/list stamped with version %s", v)
 	}
-	if ci := field(t, m.Params, "_meta", mcp.MetaClientInfo); ci != `{"name":"test","version":"1"}` {
+	if ci := pipeField(t, m.Params, "_meta", mcp.MetaClientInfo); ci != `{"name":"test","version":"1"}` {
 		t.Errorf("tools/list stamped with client info %s", ci)
 	}
 	srv.answer(m, `{"tools":[{"name":"a"}],"ttlMs":5000,"cacheScope":"public"}`)
@@ -382,7 +382,7 @@ func TestPipeModernDiscover(t *testing.T) {
 		t.Errorf("tools cache hint %+v", hint)
 	}
 	m = srv.expect(mcp.MethodSubscriptionsListen)
-	if v := field(t, m.Params, "notifications", "toolsListChanged"); v != "true" {
+	if v := pipeField(t, m.Params, "notifications", "toolsListChanged"); v != "true" {
 		t.Errorf("subscription %s", m.Params)
 	}
 	h.ev.nextChange(t) // ready
@@ -444,7 +444,7 @@ func TestPipeListChangedRefresh(t *testing.T) {
 	srv.say(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}`)
 	select {
 	case n := <-h.ev.notes:
-		if n.Method != mcp.NotificationMessage || field(t, n.Params, "data") != `"hi"` {
+		if n.Method != mcp.NotificationMessage || pipeField(t, n.Params, "data") != `"hi"` {
 			t.Errorf("notification %s", n)
 		}
 	case <-time.After(pipeWait):
@@ -473,7 +473,7 @@ func TestPipeCallWithProgress(t *testing.T) {
 		ch <- callResult{m, err}
 	})
 	m := srv.expect(mcp.MethodToolsCall)
-	tok := field(t, m.Params, "_meta", "progressToken")
+	tok := pipeField(t, m.Params, "_meta", "progressToken")
 	if tok != m.ID.Raw() {
 		t.Errorf("the upstream got progress token %s; want its own id %s", tok, m.ID.Raw())
 	}
@@ -542,11 +542,11 @@ func TestPipeCallTimesOut(t *testing.T) {
 	if !errors.As(r.err, &je) || je.Code != mcp.CodeUpstreamTimeout {
 		t.Fatalf("call failed with %v; want code %d", r.err, mcp.CodeUpstreamTimeout)
 	}
-	if o := field(t, je.Data, "origin"); o != `"mcp-proxy"` {
+	if o := pipeField(t, je.Data, "origin"); o != `"mcp-proxy"` {
 		t.Errorf("timeout error data %s: not marked as the proxy's", je.Data)
 	}
 	c := srv.expect(mcp.NotificationCancelled)
-	if id := field(t, c.Params, "requestId"); id != m.ID.Raw() {
+	if id := pipeField(t, c.Params, "requestId"); id != m.ID.Raw() {
 		t.Errorf("cancelled request %s; want %s", id, m.ID.Raw())
 	}
 
@@ -581,7 +581,7 @@ func TestPipeCallCancelled(t *testing.T) {
 	if r := h.result(ch); !errors.Is(r.err, ErrCancelled) {
 		t.Errorf("cancelled call: %v", r.err)
 	}
-	if id := field(t, srv.expect(mcp.NotificationCancelled).Params, "requestId"); id != m.ID.Raw() {
+	if id := pipeField(t, srv.expect(mcp.NotificationCancelled).Params, "requestId"); id != m.ID.Raw() {
 		t.Errorf("cancelled %s; want %s", id, m.ID.Raw())
 	}
 
@@ -592,7 +592,7 @@ func TestPipeCallCancelled(t *testing.T) {
 	if r := h.result(ch); !errors.Is(r.err, context.Canceled) {
 		t.Errorf("call whose context ended: %v", r.err)
 	}
-	if id := field(t, srv.expect(mcp.NotificationCancelled).Params, "requestId"); id != m.ID.Raw() {
+	if id := pipeField(t, srv.expect(mcp.NotificationCancelled).Params, "requestId"); id != m.ID.Raw() {
 		t.Errorf("cancelled %s; want %s", id, m.ID.Raw())
 	}
 }
@@ -606,7 +606,7 @@ func TestPipeServerRequests(t *testing.T) {
 	h.ev.request = func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
 		switch m.Method {
 		case mcp.MethodSamplingCreateMessage:
-			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"` + field(t, m.Params, "q")[1:2] + `"}}`), nil
+			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"` + pipeField(t, m.Params, "q")[1:2] + `"}}`), nil
 		case mcp.MethodElicitationCreate:
 			close(asked)
 			<-ctx.Done()
