@@ -3,7 +3,8 @@
 // Links: child processes (newline framing over pipes, process groups, stopping by stdin
 // close, SIGTERM, SIGKILL), Streamable HTTP in both eras (sessions, GET and answer event
 // streams with resumption, the MCP-Protocol-Version and Mcp-* headers), legacy HTTP+SSE,
-// and the OAuth 2.1 client an HTTP upstream may demand.
+// and the OAuth 2.1 client an HTTP upstream may demand. Pipe is an in-memory link to a
+// server written in Go (tests, in-process servers).
 //
 // It does not route, rewrite or interpret MCP beyond what its transport requires: it
 // hands lines and messages up and writes what it is given; a request it cannot complete

@@ -261,7 +261,7 @@ func (c *conn) handshake(ctx context.Context) (Info, error) {
 	if proto == "" {
 		proto = ProtocolAuto
 	}
-	if proto == ProtocolAuto && len(c.u.spec.Command) > 0 && (c.u.preferLegacy.Load() || c.u.probeUnanswered.Load()) {
+	if proto == ProtocolAuto && !c.u.overHTTP() && (c.u.preferLegacy.Load() || c.u.probeUnanswered.Load()) {
 		// A legacy client (a server that speaks both eras is best driven in the era of the
 		// client), or a child that left the probe unanswered before: try the legacy era
 		// first, then discovery.

@@ -14,7 +14,8 @@ type Observer interface {
 type EventKind uint8
 
 const (
-	// EventStarting: a start attempt begins (a process is spawned, or a URL dialled).
+	// EventStarting: a start attempt begins (a process is spawned, a URL or Spec.Dial
+	// dialled).
 	EventStarting EventKind = iota + 1
 	// EventReady: the handshake and the first catalogue fetch are done. Info holds the
 	// era and version; Duration how long the attempt took.

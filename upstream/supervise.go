@@ -89,7 +89,7 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("not ready within startup_timeout %s: %w", u.spec.StartupTimeout, err)
 		}
-		if u.spec.URL != "" && u.spec.Transport == TransportAuto && u.httpKind() == "" && ctx.Err() == nil {
+		if u.overHTTP() && u.spec.Transport == TransportAuto && u.httpKind() == "" && ctx.Err() == nil {
 			// Not Streamable HTTP: try the legacy HTTP+SSE transport (2024-11-05).
 			u.setHTTPKind(TransportSSE)
 			c2, err2 := u.connect(ctx)
@@ -101,7 +101,7 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 		}
 		return nil, err
 	}
-	if u.spec.URL != "" && u.httpKind() == "" {
+	if u.overHTTP() && u.httpKind() == "" {
 		u.setHTTPKind(TransportStreamableHTTP) // the answer to auto, kept for restarts
 	}
 	u.mu.Lock()
@@ -127,7 +127,7 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 // open starts one connection (a process, or an HTTP session) and runs the handshake and
 // the first catalogue fetch within sctx; on failure the connection is closed again.
 func (u *Upstream) open(ctx, sctx context.Context) (*conn, Info, *Catalogue, error) {
-	proc, err := u.dial()
+	proc, err := u.dial(sctx)
 	if err != nil {
 		return nil, Info{}, nil, err
 	}
@@ -170,8 +170,19 @@ func (u *Upstream) open(ctx, sctx context.Context) (*conn, Info, *Catalogue, err
 	return c, info, cat, nil
 }
 
-// dial spawns the child process, or connects to the URL.
-func (u *Upstream) dial() (transport.Link, error) {
+// dial opens the link of one start attempt: Spec.Dial's, or the child process, or the
+// URL's. ctx bounds the dialling, not the link.
+func (u *Upstream) dial(ctx context.Context) (transport.Link, error) {
+	if u.spec.Dial != nil {
+		l, err := u.spec.Dial(ctx)
+		if err == nil && l == nil {
+			err = errors.New("the dialler returned no link")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dialling: %w", err)
+		}
+		return l, nil
+	}
 	if u.spec.URL != "" {
 		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth}
 		if u.httpKind() == TransportSSE {
@@ -263,6 +274,10 @@ func (u *Upstream) refresh(kinds Kinds) {
 		}()
 	}
 }
+
+// overHTTP reports whether the upstream's links are HTTP ones: it has a URL and no
+// Spec.Dial of its own.
+func (u *Upstream) overHTTP() bool { return u.spec.Dial == nil && u.spec.URL != "" }
 
 // HTTP transports of an upstream with a URL.
 const (

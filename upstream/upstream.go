@@ -1,9 +1,10 @@
 // Package upstream runs one configured MCP server behind the proxy: it spawns the child
-// process or connects to the URL (through a transport.Link), detects the server's era
-// (server/discover, else initialize) and performs its handshake, keeps the upstream's own request-id space and
-// pending table, rewrites progress tokens into that space, caches the upstream's catalogue
-// (tools, prompts, resources, resource templates, following every page), and restarts the
-// child with exponential backoff when it exits.
+// process, connects to the URL, or dials the link Spec.Dial opens (a transport.Link),
+// detects the server's era (server/discover, else initialize) and performs its
+// handshake, keeps the upstream's own request-id space and pending table, rewrites
+// progress tokens into that space, caches the upstream's catalogue (tools, prompts,
+// resources, resource templates, following every page), and restarts the child with
+// exponential backoff when it exits.
 //
 // An Upstream knows nothing about other upstreams or about clients: what it cannot handle
 // itself it reports through Events, and what happens to it over its life through an
@@ -53,6 +54,14 @@ type Spec struct {
 	Protocol string
 	// Backoff bounds the delay between restarts; zero values mean 250ms and 30s.
 	BackoffMin, BackoffMax time.Duration
+	// Dial, when set, opens the link of every start attempt (the first start and each
+	// restart) in place of the built-in choice; Command, URL, Headers, OAuth, Transport,
+	// Env and Dir are then not used. Its ctx ends with the attempt's startup timeout or
+	// with Close, and bounds the dialling only: the link must outlive it. A dialled link
+	// is driven as a child process's pipes are (no HTTP transport fallback; a legacy
+	// client's preference for initialize applies). Nil means the built-in choice:
+	// spawn Command, or connect to URL.
+	Dial func(ctx context.Context) (transport.Link, error)
 }
 
 // Events receives what an upstream cannot handle by itself. Methods are called from the
@@ -324,9 +333,9 @@ func (u *Upstream) Send(ctx context.Context, req *Request, done func(*jsonrpc.Me
 	c.send(ctx, req, done)
 }
 
-// SetPreferLegacy says the proxy's client speaks the legacy era: a child-process
-// upstream with protocol "auto" is then offered initialize first, so a server that
-// speaks both eras is driven in the legacy one, where it can send requests to the
+// SetPreferLegacy says the proxy's client speaks the legacy era: a child-process (or
+// Spec.Dial) upstream with protocol "auto" is then offered initialize first, so a server
+// that speaks both eras is driven in the legacy one, where it can send requests to the
 // client in the middle of a call (the modern era cannot). Applies to the next start.
 func (u *Upstream) SetPreferLegacy(legacy bool) { u.preferLegacy.Store(legacy) }
 
