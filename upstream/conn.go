@@ -381,10 +381,14 @@ func (c *conn) readLoop() {
 		case msg.IsNotification():
 			c.notification(msg)
 		default:
+			// Registered for cancellation here, on the reader, so that a
+			// notifications/cancelled right behind it in the same burst finds it.
+			rctx, done := c.registerInbound(ctx, msg)
 			c.u.wg.Add(1)
 			go func() {
 				defer c.u.wg.Done()
-				c.serverRequest(ctx, msg)
+				defer done()
+				c.serverRequest(rctx, msg)
 			}()
 		}
 	}

@@ -15,6 +15,24 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
+// registerInbound makes the server's request msg cancellable by its id (the server may
+// withdraw it with notifications/cancelled); done unregisters it.
+func (c *conn) registerInbound(ctx context.Context, msg *jsonrpc.Message) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := msg.ID.Key()
+	c.inboundMu.Lock()
+	c.inbound[key] = cancel
+	c.inboundMu.Unlock()
+	return ctx, func() {
+		c.inboundMu.Lock()
+		delete(c.inbound, key)
+		c.inboundMu.Unlock()
+		cancel()
+	}
+}
+
+// serverRequest answers one request of the server's, under ctx (cancelled when the
+// server withdraws it).
 func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 	var reply *jsonrpc.Message
 	switch {
@@ -23,17 +41,6 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 	case !mcp.IsClientRequest(msg.Method):
 		reply = jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", msg.Method))
 	default:
-		ctx, cancel := context.WithCancel(ctx)
-		key := msg.ID.Key()
-		c.inboundMu.Lock()
-		c.inbound[key] = cancel
-		c.inboundMu.Unlock()
-		defer func() {
-			c.inboundMu.Lock()
-			delete(c.inbound, key)
-			c.inboundMu.Unlock()
-			cancel()
-		}()
 		// While a client answers (a person reading an elicitation form, a model sampling),
 		// the upstream's calls are waiting on it: their timeouts stop, and restart when
 		// the answer is in.

@@ -821,8 +821,6 @@ func TestPipeDialFails(t *testing.T) {
 // TestPipeServerWithdrawsAtOnce: a server-to-client request withdrawn in the same burst
 // that brought it must still be cancelled for the client.
 func TestPipeServerWithdrawsAtOnce(t *testing.T) {
-	t.Skip("known bug: serverRequest registers the request for cancellation on its own goroutine, " +
-		"after the reader may already have handled the notifications/cancelled that follows it")
 	h := newPiped(t, Spec{Protocol: ProtocolLegacy})
 	withdrawn := make(chan error, 1)
 	h.ev.request = func(ctx context.Context, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
