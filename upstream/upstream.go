@@ -197,6 +197,9 @@ func New(spec Spec, log zerolog.Logger, events Events) *Upstream {
 	if spec.BackoffMax <= 0 {
 		spec.BackoffMax = 30 * time.Second
 	}
+	if spec.Transport == "" {
+		spec.Transport = TransportAuto // as documented: an empty transport tries both
+	}
 	return &Upstream{
 		spec:      spec,
 		log:       log.With().Str("upstream", spec.Name).Logger(),
