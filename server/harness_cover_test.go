@@ -316,3 +316,16 @@ func contains(t *testing.T, what, s string, subs ...string) {
 		}
 	}
 }
+
+// recv returns the next value from ch, failing the test when none comes.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitFor):
+		t.Fatal("nothing came")
+	}
+	var zero T
+	return zero
+}

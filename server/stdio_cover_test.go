@@ -347,7 +347,7 @@ func TestNotificationsToClient(t *testing.T) {
 		t.Fatalf("relayed %+v", req)
 	}
 	c.send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"roots":[]}}`)
-	if rp := <-got; rp.err != nil || string(rp.res) != `{"roots":[]}` {
+	if rp := recv(t, got); rp.err != nil || string(rp.res) != `{"roots":[]}` {
 		t.Errorf("answer %s %v", rp.res, rp.err)
 	}
 }
