@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -143,6 +144,7 @@ func testLog(t *testing.T) zerolog.Logger {
 // merged catalogue built; it is closed when the test ends.
 func newMemRouter(t *testing.T, ups ...*memUpstream) *router.Router {
 	t.Helper()
+	noLeaks(t)
 	r := router.New(router.Options{NotifyDelay: time.Millisecond}, testLog(t))
 	for _, u := range ups {
 		r.Add(u, u.name)
@@ -328,4 +330,21 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	}
 	var zero T
 	return zero
+}
+
+// noLeaks fails the test when, once everything the test set up afterwards has been
+// cleaned up, more goroutines run than before it (they get a moment to finish).
+func noLeaks(t *testing.T) {
+	base := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(waitFor)
+		for runtime.NumGoroutine() > base {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				t.Errorf("%d goroutines left behind (started with %d):\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 }
