@@ -12,13 +12,15 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // httpFront is an HTTP front end over a router of in-memory upstreams, served by a real
 // HTTP server (event streams need one); handled receives the X-Test-Tag header of every
-// request that has one once its handler has returned.
+// request that has one once its handler has returned. X-Test-Principal authenticates a
+// request as that principal.
 type httpFront struct {
 	t       *testing.T
 	h       *HTTPHandler
@@ -33,6 +35,9 @@ func newHTTPFront(t *testing.T, opts HTTPOptions, ups ...*memUpstream) *httpFron
 	f := &httpFront{t: t, r: r, handled: make(chan string, 64)}
 	f.h = New(r, Options{Name: "px"}, testLog(t)).NewHTTPHandler(context.Background(), opts)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if name := req.Header.Get("X-Test-Principal"); name != "" { // as an authenticating middleware would
+			req = req.WithContext(principal.With(req.Context(), &principal.Principal{Name: name, Via: "api_key"}))
+		}
 		f.h.ServeHTTP(w, req)
 		if tag := req.Header.Get("X-Test-Tag"); tag != "" {
 			f.handled <- tag

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -380,4 +381,73 @@ func TestHTTPListenSubscriptionID(t *testing.T) {
 		t.Errorf("acknowledgement: %s", ack.data)
 	}
 	f.h.Drain()
+}
+
+// TestHTTPStateBoundToPrincipal: a requestState, the proxy's own or an upstream's,
+// brings back the call only for the principal it was issued to.
+func TestHTTPStateBoundToPrincipal(t *testing.T) {
+	u := newMemUpstream("u", "ask", "form")
+	u.serve = func(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error) {
+		if name, _ := toolName(req.Params); name == "form" {
+			if st, _, _ := jsonx.GetString(req.Params, "requestState"); st == "up-1" {
+				return result(`{"done":"form"}`)
+			}
+			return result(`{"resultType":"input_required","inputRequests":{},"requestState":"up-1"}`)
+		}
+		res, jerr := req.Input(ctx, mcp.MethodElicitationCreate, json.RawMessage(`{}`))
+		if jerr != nil {
+			return jsonrpc.NewErrorResponse(jsonrpc.IntID(1), jerr), nil
+		}
+		return result(`{"got":` + string(res) + `}`)
+	}
+	f := newHTTPFront(t, HTTPOptions{}, u)
+	const caps = `{"elicitation":{}}`
+	as := func(who, id, tool, extra string) wireMsg {
+		t.Helper()
+		params := `"name":"` + tool + `"`
+		if extra != "" {
+			params += "," + extra
+		}
+		_, body := f.modernPost(modernReq(id, "tools/call", params, caps), "Mcp-Name", tool, "X-Test-Principal", who)
+		var m wireMsg
+		if err := json.Unmarshal([]byte(body), &m); err != nil {
+			t.Fatalf("%s: %s", who, body)
+		}
+		return m
+	}
+	for _, tool := range []string{"u__ask", "u__form"} {
+		ir := readInputRequired(t, as("alice", "1", tool, ""))
+		retry := `"requestState":"` + ir.RequestState + `","inputResponses":{"input":{"action":"accept"}}`
+		if m := as("bob", "2", tool, retry); m.code() != jsonrpc.CodeInvalidParams {
+			t.Errorf("%s: bob retried alice's call: %+v %s", tool, m.Error, m.Result)
+		}
+		if m := as("alice", "3", tool, retry); m.Error != nil || !strings.Contains(string(m.Result), `"resultType":"complete"`) {
+			t.Errorf("%s: alice's retry: %+v %s", tool, m.Error, m.Result)
+		}
+	}
+}
+
+// TestParseEventID pins how a Last-Event-ID is split.
+func TestParseEventID(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		stream string
+		seq    int64
+		ok     bool
+	}{
+		{"g-0", "g", 0, true},
+		{"p12-345", "p12", 345, true},
+		{"a-b-7", "a-b", 7, true},
+		{"-7", "", 0, false},
+		{"g", "", 0, false},
+		{"g-", "", 0, false},
+		{"g-x", "", 0, false},
+		{"g--1", "g-", 1, true}, // split at the last dash
+		{"g-99999999999999999999", "", 0, false},
+	} {
+		stream, seq, ok := parseEventID(tc.in)
+		if stream != tc.stream || seq != tc.seq || ok != tc.ok {
+			t.Errorf("parseEventID(%q) = %q %d %v, want %q %d %v", tc.in, stream, seq, ok, tc.stream, tc.seq, tc.ok)
+		}
+	}
 }
