@@ -31,6 +31,8 @@ type scriptUpstream struct {
 	closed  chan struct{} // closed by Close
 	notes   []string
 	corks   int
+	caps    json.RawMessage // from SetClientCapabilities
+	legacy  bool            // from SetPreferLegacy
 }
 
 func newScript(name string, tools ...string) *scriptUpstream {
@@ -69,6 +71,24 @@ func (s *scriptUpstream) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+func (s *scriptUpstream) SetClientCapabilities(caps json.RawMessage) {
+	s.mu.Lock()
+	s.caps = caps
+	s.mu.Unlock()
+}
+
+func (s *scriptUpstream) SetPreferLegacy(legacy bool) {
+	s.mu.Lock()
+	s.legacy = legacy
+	s.mu.Unlock()
+}
+
+func (s *scriptUpstream) notifications() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.notes...)
 }
 
 func (s *scriptUpstream) Notify(method string, _ json.RawMessage) error {
