@@ -301,7 +301,9 @@ func TestCapabilitySessions(t *testing.T) {
 	// The sessions serve every client with their capabilities: their notifications go to
 	// every client, their requests to the one client there is.
 	c := newChanClient()
-	c.answer = func(string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) { return json.RawMessage(`{"only":true}`), nil }
+	c.answer = func(string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		return json.RawMessage(`{"only":true}`), nil
+	}
 	r.Subscribe(c)
 	ev := in.events[0]
 	ev.Notification(idle("pc"), jsonrpc.NewNotification(mcp.NotificationResourcesUpdated, json.RawMessage(`{"uri":"x://y"}`)))
