@@ -64,6 +64,7 @@ func callAs(r *Router, sess any, caps string) (json.RawMessage, error) {
 // capabilities; requests without a session use the catalogue instance; Release closes
 // the client's instance.
 func TestPerClientInstances(t *testing.T) {
+	noLeaks(t)
 	cat := newScript("pc", "t")
 	in := newInstances()
 	r := New(Options{}, zerolog.Nop())
@@ -108,6 +109,7 @@ func TestPerClientInstances(t *testing.T) {
 // TestPerClientCap: at the cap, the least recently used idle instance makes room; with
 // every instance busy the call is refused; after Close no instance starts.
 func TestPerClientCap(t *testing.T) {
+	noLeaks(t)
 	cat := newScript("pc", "t")
 	in := newInstances()
 	arrived := make(chan struct{}, 4)
@@ -171,6 +173,7 @@ func TestPerClientCap(t *testing.T) {
 // TestPerClientIdleAndStarting: an instance without calls is closed after the idle
 // timeout; a client's first call waits for its instance to start.
 func TestPerClientIdleAndStarting(t *testing.T) {
+	noLeaks(t)
 	cat := newScript("pc", "t")
 	in := newInstances()
 	in.prepare = func(u *scriptUpstream) { u.state = upstream.StateStarting }
@@ -192,6 +195,7 @@ func TestPerClientIdleAndStarting(t *testing.T) {
 // go to that client (list changes are the catalogue instance's to report), and its
 // requests for input go to the request in flight there, or to the client.
 func TestInstanceEvents(t *testing.T) {
+	noLeaks(t)
 	cat := newScript("pc", "t")
 	in := newInstances()
 	r := New(Options{}, zerolog.Nop())
@@ -268,6 +272,7 @@ func (r *Router) testPools() []*clientPool {
 // set of client capabilities, shared by every client with that set; the capabilities it
 // was started with use the shared session; a modern upstream needs none.
 func TestCapabilitySessions(t *testing.T) {
+	noLeaks(t)
 	shared := newScript("pc", "t")
 	in := newInstances()
 	r := New(Options{}, zerolog.Nop())

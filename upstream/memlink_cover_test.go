@@ -229,6 +229,7 @@ type memUp struct {
 // memLink. Everything ends with the test.
 func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Link) (*memUp, error) {
 	t.Helper()
+	noLeaks(t)
 	if spec.Name == "" {
 		spec.Name = "mem"
 	}

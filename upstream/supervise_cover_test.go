@@ -71,6 +71,7 @@ func childSpec(mode string) Spec {
 // TestSuperviseRestartsAfterCrash: a child that exits is reported down and restarted; a
 // call in flight fails with a proxy error; the child's stderr reaches the log.
 func TestSuperviseRestartsAfterCrash(t *testing.T) {
+	noLeaks(t)
 	ev := newRecEvents()
 	logs := &lockedBuffer{}
 	u := New(childSpec("crash"), zerolog.New(logs), ev)
@@ -120,6 +121,7 @@ func TestSuperviseRestartsAfterCrash(t *testing.T) {
 // Close, and its first attempt reports why; an unreachable URL is tried as Streamable
 // HTTP and then as HTTP+SSE; a closed upstream cannot be started.
 func TestSuperviseStartFailures(t *testing.T) {
+	noLeaks(t)
 	logs := &lockedBuffer{}
 	u := New(childSpec("exit"), zerolog.New(logs), newRecEvents())
 	defer u.Close()
