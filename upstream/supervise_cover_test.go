@@ -100,11 +100,17 @@ func TestSuperviseRestartsAfterCrash(t *testing.T) {
 	if st, _ := u.State(); st != StateReady {
 		t.Errorf("after the restart: %v", st)
 	}
-	u.mu.Lock()
-	restarts := u.restarts
-	u.mu.Unlock()
-	if restarts != 2 {
-		t.Errorf("%d starts, want 2", restarts)
+	// The supervisor counts a start once connect has reported it.
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(time.Millisecond) {
+		u.mu.Lock()
+		restarts := u.restarts
+		u.mu.Unlock()
+		if restarts == 2 {
+			break
+		}
+		if restarts > 2 || time.Now().After(deadline) {
+			t.Fatalf("%d starts, want 2", restarts)
+		}
 	}
 	if !strings.Contains(logs.String(), "hello from the child") || !strings.Contains(logs.String(), "exit status 3") {
 		t.Errorf("log lacks the child's stderr or exit status:\n%s", logs)
