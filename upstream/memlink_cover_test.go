@@ -220,7 +220,7 @@ type memUp struct {
 	*Upstream
 	c    *conn
 	link *memLink
-	seen chan *jsonrpc.Message // every message the server received
+	seen chan *jsonrpc.Message // every message the server received (room for far more than a test sends)
 	log  *lockedBuffer
 }
 
@@ -245,7 +245,7 @@ func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Lin
 	if !ok {
 		ml = link.(headerLink).memLink
 	}
-	m := &memUp{Upstream: u, link: ml, seen: make(chan *jsonrpc.Message, 1024), log: logs}
+	m := &memUp{Upstream: u, link: ml, seen: make(chan *jsonrpc.Message, 1<<14), log: logs}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := newConn(ctx, u, link)
 	m.c = c
