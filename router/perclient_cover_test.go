@@ -49,10 +49,7 @@ func (in *instances) count() int {
 	return len(in.ups)
 }
 
-// session is a client session as the router sees it: any comparable value.
-type session struct{ name string }
-
-func callAs(r *Router, sess any, caps string) (json.RawMessage, error) {
+func callAs(r *Router, sess Client, caps string) (json.RawMessage, error) {
 	req := &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"pc__t"}`), Session: sess}
 	if caps != "" {
 		req.Meta = &ClientMeta{Capabilities: json.RawMessage(caps)}
@@ -73,9 +70,9 @@ func TestPerClientInstances(t *testing.T) {
 	r.Start(context.Background())
 	defer r.Close()
 
-	s1, s2 := &session{"1"}, &session{"2"}
+	s1, s2 := newChanClient(), newChanClient()
 	for _, tc := range []struct {
-		sess      any
+		sess      Client
 		instances int
 	}{{s1, 1}, {s1, 1}, {s2, 2}, {nil, 2}} {
 		if _, err := callAs(r, tc.sess, `{"sampling":{}}`); err != nil {
@@ -128,7 +125,7 @@ func TestPerClientCap(t *testing.T) {
 	r.rebuild()
 	r.Start(context.Background())
 
-	s1, s2, s3 := &session{"1"}, &session{"2"}, &session{"3"}
+	s1, s2, s3 := newChanClient(), newChanClient(), newChanClient()
 	callAs(r, s1, "")
 	callAs(r, s2, "")
 	callAs(r, s1, "") // s2's instance is now the least recently used
@@ -142,7 +139,7 @@ func TestPerClientCap(t *testing.T) {
 
 	// Both instances busy: no room.
 	var wg sync.WaitGroup
-	for _, s := range []*session{s1, s3} {
+	for _, s := range []Client{s1, s3} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -165,7 +162,7 @@ func TestPerClientCap(t *testing.T) {
 			t.Error("an instance outlived Close")
 		}
 	}
-	if _, err := callAs(r, &session{"late"}, ""); rpcCode(err) != mcp.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "shutting down") {
+	if _, err := callAs(r, newChanClient(), ""); rpcCode(err) != mcp.CodeUpstreamUnavailable || !strings.Contains(err.Error(), "shutting down") {
 		t.Errorf("after Close: %v", err)
 	}
 }
@@ -182,7 +179,7 @@ func TestPerClientIdleAndStarting(t *testing.T) {
 	r.rebuild()
 	r.Start(context.Background())
 	defer r.Close()
-	if res, err := callAs(r, &session{"1"}, ""); err != nil || !strings.Contains(string(res), "ok from pc") {
+	if res, err := callAs(r, newChanClient(), ""); err != nil || !strings.Contains(string(res), "ok from pc") {
 		t.Fatalf("first call on a starting instance: %s %v", res, err)
 	}
 	recvT(t, in.ups[0].closed)
@@ -209,8 +206,7 @@ func TestInstanceEvents(t *testing.T) {
 		return json.RawMessage(`{"client":"mine"}`), nil
 	}
 	callAs(r, mine, "")
-	callAs(r, &session{"not a client"}, "")
-	ev, evNone := in.events[0], in.events[1]
+	ev := in.events[0]
 	who := idle("pc")
 
 	ev.Notification(who, jsonrpc.NewNotification(mcp.NotificationToolsListChanged, nil))
@@ -241,15 +237,15 @@ func TestInstanceEvents(t *testing.T) {
 		t.Errorf("nothing in flight: %s", res)
 	}
 	r.testPools()[0].mu.Lock()
-	inst := r.testPools()[0].byClient[mine]
+	inst := r.testPools()[0].byClient[poolKey{session: mine}]
 	r.testPools()[0].mu.Unlock()
-	done := inst.track(&Request{Input: inputFrom("call"), Client: mine})
+	done := inst.track(&Request{Input: inputFrom("call"), Client: 1})
 	if res, _ := ask(ev); res != `{"from":"call","method":"roots/list"}` {
 		t.Errorf("a call in flight: %s", res)
 	}
 	done()
-	if _, code := ask(evNone); code != jsonrpc.CodeInternalError {
-		t.Errorf("an instance whose session is no client: %d", code)
+	if _, code := ask(&instanceEvents{p: r.testPools()[0], inst: &instance{}}); code != jsonrpc.CodeInternalError {
+		t.Errorf("an instance of no client: %d", code)
 	}
 	ev.Changed(who, upstream.AllKinds) // not ready: nothing to re-apply
 	if release := ev.Hold(); release != nil {
@@ -296,7 +292,7 @@ func TestCapabilitySessions(t *testing.T) {
 		{`{"elicitation":{}}`, 2, false},
 	} {
 		shared.calls = nil
-		if _, err := callAs(r, &session{tc.caps}, tc.caps); err != nil {
+		if _, err := callAs(r, newChanClient(), tc.caps); err != nil {
 			t.Fatal(err)
 		}
 		if in.count() != tc.instances || (shared.lastCall() != nil) != tc.shared {
@@ -321,7 +317,7 @@ func TestCapabilitySessions(t *testing.T) {
 
 	shared.info.Modern = true
 	shared.calls = nil
-	if _, err := callAs(r, &session{"m"}, `{"roots":{"listChanged":true}}`); err != nil || shared.lastCall() == nil || in.count() != 2 {
+	if _, err := callAs(r, newChanClient(), `{"roots":{"listChanged":true}}`); err != nil || shared.lastCall() == nil || in.count() != 2 {
 		t.Errorf("a modern upstream: %v, shared called %v, %d instances", err, shared.lastCall() != nil, in.count())
 	}
 }
