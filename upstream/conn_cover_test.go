@@ -475,6 +475,9 @@ func TestNotificationsAndRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if k := recvT(t, ev.changed); k != AllKinds {
+		t.Errorf("ready: changed %v", k)
+	}
 	u.link.push(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}`)
 	if m := recvT(t, ev.notes); m.Method != mcp.NotificationMessage {
 		t.Errorf("notification %s", m.Method)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -218,15 +217,14 @@ func (e *recEvents) Request(ctx context.Context, _ *Upstream, m *jsonrpc.Message
 // memUp is an Upstream connected over a memLink to a scripted server.
 type memUp struct {
 	*Upstream
-	c    *conn
 	link *memLink
 	seen chan *jsonrpc.Message // every message the server received (room for far more than a test sends)
 	log  *lockedBuffer
 }
 
-// startMem runs the handshake and first catalogue fetch over a memLink and publishes the
-// connection as the upstream's current one, as connect does; link may be nil for a plain
-// memLink. Everything ends with the test.
+// startMem starts an upstream whose Spec.Dial opens link (nil: a plain memLink) to the
+// scripted server srv, and waits for its first start attempt, whose error it returns.
+// The upstream is not restarted within a test. Everything ends with the test.
 func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Link) (*memUp, error) {
 	t.Helper()
 	noLeaks(t)
@@ -236,8 +234,6 @@ func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Lin
 	if ev == nil {
 		ev = nopEvents{}
 	}
-	logs := &lockedBuffer{}
-	u := New(spec, zerolog.New(logs), ev)
 	if link == nil {
 		link = newMemLink()
 	}
@@ -245,22 +241,21 @@ func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Lin
 	if !ok {
 		ml = link.(headerLink).memLink
 	}
+	dialled := false
+	spec.Dial = func(context.Context) (transport.Link, error) {
+		if dialled {
+			return nil, errors.New("the test's link was dialled twice")
+		}
+		dialled = true
+		return link, nil
+	}
+	spec.BackoffMin = time.Hour
+	logs := &lockedBuffer{}
+	u := New(spec, zerolog.New(logs), ev)
 	m := &memUp{Upstream: u, link: ml, seen: make(chan *jsonrpc.Message, 1<<14), log: logs}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := newConn(ctx, u, link)
-	m.c = c
-	u.wg.Add(4)
-	go func() {
-		defer u.wg.Done()
-		c.sweep()
-	}()
-	go func() {
-		defer u.wg.Done()
-		c.readLoop()
-		c.fail(u.exitError(link))
-	}()
-	go func() { // the server
-		defer u.wg.Done()
+	served := make(chan struct{})
+	go func() { // the server, until the link stops
+		defer close(served)
 		for {
 			select {
 			case msg := <-ml.out:
@@ -273,37 +268,18 @@ func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Lin
 			}
 		}
 	}()
-	go func() { // as serve does when the upstream closes
-		defer u.wg.Done()
-		<-ctx.Done()
-		u.mu.Lock()
-		u.cur = nil
-		u.mu.Unlock()
-		c.fail(fmt.Errorf("%w: upstream %q is shutting down", ErrUnavailable, spec.Name))
-		link.Stop(0)
-	}()
 	t.Cleanup(func() {
 		u.Close()
+		ml.Stop(0) // in case the upstream never used it
+		<-served
 		if t.Failed() {
 			t.Logf("upstream log:\n%s", logs)
 		}
 	})
-	u.mu.Lock()
-	u.started, u.cancel = true, cancel
-	u.mu.Unlock()
-
-	hctx, hcancel := context.WithTimeout(context.Background(), waitFor)
-	defer hcancel()
-	info, err := c.handshake(hctx)
-	if err != nil {
-		return m, err
-	}
-	cat, err := c.fetch(hctx, info, &Catalogue{}, AllKinds)
-	u.mu.Lock()
-	u.cur, u.state, u.info, u.catalogue = c, StateReady, info, cat
-	u.mu.Unlock()
-	recoverClose(u.firstDone)
-	return m, err
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	u.Start(context.Background())
+	return m, u.WaitFirstAttempt(ctx)
 }
 
 // next returns the next message the server received with the given method ("" for a

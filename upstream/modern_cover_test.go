@@ -133,7 +133,7 @@ func TestModernSubscriptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.c.subscribe(u.Info())
+	// Its own subscription was opened as it became ready.
 	if l := u.next(t, "subscriptions/listen"); string(mustGet(l.Params, "notifications")) != `{"resourcesListChanged":true,"toolsListChanged":true}` {
 		t.Errorf("list-change subscription %s", l.Params)
 	}

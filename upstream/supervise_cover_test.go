@@ -173,9 +173,7 @@ func TestSuperviseStartFailures(t *testing.T) {
 // TestTransportDefaultsToAuto: Spec.Transport documents auto as its default, so an
 // unset Transport tries HTTP+SSE after Streamable HTTP too.
 func TestTransportDefaultsToAuto(t *testing.T) {
-	t.Skip(`bug: connect falls back to HTTP+SSE only when Spec.Transport == TransportAuto; the zero value "" ` +
-		`(documented as defaulting to auto, and treated as auto by httpKind) never tries HTTP+SSE. ` +
-		`The config layer always sets "auto", so only direct users of the upstream package are affected`)
+	noLeaks(t)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	web := New(Spec{Name: "web", URL: "http://127.0.0.1:1/mcp", StartupTimeout: 5 * time.Second, BackoffMin: time.Hour},
