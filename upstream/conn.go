@@ -154,6 +154,10 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	id = c.nextID.Add(1)
 	idRaw := strconv.FormatInt(id, 10)
 	params := req.Params
+	if c.modern.Load() && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
+		// Before the pending call takes done: the answer goes through the wrapper.
+		done = c.fulfilInputs(ctx, req, done, 0)
+	}
 	pc := &pendingCall{done: done, method: req.Method, input: req.Input}
 
 	params, origToken, err := c.adapt(req, idRaw)
@@ -164,10 +168,6 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	if origToken != nil {
 		pc.progressKey = idRaw
 	}
-	if c.modern.Load() && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
-		done = c.fulfilInputs(ctx, req, done, 0)
-	}
-
 	c.mu.Lock()
 	if c.closed != nil {
 		err := c.closed

@@ -365,6 +365,9 @@ func (c *conn) fulfilInputs(ctx context.Context, req *Request, done func(*jsonrp
 				done(nil, err)
 				return
 			}
+			// The retry's input rounds are this wrapper's (with the round counted), not
+			// a fresh one's at round 0.
+			retry.ClientHandlesInput = true
 			c.send(ctx, retry, c.fulfilInputs(ctx, req, done, round+1))
 		}()
 	}
