@@ -230,8 +230,6 @@ func TestDispatchLocalErrors(t *testing.T) {
 
 // TestEmptyTaskList: tasks/list with no task in any upstream is an empty list.
 func TestEmptyTaskList(t *testing.T) {
-	t.Skip(`bug: listTasks marshals a nil slice, so tasks/list with no tasks answers {"tasks":null}; ` +
-		`ListTasksResult.tasks is a required array and strict clients reject null`)
 	r := newScriptRouter(t, Options{}, newScript("u"))
 	if res, err := call(t, r, mcp.MethodTasksList, `{"cursor":null}`); err != nil || string(res) != `{"tasks":[]}` {
 		t.Errorf("tasks/list with no task lister: %s %v", res, err)

@@ -134,6 +134,9 @@ func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, 
 		}()
 	}
 	wg.Wait()
+	if all == nil {
+		all = []json.RawMessage{} // a required array: [] and never null
+	}
 	out, err := jsonx.Marshal(map[string]any{"tasks": all})
 	if err != nil {
 		return nil, err
