@@ -361,7 +361,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		a.finish(m)
 	}
 	ctx := requestContext(base, r)
-	rp := replier{reply: reply, stream: a}
+	rp := replier{reply: reply, stream: a, clientID: clientID}
 	if rm != nil {
 		ss.serveModern(ctx, &inner, *rm, rp)
 	} else {

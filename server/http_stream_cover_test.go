@@ -370,9 +370,6 @@ func (f *httpFront) listen(id string) (*http.Response, *sseReader) {
 // TestHTTPListenSubscriptionID: over HTTP as over stdio, a subscription's messages carry
 // the id of the client's listen request as their subscriptionId.
 func TestHTTPListenSubscriptionID(t *testing.T) {
-	t.Skip(`bug: over Streamable HTTP, serveRequest gives every modern request an internal id ("h<N>") and listen tags ` +
-		`the acknowledgement and every notification with that id as io.modelcontextprotocol/subscriptionId, ` +
-		`instead of the client's listen request id (stdio gets it right: e2e TestModernListenRaw)`)
 	f := newHTTPFront(t, HTTPOptions{}, newMemUpstream("u", "x"))
 	resp, sr := f.listen(`"sub-1"`)
 	defer resp.Body.Close()

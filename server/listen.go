@@ -55,7 +55,8 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, rp replier)
 		}
 		_ = json.Unmarshal(ss.s.capabilities(), &caps)
 		want := p.Notifications
-		l := &listenSub{id: msg.ID, uris: map[string]bool{}, notify: rp.notifier(ss)}
+		// Tagged with the id the client sent, whatever the session handles it under.
+		l := &listenSub{id: rp.idOf(msg), uris: map[string]bool{}, notify: rp.notifier(ss)}
 		l.tools = want.ToolsListChanged && caps.Tools != nil
 		l.prompts = want.PromptsListChanged && caps.Prompts != nil
 		l.resources = want.ResourcesListChanged && caps.Resources != nil
@@ -82,7 +83,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, rp replier)
 		}
 		ss.mu.Unlock()
 		ack, _ := jsonx.Marshal(map[string]any{
-			"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: json.RawMessage(msg.ID.Raw())},
+			"_meta":         map[string]json.RawMessage{mcp.MetaSubscriptionID: json.RawMessage(l.id.Raw())},
 			"notifications": honoured,
 		})
 		l.notify(mcp.NotificationSubscriptionsAcked, ack)

@@ -447,6 +447,18 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 type replier struct {
 	reply  func(*jsonrpc.Message)
 	stream requestSink
+	// clientID is the id the client knows the request by, when the session handles it
+	// under another (a modern request over HTTP gets an id of its own); zero: the
+	// request's own id.
+	clientID jsonrpc.ID
+}
+
+// idOf is the id the client knows msg by.
+func (rp replier) idOf(msg *jsonrpc.Message) jsonrpc.ID {
+	if rp.clientID.IsValid() {
+		return rp.clientID
+	}
+	return msg.ID
 }
 
 // notifier returns where the notifications related to the request go.
