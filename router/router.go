@@ -68,6 +68,11 @@ type Options struct {
 	// Clock runs the router's timers (the notify delay, idle sweeps); nil is the real
 	// clock. Tests pass a clock.Fake to show what happens after a delay without sleeping.
 	Clock clock.Clock
+	// CursorKey keys the HMAC of the pagination cursors the router mints. Empty: a
+	// random key of this process's own. Replicas of one proxy behind a load balancer
+	// share a key, so that a client can page through a list on any of them. At least
+	// MinKeyLen bytes; check it with CheckCursorKey (New panics on a shorter one).
+	CursorKey []byte
 }
 
 // backend is one upstream and its place in the merged namespace.
@@ -163,8 +168,13 @@ type changeSet struct {
 	seq                       uint64
 }
 
-// New returns a router with no upstreams. It has no side effects.
+// New returns a router with no upstreams. It has no side effects. It panics when
+// opts.CursorKey is set but too short (see CheckCursorKey): a programming error, since
+// the wiring checks configured keys first and reports them as errors.
 func New(opts Options, log zerolog.Logger) *Router {
+	if err := CheckCursorKey(opts.CursorKey); err != nil {
+		panic("router.New: " + err.Error())
+	}
 	if opts.Separator == "" {
 		opts.Separator = "__"
 	}
@@ -181,7 +191,7 @@ func New(opts Options, log zerolog.Logger) *Router {
 	r := &Router{
 		opts:    opts,
 		log:     log,
-		cursors: newCursorCodec(),
+		cursors: newCursorCodec(opts.CursorKey),
 		byUp:    map[Upstream]*backend{},
 		clients: map[Client]uint64{},
 	}
