@@ -73,6 +73,9 @@ type Options struct {
 	// share a key, so that a client can page through a list on any of them. At least
 	// MinKeyLen bytes; check it with CheckCursorKey (New panics on a shorter one).
 	CursorKey []byte
+	// Tasks keeps which upstream owns each task; nil keeps it in memory
+	// (NewMemoryTasks). Replicas share one store to route a task's requests anywhere.
+	Tasks TaskStore
 }
 
 // backend is one upstream and its place in the merged namespace.
@@ -80,6 +83,7 @@ type backend struct {
 	name      string
 	namespace string
 	up        Upstream
+	session   string // a per-client session's key in the task store; "" for the upstream's shared session
 
 	mu       sync.Mutex            // guards inflight
 	inflight map[*Request]struct{} // requests in flight that can answer server-to-client requests
@@ -147,7 +151,7 @@ type Router struct {
 
 	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
 
-	tasks taskTable // experimental tasks: task id → creating upstream
+	tasks taskTable // experimental tasks: task id → creating upstream (in Options.Tasks)
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
@@ -195,6 +199,7 @@ func New(opts Options, log zerolog.Logger) *Router {
 		byUp:    map[Upstream]*backend{},
 		clients: map[Client]uint64{},
 	}
+	r.tasks.init(opts.Tasks, log)
 	r.snap.Store(&snapshot{toolByName: map[string]*entry{}, promptByName: map[string]*entry{},
 		resByURI: map[string]*resource{}, resByCanon: map[string]*resource{}, rewritten: map[ownerURI]string{}})
 	return r
