@@ -49,9 +49,10 @@ type Bucket struct {
 }
 
 // MemoryBuckets is the in-memory BucketStore: one x/time/rate limiter per key, in a map
-// with eviction. A bucket unused for IdleAfter is dropped by a sweeper (it is full again
-// by then), and when MaxKeys buckets exist the least recently used tenth goes too, so
-// that many principals cannot grow memory without bound.
+// with eviction. A bucket unused for a while (10 minutes by default) is dropped by a
+// sweeper (it is full again by then), and when the map reaches its cap (100 000 keys by
+// default) the least recently used tenth goes too, so that many principals cannot grow
+// memory without bound.
 //
 // Its zero value is not usable: make one with NewMemoryBuckets. The sweeper goroutine
 // starts with the first Take and stops at Close.

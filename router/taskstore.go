@@ -25,9 +25,10 @@ type TaskStore interface {
 	// recorded; an empty Principal keeps the principal recorded before (seeing a task
 	// listed does not change who created it).
 	//
-	// ttl is how long the upstream keeps the task from now, when it said (the task's
-	// ttl), else 0. A store may forget the entry after ttl, and after a retention of its
-	// own when ttl is 0; it may forget entries sooner to bound its size, oldest first.
+	// ttl is how long the upstream keeps the task when it says (the task's ttl, counted
+	// from its creation: an entry kept ttl from the Put outlives the task), else 0. A
+	// store may forget the entry after ttl, and after a retention of its own when ttl
+	// is 0; it may forget entries sooner to bound its size, least recently put first.
 	Put(ctx context.Context, id string, owner TaskOwner, ttl time.Duration) error
 	// Get returns the owner of task id; ok is false when it is not known (never seen,
 	// or forgotten).
