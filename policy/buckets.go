@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -48,8 +49,8 @@ type Bucket struct {
 	Burst int        // tokens it holds at most, and when new
 }
 
-// MemoryBuckets is the in-memory BucketStore: one x/time/rate limiter per key, in a map
-// with eviction. A bucket unused for a while (10 minutes by default) is dropped by a
+// MemoryBuckets is the in-memory BucketStore: a token bucket per key (x/time/rate's
+// arithmetic), in a map with eviction. A bucket unused for a while (10 minutes by default) is dropped by a
 // sweeper (it is full again by then), and when the map reaches its cap (100 000 keys by
 // default) the least recently used tenth goes too, so that many principals cannot grow
 // memory without bound.
@@ -70,17 +71,44 @@ var _ BucketStore = (*MemoryBuckets)(nil)
 type bucketMap struct {
 	idleAfter time.Duration
 
-	mu       sync.Mutex // guards the fields below, and the buckets in the map
-	buckets  map[string]*bucket
-	maxKeys  int
-	sweeping bool // the sweeper has started, or must not start (closed)
+	mu        sync.Mutex // guards the fields below, and the buckets in the map
+	buckets   map[string]*bucket
+	maxKeys   int
+	evictions uint64 // counts evictions that dropped buckets
+	sweeping  bool   // the sweeper has started, or must not start (closed)
 }
 
+// bucket is one token bucket, with x/time/rate's arithmetic (tokens accrue at limit per
+// second up to burst), kept under the map's lock: a rate.Limiter's own lock would be
+// taken twice more per bucket, for nothing, inside the map's.
 type bucket struct {
-	lim   *rate.Limiter
-	limit rate.Limit // lim's, read without taking lim's own lock
-	burst int
-	used  int64 // unix nanoseconds of the last use
+	limit  rate.Limit
+	burst  int
+	tokens float64 // as of last
+	last   int64   // unix nanoseconds when tokens was computed
+	used   int64   // unix nanoseconds of the last use
+}
+
+// tokensAt is what b holds at ns (as rate.Limiter.TokensAt).
+func (b *bucket) tokensAt(ns int64) float64 {
+	if b.limit == rate.Inf {
+		return math.Inf(1)
+	}
+	elapsed := time.Duration(max(ns-b.last, 0))
+	return min(b.tokens+elapsed.Seconds()*float64(b.limit), float64(b.burst))
+}
+
+// take takes n tokens at ns (as rate.Limiter.AllowN, once it is known there are n).
+func (b *bucket) take(ns int64, n float64) {
+	if b.limit == rate.Inf {
+		return
+	}
+	b.tokens, b.last = b.tokensAt(ns)-n, ns
+}
+
+// delay is how long until b holds need tokens, from holding tokens.
+func (b *bucket) delay(need, tokens float64) time.Duration {
+	return time.Duration((need - tokens) / float64(b.limit) * float64(time.Second))
 }
 
 // Defaults of NewMemoryBuckets.
@@ -114,24 +142,32 @@ func (m *MemoryBuckets) Take(_ context.Context, buckets []Bucket, now time.Time)
 		go m.sweep()
 	}
 	ns := now.UnixNano()
+	gen := m.evictions
+	var found [4]*bucket // the first buckets of the call, looked up once
 	for i := range buckets {
 		b := m.getLocked(&buckets[i], now, ns)
+		if i < len(found) {
+			found[i] = b
+		}
 		need := 1.0
 		for j := range i { // a key that repeats needs a token per occurrence
 			if buckets[j].Key == buckets[i].Key {
 				need++
 			}
 		}
-		if tokens := b.lim.TokensAt(now); tokens < need {
-			return i, time.Duration(float64(time.Second) * (need - tokens) / float64(buckets[i].Limit)), nil
+		if tokens := b.tokensAt(ns); tokens < need {
+			return i, b.delay(need, tokens), nil
 		}
 	}
 	for i := range buckets {
-		b := m.buckets[buckets[i].Key]
-		if b == nil { // evicted under pressure while this call made a bucket: full again
+		var b *bucket
+		if i < len(found) && m.evictions == gen {
+			b = found[i]
+		} else if b = m.buckets[buckets[i].Key]; b == nil {
+			// Evicted under pressure while this call made a bucket: full again.
 			b = m.getLocked(&buckets[i], now, ns)
 		}
-		b.lim.AllowN(now, 1) // there is a token: checked above, under the same lock
+		b.take(ns, 1) // there is a token: checked above, under the same lock
 	}
 	return -1, 0, nil
 }
@@ -144,14 +180,15 @@ func (m *bucketMap) getLocked(spec *Bucket, now time.Time, ns int64) *bucket {
 		if len(m.buckets) >= m.maxKeys {
 			m.evictLocked(now, true)
 		}
-		b = &bucket{lim: rate.NewLimiter(spec.Limit, spec.Burst)}
+		b = &bucket{limit: spec.Limit, burst: spec.Burst, tokens: float64(spec.Burst), last: ns}
 		m.buckets[spec.Key] = b
-		b.limit, b.burst = spec.Limit, spec.Burst
 	} else if b.limit != spec.Limit || b.burst != spec.Burst {
-		// A reload changed the limit: the bucket keeps its tokens.
-		b.lim.SetLimitAt(now, spec.Limit)
-		b.lim.SetBurstAt(now, spec.Burst)
-		b.limit, b.burst = spec.Limit, spec.Burst
+		// A reload changed the limit: the bucket keeps its tokens (as SetLimitAt and
+		// SetBurstAt do).
+		if b.limit != rate.Inf {
+			b.tokens = b.tokensAt(ns)
+		}
+		b.last, b.limit, b.burst = ns, spec.Limit, spec.Burst
 	}
 	b.used = ns
 	return b
@@ -201,6 +238,7 @@ func (m *MemoryBuckets) sweep() {
 // evictLocked drops idle buckets; under pressure (the key cap reached), the least
 // recently used tenth goes too. m.mu is held.
 func (m *bucketMap) evictLocked(now time.Time, pressure bool) {
+	m.evictions++
 	cutoff := now.Add(-m.idleAfter).UnixNano()
 	for k, b := range m.buckets {
 		if b.used < cutoff {
