@@ -272,6 +272,17 @@ func TestLimitsStageFailsClosed(t *testing.T) {
 	if !strings.Contains(logs.String(), "redis: connection refused") || !strings.Contains(logs.String(), `"level":"error"`) {
 		t.Errorf("log: %s", logs.String())
 	}
+
+	// The client went away while the store was asked: cancelled, not a store failure.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st.err = ctx.Err()
+	logged := logs.String()
+	h(ctx, &router.Call{Method: req.Method, Params: req.Params, Target: tgt, Request: req},
+		func(_ json.RawMessage, err error) { got = err })
+	if !errors.Is(got, router.ErrCancelled) || logs.String() != logged {
+		t.Errorf("cancelled: %v, log %s", got, strings.TrimPrefix(logs.String(), logged))
+	}
 	a.Close() // writes what is queued
 	if s := audit.String(); !strings.Contains(s, `"rate_limited"`) || !strings.Contains(s, OutcomeProtocolError) {
 		t.Errorf("audit: %s", s)

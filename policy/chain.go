@@ -200,7 +200,8 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 // a place of the upstream's max_in_flight until the call ends; over a limit it refuses
 // with -31006, data.limit and data.retryAfterMs. When the limits cannot be checked (the
 // bucket store failed) it fails closed: the call is refused with a proxy error (-32603,
-// data.origin "mcp-proxy") and the store's error is logged.
+// data.origin "mcp-proxy") and the store's error is logged; a call whose client went
+// away meanwhile is cancelled.
 func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 	if c.Limits == nil {
 		return next
@@ -208,6 +209,10 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		it := itemOf(call.Target)
 		release, refusal := c.Limits.AdmitContext(ctx, call.Request.Principal, &it)
+		if refusal != nil && refusal.Err != nil && ctx.Err() != nil {
+			reply(nil, router.ErrCancelled) // the client went away while the store was asked
+			return
+		}
 		if refusal != nil && refusal.Err != nil {
 			c.Log.Error().Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
 				Str("limit", refusal.Limit).Msg("rate limits could not be checked; call refused")

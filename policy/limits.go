@@ -233,13 +233,14 @@ func (l *Limiter) take(ctx context.Context, p *principal.Principal, it *Item) *R
 		return &Refusal{Limit: c.Name, RetryAfter: time.Second, Err: err,
 			Message: fmt.Sprintf("rate limit %q could not be checked; try again later", c.Name)}
 	}
-	if refused < 0 {
+	if refused == -1 {
 		return nil
 	}
-	if refused >= len(buf.limits) {
-		return &Refusal{Limit: buf.limits[0].Name, RetryAfter: time.Second,
+	if refused < 0 || refused >= len(buf.limits) {
+		c := buf.limits[0]
+		return &Refusal{Limit: c.Name, RetryAfter: time.Second,
 			Err:     fmt.Errorf("bucket store refused bucket %d of %d", refused, len(buf.limits)),
-			Message: "rate limits could not be checked"}
+			Message: fmt.Sprintf("rate limit %q could not be checked; try again later", c.Name)}
 	}
 	c := buf.limits[refused]
 	return &Refusal{Limit: c.Name, RetryAfter: delay,
