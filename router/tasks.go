@@ -159,6 +159,10 @@ func (r *Router) callTask(ctx context.Context, req *Request, reply Reply) {
 		return
 	}
 	o, known, err := r.tasks.store.Get(ctx, id)
+	if err != nil && ctx.Err() != nil {
+		reply(nil, ErrCancelled) // the client went away while the store was asked
+		return
+	}
 	if err != nil {
 		r.log.Error().Err(err).Str("task", id).Str("method", req.Method).Msg("task store: lookup failed; request refused")
 		reply(nil, errTaskStore(id))
