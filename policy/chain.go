@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -19,6 +21,9 @@ type Chain struct {
 	Rules  *Engine
 	Limits *Limiter
 	Audit  *Auditor
+	// Log gets what the client is not told: why a call was refused because the policy
+	// could not decide (a rate-limit store that failed). The zero Logger discards.
+	Log zerolog.Logger
 }
 
 var _ router.Guard = (*Chain)(nil)
@@ -193,14 +198,30 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 
 // LimitsStage takes a token from every rate limit that applies (or from none) and holds
 // a place of the upstream's max_in_flight until the call ends; over a limit it refuses
-// with -31006, data.limit and data.retryAfterMs.
+// with -31006, data.limit and data.retryAfterMs. When the limits cannot be checked (the
+// bucket store failed) it fails closed: the call is refused with a proxy error (-32603,
+// data.origin "mcp-proxy") and the store's error is logged; a call whose client went
+// away meanwhile is cancelled.
 func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 	if c.Limits == nil {
 		return next
 	}
 	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		it := itemOf(call.Target)
-		release, refusal := c.Limits.Admit(call.Request.Principal, &it)
+		release, refusal := c.Limits.AdmitContext(ctx, call.Request.Principal, &it)
+		if refusal != nil && refusal.Err != nil && ctx.Err() != nil {
+			reply(nil, router.ErrCancelled) // the client went away while the store was asked
+			return
+		}
+		if refusal != nil && refusal.Err != nil {
+			c.Log.Error().Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
+				Str("limit", refusal.Limit).Msg("rate limits could not be checked; call refused")
+			if rec := recordOf(ctx); rec != nil {
+				rec.Decision, rec.Outcome, rec.Error, rec.Rule = "rate_limited", OutcomeProtocolError, refusal.Message, refusal.Limit
+			}
+			reply(nil, mcp.ProxyError(jsonrpc.CodeInternalError, "", "mcp-proxy: "+refusal.Message))
+			return
+		}
 		if refusal != nil {
 			if rec := recordOf(ctx); rec != nil {
 				rec.Decision, rec.Outcome, rec.Error, rec.Rule = "rate_limited", OutcomeRateLimited, refusal.Message, refusal.Limit

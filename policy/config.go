@@ -82,7 +82,7 @@ func Build(cfg *config.Config, log zerolog.Logger) (*Chain, error) {
 	if cfg.Policy == nil && cfg.Audit == nil && len(inflight) == 0 {
 		return nil, nil
 	}
-	c := &Chain{}
+	c := &Chain{Log: log}
 	var limits []Limit
 	if p := cfg.Policy; p != nil {
 		rules := make([]Rule, len(p.Rules))

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,21 +32,39 @@ type Refusal struct {
 	Limit      string
 	RetryAfter time.Duration
 	Message    string
+	// Err is set when the limits could not be checked (the BucketStore failed): the call
+	// is refused all the same. It is for the log; Message says what the client may read.
+	Err error
 }
 
 // Limiter applies every matching limit to each call: a call is admitted only if all of
-// them have a token, and takes none when any refuses. Buckets not used for IdleAfter
-// are dropped, so many principals cannot grow memory without bound.
+// them have a token, and takes none when any refuses. The buckets are kept by a
+// BucketStore: by default in memory (MemoryBuckets, with eviction of idle keys), or
+// shared by several replicas. The in-flight caps are per process by nature and stay
+// here.
 type Limiter struct {
-	limits    []compiledLimit
-	inflight  map[string]*inflightCap // per upstream
-	idleAfter time.Duration
+	limits   []compiledLimit
+	inflight map[string]*inflightCap // per upstream
+	store    BucketStore
+	takes    sync.Pool // *takeBuf: a call's buckets, reused so that Take costs no allocation
 
-	mu      sync.Mutex
-	buckets map[string]*bucket
-	maxKeys int
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	// The store the limiter made itself, nil when it was given one: Close closes it. Its
+	// map is embedded so that the limiter's own tests reach the buckets and eviction.
+	*bucketMap
+	own *MemoryBuckets
+}
+
+// LimiterOptions configures a Limiter beyond its limits.
+type LimiterOptions struct {
+	// Store keeps the rate limits' buckets. nil: a MemoryBuckets of the limiter's own,
+	// which Close closes; a store given here belongs to the caller, who closes it.
+	Store BucketStore
+}
+
+// takeBuf is one call's batch for the store, and the limit of each of its buckets.
+type takeBuf struct {
+	buckets []Bucket
+	limits  []*compiledLimit
 }
 
 type compiledLimit struct {
@@ -55,20 +74,22 @@ type compiledLimit struct {
 	perPrincipal, perUpstream, perTool bool
 }
 
-type bucket struct {
-	lim  *rate.Limiter
-	used atomic.Int64 // unix nanoseconds of the last use
-}
-
 type inflightCap struct {
 	max int64
 	n   atomic.Int64
 }
 
-// NewLimiter compiles limits; inflight caps calls in flight per upstream name.
+// NewLimiter compiles limits, with buckets in memory; inflight caps calls in flight per
+// upstream name.
 func NewLimiter(limits []Limit, inflight map[string]int) (*Limiter, error) {
-	l := &Limiter{inflight: map[string]*inflightCap{}, buckets: map[string]*bucket{},
-		idleAfter: 10 * time.Minute, maxKeys: 100_000, stop: make(chan struct{})}
+	return NewLimiterWith(limits, inflight, LimiterOptions{})
+}
+
+// NewLimiterWith is NewLimiter with options: where the buckets are kept. It has no side
+// effects (the in-memory store's sweeper starts with the first call it limits).
+func NewLimiterWith(limits []Limit, inflight map[string]int, opts LimiterOptions) (*Limiter, error) {
+	l := &Limiter{inflight: map[string]*inflightCap{}, store: opts.Store}
+	l.takes.New = func() any { return new(takeBuf) }
 	for _, lim := range limits {
 		c := compiledLimit{Limit: lim}
 		for _, p := range lim.Per {
@@ -102,21 +123,19 @@ func NewLimiter(limits []Limit, inflight map[string]int) (*Limiter, error) {
 			l.inflight[name] = &inflightCap{max: int64(n)}
 		}
 	}
-	if len(l.limits) > 0 {
-		l.wg.Add(1)
-		go l.sweep()
+	if l.store == nil {
+		l.own = NewMemoryBuckets(0, 0)
+		l.bucketMap, l.store = &l.own.bucketMap, l.own
 	}
 	return l, nil
 }
 
-// Close stops the idle sweeper.
+// Close stops the sweeper of the in-memory store the limiter made itself; a store
+// given in LimiterOptions is left to its owner.
 func (l *Limiter) Close() {
-	select {
-	case <-l.stop:
-	default:
-		close(l.stop)
+	if l.own != nil {
+		l.own.Close()
 	}
-	l.wg.Wait()
 }
 
 func (c *compiledLimit) applies(p *principal.Principal, it *Item) bool {
@@ -144,114 +163,95 @@ func (c *compiledLimit) key(p *principal.Principal, it *Item) string {
 	return b.String()
 }
 
-func (l *Limiter) bucketFor(c *compiledLimit, key string, now time.Time) *bucket {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buckets[key]
-	if b == nil {
-		if len(l.buckets) >= l.maxKeys {
-			l.evictLocked(now, true)
-		}
-		b = &bucket{lim: rate.NewLimiter(c.Rate, c.Burst)}
-		l.buckets[key] = b
-	}
-	b.used.Store(now.UnixNano())
-	return b
+// Admit is AdmitContext without a context (a store that goes over the network is not
+// bounded by the caller then).
+func (l *Limiter) Admit(p *principal.Principal, it *Item) (release func(), refusal *Refusal) {
+	return l.AdmitContext(context.Background(), p, it)
 }
 
-// Admit takes a token from every limit that applies, and a slot of the upstream's
-// in-flight cap; release gives the slot back when the call is over. A refusal takes
-// nothing.
-func (l *Limiter) Admit(p *principal.Principal, it *Item) (release func(), refusal *Refusal) {
+// AdmitContext takes a slot of the upstream's in-flight cap and a token from every
+// limit that applies; release gives the slot back when the call is over. A refusal
+// takes nothing. When the store cannot say whether the call is within the limits, the
+// call is refused (fail closed) with Refusal.Err set to the store's error.
+//
+// The in-flight slot is taken first: it is local, so a call the cap refuses costs no
+// trip to a shared store, and a slot (unlike a token in a shared store) can be given
+// back when a rate limit refuses.
+func (l *Limiter) AdmitContext(ctx context.Context, p *principal.Principal, it *Item) (release func(), refusal *Refusal) {
 	if l == nil {
 		return func() {}, nil
 	}
-	now := time.Now()
-	var reservations []*rate.Reservation
+	release = noRelease
+	if ic := l.inflight[it.Upstream]; ic != nil {
+		if ic.n.Add(1) > ic.max {
+			ic.n.Add(-1)
+			return nil, &Refusal{Limit: "max_in_flight", RetryAfter: 100 * time.Millisecond,
+				Message: fmt.Sprintf("upstream %q already has its maximum of %d calls in flight", it.Upstream, ic.max)}
+		}
+		var once atomic.Bool
+		release = func() {
+			if once.CompareAndSwap(false, true) {
+				ic.n.Add(-1)
+			}
+		}
+	}
+	if refusal = l.take(ctx, p, it); refusal != nil {
+		release()
+		return nil, refusal
+	}
+	return release, nil
+}
+
+func noRelease() {}
+
+// take takes a token from every limit that applies, through the store.
+func (l *Limiter) take(ctx context.Context, p *principal.Principal, it *Item) *Refusal {
+	var buf *takeBuf
 	for i := range l.limits {
 		c := &l.limits[i]
 		if !c.applies(p, it) {
 			continue
 		}
-		b := l.bucketFor(c, c.key(p, it), now)
-		r := b.lim.ReserveN(now, 1)
-		if delay := r.DelayFrom(now); !r.OK() || delay > 0 {
-			r.CancelAt(now)
-			for _, taken := range reservations {
-				taken.CancelAt(now)
-			}
-			if !r.OK() {
-				delay = time.Second
-			}
-			return nil, &Refusal{Limit: c.Name, RetryAfter: delay,
-				Message: fmt.Sprintf("rate limit %q exceeded (%g calls/s, burst %d); retry after %s", c.Name, float64(c.Rate), c.Burst, delay.Round(time.Millisecond))}
+		if buf == nil {
+			buf = l.takes.Get().(*takeBuf)
 		}
-		reservations = append(reservations, r)
+		buf.buckets = append(buf.buckets, Bucket{Key: c.key(p, it), Limit: c.Rate, Burst: c.Burst})
+		buf.limits = append(buf.limits, c)
 	}
-	if ic := l.inflight[it.Upstream]; ic != nil {
-		if ic.n.Add(1) > ic.max {
-			ic.n.Add(-1)
-			for _, taken := range reservations {
-				taken.CancelAt(now)
-			}
-			return nil, &Refusal{Limit: "max_in_flight", RetryAfter: 100 * time.Millisecond,
-				Message: fmt.Sprintf("upstream %q already has its maximum of %d calls in flight", it.Upstream, ic.max)}
-		}
-		var once atomic.Bool
-		return func() {
-			if once.CompareAndSwap(false, true) {
-				ic.n.Add(-1)
-			}
-		}, nil
+	if buf == nil {
+		return nil
 	}
-	return func() {}, nil
+	defer func() {
+		clear(buf.buckets) // keep no keys alive in the pool
+		clear(buf.limits)
+		buf.buckets, buf.limits = buf.buckets[:0], buf.limits[:0]
+		l.takes.Put(buf)
+	}()
+	refused, delay, err := l.store.Take(ctx, buf.buckets, time.Now())
+	if err != nil {
+		c := buf.limits[0]
+		return &Refusal{Limit: c.Name, RetryAfter: time.Second, Err: err,
+			Message: fmt.Sprintf("rate limit %q could not be checked; try again later", c.Name)}
+	}
+	if refused == -1 {
+		return nil
+	}
+	if refused < 0 || refused >= len(buf.limits) {
+		c := buf.limits[0]
+		return &Refusal{Limit: c.Name, RetryAfter: time.Second,
+			Err:     fmt.Errorf("bucket store refused bucket %d of %d", refused, len(buf.limits)),
+			Message: fmt.Sprintf("rate limit %q could not be checked; try again later", c.Name)}
+	}
+	c := buf.limits[refused]
+	return &Refusal{Limit: c.Name, RetryAfter: delay,
+		Message: fmt.Sprintf("rate limit %q exceeded (%g calls/s, burst %d); retry after %s", c.Name, float64(c.Rate), c.Burst, delay.Round(time.Millisecond))}
 }
 
-// sweep drops buckets unused for idleAfter (a bucket idle that long is full again, so
-// dropping it changes nothing for its key).
-func (l *Limiter) sweep() {
-	defer l.wg.Done()
-	t := time.NewTicker(max(l.idleAfter/4, time.Second))
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case now := <-t.C:
-			l.mu.Lock()
-			l.evictLocked(now, false)
-			l.mu.Unlock()
-		}
-	}
-}
-
-// evictLocked drops idle buckets; under pressure (the key cap reached), the least
-// recently used tenth goes too.
-func (l *Limiter) evictLocked(now time.Time, pressure bool) {
-	cutoff := now.Add(-l.idleAfter).UnixNano()
-	for k, b := range l.buckets {
-		if b.used.Load() < cutoff {
-			delete(l.buckets, k)
-		}
-	}
-	if !pressure || len(l.buckets) < l.maxKeys {
-		return
-	}
-	oldest := now.UnixNano()
-	for _, b := range l.buckets {
-		oldest = min(oldest, b.used.Load())
-	}
-	cutoff = oldest + (now.UnixNano()-oldest)/10
-	for k, b := range l.buckets {
-		if b.used.Load() <= cutoff {
-			delete(l.buckets, k)
-		}
-	}
-}
-
-// Buckets is the number of live buckets (for tests and metrics).
+// Buckets is the number of live buckets in the limiter's own store (for tests and
+// metrics); 0 when the buckets are kept elsewhere.
 func (l *Limiter) Buckets() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.buckets)
+	if l.bucketMap == nil {
+		return 0
+	}
+	return l.size()
 }

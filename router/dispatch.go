@@ -132,7 +132,7 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 		inner := reply
 		reply = func(res json.RawMessage, err error) {
 			if err == nil {
-				r.noteTask(target, req, res)
+				r.noteTask(ctx, target, req, res)
 			}
 			inner(res, err)
 		}

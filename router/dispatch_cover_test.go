@@ -404,20 +404,8 @@ func TestTasksRoutedToCreator(t *testing.T) {
 			t.Errorf("%s did not go to b alone", m)
 		}
 	}
-	// The table is bounded: the oldest entry goes first.
-	var tt taskTable
-	for i := 0; i < maxTasks+1; i++ {
-		tt.record(fmt.Sprint(i), r.backends[0], "p")
-	}
-	if len(tt.tasks) != maxTasks {
-		t.Errorf("%d tasks kept, want %d", len(tt.tasks), maxTasks)
-	}
-	// A listing does not change who created a task.
-	tt.record("x", r.backends[0], "alice")
-	tt.record("x", r.backends[1], "")
-	if e := tt.get("x"); e.principal != "alice" || e.owner != r.backends[1] {
-		t.Errorf("after a listing: %+v", e)
-	}
+	// The bound and "a listing keeps the creator" are the store's contract:
+	// TestMemoryTasksContract.
 }
 
 // TestListPages: every merged list pages with its own cursors, a null cursor is no

@@ -89,9 +89,7 @@ func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 	r := (*Router)(e)
 	b := r.byUp[u]
 	if m.Method == mcp.NotificationTasksStatus && b != nil {
-		if id, ok, _ := jsonx.GetString(m.Params, "taskId"); ok {
-			r.tasks.record(id, b, "")
-		}
+		r.recordTask(context.Background(), b, m.Params, "")
 	}
 	r.broadcast(m.Method, r.adaptNotification(b, u.Name(), m))
 }

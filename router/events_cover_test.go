@@ -117,8 +117,10 @@ func TestUpstreamNotifications(t *testing.T) {
 	ev.Notification(u, jsonrpc.NewNotification(mcp.NotificationTasksStatus, json.RawMessage(`{"taskId":"tk","status":"working"}`)))
 	recvT(t, c.notes)
 	recvT(t, c.params)
-	if e := r.tasks.get("tk"); e.owner == nil || e.owner.up != Upstream(u) {
-		t.Errorf("task owner %+v", e.owner)
+	if o, ok, err := r.tasks.store.Get(context.Background(), "tk"); err != nil || !ok || o.Upstream != u.Name() {
+		t.Errorf("task owner %+v %v %v", o, ok, err)
+	} else if b, err := r.taskOwner("tk", o); err != nil || b.up != Upstream(u) {
+		t.Errorf("task owner resolves to %v, %v", b, err)
 	}
 
 	// b's copy of the shared URI is exposed under a proxy URI; its updates say so.

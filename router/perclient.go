@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -100,7 +99,7 @@ func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instanc
 			fmt.Sprintf("upstream %q already serves its maximum of %d sessions; try again later", p.parent.name, p.pc.MaxSessions))
 	}
 	inst := &instance{key: key, shared: p.byCaps}
-	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace}
+	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace, session: p.r.tasks.newSessionKey()}
 	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
 	inst.lastUsed.Store(time.Now().UnixNano())
 	p.byClient[key] = inst
@@ -115,6 +114,22 @@ func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instanc
 	}
 	p.r.log.Info().Str("upstream", p.parent.name).Int("sessions", len(p.byClient)).Msg(what)
 	return inst, nil
+}
+
+// bySession finds the live instance whose task-store key is key; nil when there is none
+// (or no pool).
+func (p *clientPool) bySession(key string) *instance {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, inst := range p.byClient {
+		if inst.session == key {
+			return inst
+		}
+	}
+	return nil
 }
 
 // evictIdleLocked closes the least recently used instance without calls in flight;
@@ -254,9 +269,7 @@ func (e *instanceEvents) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
 func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 	r := e.p.r
 	if m.Method == mcp.NotificationTasksStatus {
-		if id, ok, _ := jsonx.GetString(m.Params, "taskId"); ok {
-			r.tasks.record(id, &e.inst.backend, "")
-		}
+		r.recordTask(context.Background(), &e.inst.backend, m.Params, "")
 	}
 	switch m.Method {
 	case mcp.NotificationToolsListChanged, mcp.NotificationPromptsListChanged, mcp.NotificationResourcesListChanged:

@@ -222,8 +222,10 @@ func TestInstanceEvents(t *testing.T) {
 	}
 	ev.Notification(who, jsonrpc.NewNotification(mcp.NotificationTasksStatus, json.RawMessage(`{"taskId":"ti"}`)))
 	recvT(t, mine.notes)
-	if e := r.tasks.get("ti"); e.owner == nil || e.owner.up != Upstream(in.ups[0]) {
-		t.Errorf("the task is not the instance's: %+v", e.owner)
+	if o, ok, err := r.tasks.store.Get(context.Background(), "ti"); err != nil || !ok {
+		t.Errorf("task not recorded: %v %v", ok, err)
+	} else if b, err := r.taskOwner("ti", o); err != nil || b.up != Upstream(in.ups[0]) {
+		t.Errorf("the task is not the instance's: %+v %v", o, err)
 	}
 
 	ask := func(ev upstream.Events) (string, int64) {

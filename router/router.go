@@ -89,6 +89,14 @@ type Options struct {
 	// Clock runs the router's timers (the notify delay, idle sweeps); nil is the real
 	// clock. Tests pass a clock.Fake to show what happens after a delay without sleeping.
 	Clock clock.Clock
+	// CursorKey keys the HMAC of the pagination cursors the router mints. Empty: a
+	// random key of this process's own. Replicas of one proxy behind a load balancer
+	// share a key, so that a client can page through a list on any of them. At least
+	// MinKeyLen bytes; check it with CheckCursorKey (New panics on a shorter one).
+	CursorKey []byte
+	// Tasks keeps which upstream owns each task; nil keeps it in memory
+	// (NewMemoryTasks). Replicas share one store to route a task's requests anywhere.
+	Tasks TaskStore
 }
 
 // backend is one upstream and its place in the merged namespace.
@@ -96,6 +104,7 @@ type backend struct {
 	name      string
 	namespace string
 	up        Upstream
+	session   string // a per-client session's key in the task store; "" for the upstream's shared session
 
 	mu       sync.Mutex            // guards inflight
 	inflight map[*Request]struct{} // requests in flight that can answer server-to-client requests
@@ -163,7 +172,7 @@ type Router struct {
 
 	logLevel atomic.Pointer[string] // last logging/setLevel from a client, re-applied on restart
 
-	tasks taskTable // experimental tasks: task id → creating upstream
+	tasks taskTable // experimental tasks: task id → creating upstream (in Options.Tasks)
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
@@ -184,8 +193,13 @@ type changeSet struct {
 	seq                       uint64
 }
 
-// New returns a router with no upstreams. It has no side effects.
+// New returns a router with no upstreams. It has no side effects. It panics when
+// opts.CursorKey is set but too short (see CheckCursorKey): a programming error, since
+// the wiring checks configured keys first and reports them as errors.
 func New(opts Options, log zerolog.Logger) *Router {
+	if err := CheckCursorKey(opts.CursorKey); err != nil {
+		panic("router.New: " + err.Error())
+	}
 	if opts.Separator == "" {
 		opts.Separator = "__"
 	}
@@ -202,10 +216,11 @@ func New(opts Options, log zerolog.Logger) *Router {
 	r := &Router{
 		opts:    opts,
 		log:     log,
-		cursors: newCursorCodec(),
+		cursors: newCursorCodec(opts.CursorKey),
 		byUp:    map[Upstream]*backend{},
 		clients: map[Client]uint64{},
 	}
+	r.tasks.init(opts.Tasks, log)
 	r.snap.Store(&snapshot{toolByName: map[string]*entry{}, promptByName: map[string]*entry{},
 		resByURI: map[string]*resource{}, resByCanon: map[string]*resource{}, rewritten: map[ownerURI]string{}})
 	return r

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -324,16 +325,24 @@ func (ss *session) forgetBridge(id uint64) {
 
 // stateKeys mint and check requestState handles: call id and expiry under an HMAC that
 // also binds the connection, so a handle is useless anywhere else or after it expires.
+// The key is Options.StateKey, or random for this process.
 type stateKeys struct {
-	key  [32]byte
 	once sync.Once
+	key  []byte // set once
 }
 
 const stateMACLen = 16
 
 func (s *Server) stateKey() []byte {
-	s.states.once.Do(func() { _, _ = rand.Read(s.states.key[:]) }) // never fails since Go 1.24
-	return s.states.key[:]
+	s.states.once.Do(func() {
+		if len(s.opts.StateKey) > 0 {
+			s.states.key = bytes.Clone(s.opts.StateKey)
+			return
+		}
+		s.states.key = make([]byte, router.MinKeyLen)
+		_, _ = rand.Read(s.states.key) // never fails since Go 1.24
+	})
+	return s.states.key
 }
 
 func (s *Server) mintState(nonce [16]byte, who string, id uint64, expires time.Time) string {

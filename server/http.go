@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -28,6 +30,11 @@ type HTTPOptions struct {
 	KeepAlive      time.Duration // comment lines on idle event streams
 	SessionIdle    time.Duration // idle legacy sessions are ended after this
 	MaxSessions    int
+	// Events keeps what legacy sessions' streams said, for clients that resume them
+	// (Last-Event-ID); nil keeps it in memory (NewMemoryEventStore: the latest 64 events
+	// of each stream). Replicas share one store so that any of them can replay a stream.
+	// A store given here belongs to the caller.
+	Events EventStore
 }
 
 // HTTPHandler serves MCP over Streamable HTTP: legacy sessions (initialize, then POSTs
@@ -50,6 +57,8 @@ type HTTPHandler struct {
 
 type httpSession struct {
 	id        string
+	events    EventStore           // where its streams keep their events (HTTPOptions.Events)
+	log       zerolog.Logger       // with the session's id
 	sse       bool                 // a legacy HTTP+SSE session (GET /sse): addressed by /message?sessionId= only
 	principal *principal.Principal // authenticated when the session was opened; every later request must be the same
 	version   string               // negotiated at initialize
@@ -81,6 +90,9 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 1000
+	}
+	if opts.Events == nil {
+		opts.Events = NewMemoryEventStore(keepEvents)
 	}
 	s.baseCtx = ctx
 	h := &HTTPHandler{s: s, opts: opts, sessions: map[string]*httpSession{}, stop: make(chan struct{}), draining: make(chan struct{}),

@@ -115,10 +115,10 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
 	id := hex.EncodeToString(b[:])
-	hs := &httpSession{id: id}
-	hs.get = newEventSink(newEventStream(getStreamID, keepEvents), h.beat)
+	hs := &httpSession{id: id, events: h.opts.Events, log: h.s.log.With().Str("session", id[:8]).Logger()}
+	hs.get = newEventSink(newEventStream(getStreamID, hs.keeper(getStreamID)), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
-	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), h.s.log.With().Str("session", id[:8]).Logger())
+	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), hs.log)
 	hs.ss.corkless = true
 	hs.ss.transport, hs.ss.id = TransportStreamableHTTP, id
 	hs.lastUsed.Store(time.Now().UnixNano())
@@ -152,7 +152,21 @@ func (h *HTTPHandler) expire() {
 	}
 }
 
+// close ends the session, and forgets what its streams kept for replay.
 func (hs *httpSession) close() {
 	hs.cancel()
 	hs.ss.shutdown()
+	hs.mu.Lock()
+	streams := make([]*eventStream, 0, len(hs.streams)+1)
+	streams = append(streams, hs.get.es)
+	for _, es := range hs.streams {
+		streams = append(streams, es)
+	}
+	hs.mu.Unlock()
+	for _, es := range streams {
+		es.forget(false) // a late event (a notification racing the end) keeps nothing
+	}
+	if err := hs.events.DeleteSession(context.Background(), hs.id); err != nil {
+		hs.log.Warn().Err(err).Msg("event store: could not delete the session's events")
+	}
 }

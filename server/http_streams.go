@@ -38,7 +38,12 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 // then the rest as it comes.
 func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, hs *httpSession, es *eventStream, after int64) {
 	out := openEventStream(w)
-	if es.attach(out, after) {
+	ended, ok := es.attach(r.Context(), out, after)
+	if !ok { // the store failed (logged): the response ends, the client reconnects
+		out.close()
+		return
+	}
+	if ended {
 		es.detach(out)
 		hs.dropStream(es)
 		return
@@ -74,19 +79,30 @@ const getStreamID = "g"
 // newStream registers a new resumable stream for a POST's answer.
 func (hs *httpSession) newStream() *eventStream {
 	hs.mu.Lock()
-	defer hs.mu.Unlock()
 	hs.nextStream++
-	es := newEventStream("p"+strconv.FormatUint(hs.nextStream, 10), keepEvents)
+	id := "p" + strconv.FormatUint(hs.nextStream, 10)
+	es := newEventStream(id, hs.keeper(id))
 	if hs.streams == nil {
 		hs.streams = map[string]*eventStream{}
 	}
 	hs.streams[es.id] = es
 	hs.order = append(hs.order, es.id)
+	var forgotten []*eventStream
 	for len(hs.order) > keepDetachedStreams { // forget the oldest
+		forgotten = append(forgotten, hs.streams[hs.order[0]])
 		delete(hs.streams, hs.order[0])
 		hs.order = hs.order[1:]
 	}
+	hs.mu.Unlock()
+	for _, old := range forgotten {
+		old.forget(true) // outside hs.mu: the store may go over the network
+	}
 	return es
+}
+
+// keeper is where the session's stream named key keeps its events.
+func (hs *httpSession) keeper(key string) *streamStore {
+	return &streamStore{events: hs.events, session: hs.id, stream: key, log: &hs.log}
 }
 
 func (hs *httpSession) findStream(id string) *eventStream {
@@ -98,9 +114,9 @@ func (hs *httpSession) findStream(id string) *eventStream {
 // dropStream forgets a stream that has nothing more to say.
 func (hs *httpSession) dropStream(es *eventStream) {
 	hs.mu.Lock()
-	defer hs.mu.Unlock()
 	if hs.streams[es.id] != es {
-		return
+		hs.mu.Unlock()
+		return // forgotten already
 	}
 	delete(hs.streams, es.id)
 	for i, id := range hs.order {
@@ -109,6 +125,8 @@ func (hs *httpSession) dropStream(es *eventStream) {
 			break
 		}
 	}
+	hs.mu.Unlock()
+	es.forget(true)
 }
 
 // primes reports whether the session's answer streams start with a priming event

@@ -10,6 +10,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -39,6 +40,22 @@ type Options struct {
 	Principal *principal.Principal
 	// Observer is told when sessions open and close; nil for nobody.
 	Observer SessionObserver
+	// StateKey keys the HMAC of the requestState handles the proxy mints and wraps for
+	// modern clients. Empty: a random key of this process's own. Replicas of one proxy
+	// share a key, so that an upstream's requestState handed out by one is accepted by
+	// another. At least router.MinKeyLen bytes; check it with CheckStateKey (New panics
+	// on a shorter one).
+	StateKey []byte
+}
+
+// CheckStateKey reports what is wrong with a StateKey: empty is fine (a random key per
+// process), otherwise it must have at least router.MinKeyLen bytes. The wiring calls it,
+// so that a bad configured key is an error rather than New's panic.
+func CheckStateKey(key []byte) error {
+	if len(key) > 0 && len(key) < router.MinKeyLen {
+		return fmt.Errorf("state key: %d bytes, need at least %d (or none for a random key)", len(key), router.MinKeyLen)
+	}
+	return nil
 }
 
 // Server serves client sessions over one router.
@@ -61,8 +78,13 @@ func (s *Server) nextClientID() router.ClientID { return router.ClientID(s.clien
 
 func (s *Server) nextCall() uint64 { return s.callSeq.Add(1) }
 
-// New returns a server. It has no side effects.
+// New returns a server. It has no side effects. It panics when opts.StateKey is set but
+// too short (see CheckStateKey): a programming error, since the wiring checks configured
+// keys first and reports them as errors.
 func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
+	if err := CheckStateKey(opts.StateKey); err != nil {
+		panic("server.New: " + err.Error())
+	}
 	if opts.Name == "" {
 		opts.Name = "mcp-proxy"
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
@@ -94,37 +96,41 @@ func (o *streamOut) close() {
 }
 
 // Replay limits: how many events of a stream a legacy session keeps for a client that
-// reconnects with Last-Event-ID, and how many streams whose connection broke it keeps.
+// reconnects with Last-Event-ID (the default MemoryEventStore's bound), and how many
+// streams whose connection broke it keeps.
 const (
 	keepEvents          = 64
 	keepDetachedStreams = 32
 )
 
-// sseEvent is one event kept for replay.
-type sseEvent struct {
-	seq  uint64
-	data []byte
-}
-
 // eventStream is one logical SSE stream of a session: a POST's answer or the GET
-// stream. In a legacy session its events carry ids "<stream>-<seq>" and the latest are
-// kept, so that a client whose connection broke can GET the rest with Last-Event-ID
-// (the stream goes on meanwhile: a disconnect is not a cancellation). Modern streams
-// have no ids and keep nothing.
+// stream. In a legacy session its events carry ids "<stream>-<seq>" and go to the
+// session's EventStore, so that a client whose connection broke can GET the rest with
+// Last-Event-ID (the stream goes on meanwhile: a disconnect is not a cancellation).
+// Modern streams have no ids and keep nothing.
 type eventStream struct {
-	id   string // unique within the session; "" when the stream cannot be resumed
-	keep int    // events kept for replay
+	id string // unique within the session; "" when the stream cannot be resumed
 
-	mu      sync.Mutex
-	seq     uint64
-	history []sseEvent
-	out     *streamOut // the connection carrying the stream now; nil when none
-	sent    uint64     // the last event written to a connection
-	ended   bool       // its last event has been written or kept
-	endCh   chan struct{}
+	mu    sync.Mutex
+	keep  *streamStore // where its events are kept for replay; nil: nowhere
+	seq   uint64
+	out   *streamOut // the connection carrying the stream now; nil when none
+	sent  uint64     // the last event written to a connection
+	ended bool       // its last event has been written or kept
+	endCh chan struct{}
 }
 
-func newEventStream(id string, keep int) *eventStream {
+// streamStore is where one stream's events are kept: the session's EventStore, under
+// the session's id and the stream's key.
+type streamStore struct {
+	events  EventStore
+	session string
+	stream  string // the stream's key: its id (kept when the id is blanked, see legacySSE)
+	log     *zerolog.Logger
+}
+
+// newEventStream makes a stream whose events are kept in keep (nil: nowhere).
+func newEventStream(id string, keep *streamStore) *eventStream {
 	return &eventStream{id: id, keep: keep, endCh: make(chan struct{})}
 }
 
@@ -156,12 +162,13 @@ func (es *eventStream) send(data []byte, last bool) {
 		return
 	}
 	es.seq++
-	if es.keep > 0 {
-		if len(es.history) >= es.keep {
-			copy(es.history, es.history[1:])
-			es.history = es.history[:len(es.history)-1]
+	if k := es.keep; k != nil {
+		// The store is not bounded by a request: a store that goes over the network
+		// bounds its own calls.
+		if err := k.events.Append(context.Background(), k.session, k.stream, es.seq, data); err != nil {
+			k.log.Warn().Err(err).Str("stream", k.stream).Uint64("seq", es.seq).
+				Msg("event store: event not kept for replay; a client that reconnects will miss it")
 		}
-		es.history = append(es.history, sseEvent{seq: es.seq, data: append([]byte(nil), data...)})
 	}
 	if es.out != nil && es.out.event(es.eventID(es.seq), "message", data) {
 		es.sent = es.seq
@@ -174,21 +181,46 @@ func (es *eventStream) send(data []byte, last bool) {
 
 // attach makes out carry the stream from now on, after replaying the kept events after
 // seq `after` (all unsent ones when after is negative). It reports whether the stream
-// had already ended (everything it will ever say has now been written).
-func (es *eventStream) attach(out *streamOut, after int64) (ended bool) {
+// had already ended (everything it will ever say has now been written); ok is false
+// when the kept events could not be read (the store failed: logged), and out is then
+// not attached: the caller ends the response, and the client reconnects.
+func (es *eventStream) attach(ctx context.Context, out *streamOut, after int64) (ended, ok bool) {
 	es.mu.Lock()
 	defer es.mu.Unlock()
 	from := es.sent
 	if after >= 0 {
 		from = uint64(after)
 	}
-	for _, ev := range es.history {
-		if ev.seq > from && out.event(es.eventID(ev.seq), "message", ev.data) {
-			es.sent = ev.seq
+	if k := es.keep; k != nil && from < es.seq { // else there is nothing to replay
+		kept, err := k.events.After(ctx, k.session, k.stream, from)
+		if err != nil {
+			k.log.Error().Err(err).Str("stream", k.stream).Uint64("after", from).
+				Msg("event store: cannot replay the stream; the client must reconnect")
+			return es.ended, false
+		}
+		for _, ev := range kept {
+			if ev.Seq > from && out.event(es.eventID(ev.Seq), "message", ev.Data) {
+				es.sent = ev.Seq
+			}
 		}
 	}
 	es.out = out
-	return es.ended
+	return es.ended, true
+}
+
+// forget stops keeping the stream's events and, when del is set, deletes what is kept
+// (the stream has nothing more to say, or the session is ending).
+func (es *eventStream) forget(del bool) {
+	es.mu.Lock()
+	k := es.keep
+	es.keep = nil
+	es.mu.Unlock()
+	if k == nil || !del {
+		return
+	}
+	if err := k.events.DeleteStream(context.Background(), k.session, k.stream); err != nil {
+		k.log.Warn().Err(err).Str("stream", k.stream).Msg("event store: could not delete a stream's events")
+	}
 }
 
 // hold keeps out carrying the stream, with a keep-alive comment on every beat, until
@@ -287,9 +319,10 @@ func (a *answer) stream() *eventStream {
 			a.es.prime(a.out)
 		}
 	} else {
-		a.es = newEventStream("", 0)
+		a.es = newEventStream("", nil)
 	}
-	a.es.attach(a.out, -1)
+	// A new stream: nothing to replay, so nothing can fail.
+	a.es.attach(context.Background(), a.out, -1)
 	for _, m := range a.finals { // a batch's responses that came before the first event
 		a.sendLocked(m, false)
 	}
@@ -529,6 +562,9 @@ func (e *eventSink) serve(w http.ResponseWriter, r *http.Request, ctx context.Co
 	if prev != nil {
 		e.es.detach(prev)
 	}
-	e.es.attach(out, lastID)
+	if _, ok := e.es.attach(r.Context(), out, lastID); !ok {
+		out.close()
+		return
+	}
 	e.es.hold(out, e.beat, r.Context().Done(), ctx.Done(), drain)
 }
