@@ -48,7 +48,6 @@ type HTTPLink struct {
 	getting   bool
 	getReady  chan struct{} // closed once the first GET stream attempt has its answer
 	getOnce   sync.Once
-	related   map[string]string // server request id → id of the request whose stream carried it
 	err       error
 	done      chan struct{}
 	closeOnce sync.Once
@@ -60,6 +59,7 @@ var (
 	_ Link           = (*HTTPLink)(nil)
 	_ RequestFailer  = (*HTTPLink)(nil)
 	_ VersionCarrier = (*HTTPLink)(nil)
+	_ Exchanger      = (*HTTPLink)(nil)
 )
 
 // sharedTransport pools connections across upstreams: Go's default keeps two idle
@@ -130,12 +130,21 @@ func (l *HTTPLink) fail(err error) {
 	})
 }
 
-// Write implements Link: the message is POSTed, and its answer read in the background.
-func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.WriteWithHeaders(m, nil) }
+// Write implements Link: the message is POSTed, and what its answer carries is queued
+// for ReadLine.
+func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.Exchange(m, nil, nil) }
 
-// WriteWithHeaders is Write with extra request headers (the Mcp-Param-* mirrors of
-// tool arguments).
-func (l *HTTPLink) WriteWithHeaders(m *jsonrpc.Message, extra map[string]string) error {
+// Exchange implements Exchanger: m is POSTed with the extra headers (the Mcp-Param-*
+// mirrors of tool arguments), and every message its answer carries (JSON, or the event
+// stream of related messages before the response, resumed if it breaks) goes to
+// onMessage in order, on the exchange's own goroutine; nil onMessage queues them for
+// ReadLine. A request's exchange runs in the background; a notification or response is
+// posted before Exchange returns (a server must see notifications/initialized before the
+// first call).
+func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte)) error {
+	if onMessage == nil {
+		onMessage = l.push
+	}
 	select {
 	case <-l.done:
 		return fmt.Errorf("http link to %s is closed", l.spec.URL)
@@ -172,15 +181,13 @@ func (l *HTTPLink) WriteWithHeaders(m *jsonrpc.Message, extra map[string]string)
 	}
 	l.wg.Add(1)
 	if !m.IsRequest() {
-		// Notifications and responses are posted in order, before Write returns: a
-		// server must see notifications/initialized before the first call.
 		defer l.wg.Done()
-		l.post(req, m)
+		l.post(req, m, onMessage)
 		return nil
 	}
 	go func() {
 		defer l.wg.Done()
-		l.post(req, m)
+		l.post(req, m, onMessage)
 	}()
 	return nil
 }
@@ -204,8 +211,8 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 	l.mu.Unlock()
 }
 
-// post sends one request and queues what comes back.
-func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
+// post sends one message and hands what comes back to emit.
+func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)) {
 	var sent *oauthToken
 	if l.oauth != nil {
 		sent = l.oauth.token()
@@ -252,7 +259,7 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		l.readAnswerStream(resp.Body, m)
+		l.readAnswerStream(resp.Body, m, emit)
 	default:
 		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.spec.MaxMessage)+1))
 		switch {
@@ -265,13 +272,13 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message) {
 			// a server answer so): it is the answer to this request.
 			if e, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil && e.Error != nil {
 				if out, err := jsonrpc.NewErrorResponse(m.ID, e.Error).Encode(); err == nil {
-					l.push(out)
+					emit(out)
 					return
 				}
 			}
 			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		case len(bytes.TrimSpace(b)) > 0 && jsonish(b):
-			l.push(b)
+			emit(b)
 		case m.IsRequest():
 			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		}
@@ -310,51 +317,18 @@ func (l *HTTPLink) failRequest(m *jsonrpc.Message, err error) {
 	l.requestFailed(m, err)
 }
 
-// readSSE queues the data of every message event of a stream until it ends; answered
-// reports whether one of them was the response with id want ("" for none).
-func (l *HTTPLink) readSSE(r io.Reader, want string) (end streamEnd, answered bool) {
+// readSSE hands the data of every message event of a stream to emit until it ends;
+// answered reports whether one of them was the response with id want ("" for none).
+func (l *HTTPLink) readSSE(r io.Reader, want string, emit func([]byte)) (end streamEnd, answered bool) {
 	end = readEvents(r, func(event string, data []byte) {
 		if event == "" || event == "message" {
 			if want != "" && !answered && isResponseTo(data, want) {
 				answered = true
 			}
-			if want != "" {
-				l.noteRelated(data, want)
-			}
-			l.push(data)
+			emit(data)
 		}
 	})
 	return end, answered
-}
-
-// maxRelated bounds the relation table (entries leave it when looked up).
-const maxRelated = 4096
-
-// noteRelated records that a server request arrived on the answer stream of request
-// `to`.
-func (l *HTTPLink) noteRelated(data []byte, to string) {
-	if _, isRequest, _ := jsonx.Get(data, "method"); !isRequest {
-		return
-	}
-	id, ok, _ := jsonx.Get(data, "id")
-	if !ok {
-		return
-	}
-	l.mu.Lock()
-	if l.related == nil || len(l.related) >= maxRelated {
-		l.related = map[string]string{}
-	}
-	l.related[string(id)] = to
-	l.mu.Unlock()
-}
-
-// RelatedRequest says which request's answer stream carried a server request.
-func (l *HTTPLink) RelatedRequest(serverRequestID string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	to, ok := l.related[serverRequestID]
-	delete(l.related, serverRequestID)
-	return to, ok
 }
 
 // isResponseTo reports whether data is a response whose id is want (raw JSON).
@@ -375,12 +349,12 @@ const maxResumes = 5
 // retry delay: the stream is resumed with a GET and Last-Event-ID after that delay, until
 // the response arrives. A stream that ends for good without it fails the request at
 // once rather than at its timeout.
-func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message) {
+func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message, emit func([]byte)) {
 	want := ""
 	if m.IsRequest() {
 		want = string(m.ID.Raw())
 	}
-	end, answered := l.readSSE(body, want)
+	end, answered := l.readSSE(body, want, emit)
 	for fruitless := 0; want != "" && !answered && end.lastID != "" && fruitless < maxResumes && l.ctx.Err() == nil; {
 		delay := end.retry
 		if delay <= 0 {
@@ -407,7 +381,7 @@ func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message) {
 			resp.Body.Close()
 			break
 		}
-		next, got := l.readSSE(resp.Body, want)
+		next, got := l.readSSE(resp.Body, want, emit)
 		resp.Body.Close()
 		answered = got
 		if next.lastID == "" || next.lastID == end.lastID {
@@ -480,7 +454,7 @@ func (l *HTTPLink) openGET() {
 					resp.Body.Close()
 					return // the server offers no GET stream
 				}
-				if end, _ := l.readSSE(resp.Body, ""); end.lastID != "" {
+				if end, _ := l.readSSE(resp.Body, "", l.push); end.lastID != "" {
 					lastID = end.lastID
 				}
 				resp.Body.Close()

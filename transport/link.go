@@ -27,6 +27,17 @@ type Link interface {
 	Describe() string
 }
 
+// Exchanger is implemented by links on which every request is an exchange of its own
+// (Streamable HTTP): a request, the messages its answer carries and its response stay
+// together. Exchange sends m (with extra headers, such as the Mcp-Param-* mirrors of a
+// tool's arguments) and hands what comes back on m's own answer to onMessage, in order:
+// the messages related to m (progress, logs, the server's requests made for it), then
+// its response. A failed exchange is reported through RequestFailer. What reaches the
+// proxy any other way (a session's GET stream) still comes through ReadLine.
+type Exchanger interface {
+	Exchange(m *jsonrpc.Message, headers map[string]string, onMessage func(line []byte)) error
+}
+
 // Corker is implemented by links whose writes can be held and flushed together, so that
 // a burst of requests leaves in one system call (pipes; every HTTP message is its own
 // request).

@@ -116,27 +116,28 @@ func (c *conn) setProtocolVersion(v string) {
 	}
 }
 
-// headerWriter is implemented by links that carry request headers (HTTP).
-type headerWriter interface {
-	WriteWithHeaders(m *jsonrpc.Message, headers map[string]string) error
-}
-
-// writeRequest writes a request, with the Mcp-Param-* headers a modern HTTP upstream's
-// tool schema asks for.
+// writeRequest writes a request. On a link where each request is an exchange of its
+// own (HTTP), the request goes with the Mcp-Param-* headers a modern upstream's tool
+// schema asks for, and what its answer carries is handled knowing which call it belongs
+// to: a server request on a call's own stream goes to that call's client.
 func (c *conn) writeRequest(m *jsonrpc.Message) error {
-	if hw, ok := c.proc.(headerWriter); ok && c.modern.Load() && m.Method == mcp.MethodToolsCall {
+	ex, ok := c.proc.(transport.Exchanger)
+	if !ok {
+		return c.write(m)
+	}
+	var headers map[string]string
+	if c.modern.Load() && m.Method == mcp.MethodToolsCall {
 		name, _, _ := jsonx.GetString(m.Params, "name")
 		c.u.mu.Lock()
 		phs := c.u.catalogue.ParamHeaders[name]
 		c.u.mu.Unlock()
-		if h := mcp.ParamHeaderValues(phs, m.Params); h != nil {
-			if err := hw.WriteWithHeaders(m, h); err != nil {
-				return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
-			}
-			return nil
-		}
+		headers = mcp.ParamHeaderValues(phs, m.Params)
 	}
-	return c.write(m)
+	origin, _ := m.ID.Int64()
+	if err := ex.Exchange(m, headers, func(line []byte) { c.handleLine(line, origin) }); err != nil {
+		return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
+	}
+	return nil
 }
 
 func (c *conn) write(m *jsonrpc.Message) error {
@@ -346,7 +347,6 @@ func (c *conn) fail(err error) {
 
 // readLoop reads the child's stdout until EOF, dispatching each message.
 func (c *conn) readLoop() {
-	ctx := c.ctx
 	defer close(c.readerDone)
 	var release func() // set while a burst of buffered messages is being handled
 	defer func() {
@@ -370,27 +370,34 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		msg, err := jsonrpc.Decode(line)
-		if err != nil {
-			c.badLine(line, msg, err)
-			continue
-		}
-		switch {
-		case msg.IsResponse():
-			c.deliver(msg)
-		case msg.IsNotification():
-			c.notification(msg)
-		default:
-			// Registered for cancellation here, on the reader, so that a
-			// notifications/cancelled right behind it in the same burst finds it.
-			rctx, done := c.registerInbound(ctx, msg)
-			c.u.wg.Add(1)
-			go func() {
-				defer c.u.wg.Done()
-				defer done()
-				c.serverRequest(rctx, msg)
-			}()
-		}
+		c.handleLine(line, 0)
+	}
+}
+
+// handleLine acts on one message from the upstream. origin is the proxy's id of the
+// request whose own answer carried it (an HTTP exchange), 0 when it came on the shared
+// stream (a child's stdout, a session's GET stream).
+func (c *conn) handleLine(line []byte, origin int64) {
+	msg, err := jsonrpc.Decode(line)
+	if err != nil {
+		c.badLine(line, msg, err)
+		return
+	}
+	switch {
+	case msg.IsResponse():
+		c.deliver(msg)
+	case msg.IsNotification():
+		c.notification(msg)
+	default:
+		// Registered for cancellation here, before its goroutine starts, so that a
+		// notifications/cancelled right behind it in the same burst finds it.
+		rctx, done := c.registerInbound(c.ctx, msg)
+		c.u.wg.Add(1)
+		go func() {
+			defer c.u.wg.Done()
+			defer done()
+			c.serverRequest(rctx, msg, origin)
+		}()
 	}
 }
 

@@ -433,26 +433,6 @@ func TestServerRequests(t *testing.T) {
 		t.Errorf("the withdrawn request was answered: %+v", m)
 	}
 
-	// A request that came with one of the proxy's calls goes to that call's Input.
-	ch := u.sendAsync(context.Background(), &Request{Method: "tools/call", Timeout: time.Minute,
-		Input: func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-			return json.RawMessage(`{"from":"the call"}`), nil
-		}})
-	sent := u.next(t, "tools/call")
-	u.link.mu.Lock()
-	u.link.related[`"q"`] = sent.ID.Raw()
-	u.link.related[`"q2"`] = "not a number"
-	u.link.mu.Unlock()
-	u.link.push(`{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}`)
-	if m := answerTo(`"q"`); string(m.Result) != `{"from":"the call"}` {
-		t.Errorf("a request related to a call: %+v", m)
-	}
-	u.link.push(`{"jsonrpc":"2.0","id":"q2","method":"sampling/createMessage","params":{}}`)
-	if m := answerTo(`"q2"`); string(m.Result) != `{"answered":true}` {
-		t.Errorf("a request related to nothing usable: %+v", m)
-	}
-	u.link.push(`{"jsonrpc":"2.0","id":` + sent.ID.Raw() + `,"result":{}}`)
-	recvT(t, ch)
 }
 
 // TestNotificationsAndRefresh: an upstream's own notifications reach the events, and a

@@ -32,8 +32,8 @@ func (c *conn) registerInbound(ctx context.Context, msg *jsonrpc.Message) (conte
 }
 
 // serverRequest answers one request of the server's, under ctx (cancelled when the
-// server withdraws it).
-func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
+// server withdraws it); origin is the proxy's request whose answer carried it, or 0.
+func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message, origin int64) {
 	var reply *jsonrpc.Message
 	switch {
 	case msg.Method == mcp.MethodPing:
@@ -47,7 +47,7 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 		c.asking.Add(1)
 		var res json.RawMessage
 		var rerr *jsonrpc.Error
-		if input := c.originInput(msg); input != nil {
+		if input := c.originInput(origin); input != nil {
 			// The server sent it on one call's own stream: it is that call's client's.
 			res, rerr = input(ctx, msg.Method, msg.Params)
 		} else {
@@ -69,29 +69,15 @@ func (c *conn) serverRequest(ctx context.Context, msg *jsonrpc.Message) {
 	}
 }
 
-// relater is a link that knows which of the proxy's requests a server-to-client request
-// came with (Streamable HTTP: it arrived on that request's answer stream).
-type relater interface {
-	RelatedRequest(serverRequestID string) (requestID string, ok bool)
-}
-
-// originInput returns the Input of the call a server-to-client request belongs to, when
-// the transport can tell; nil otherwise (the router then attributes it).
-func (c *conn) originInput(msg *jsonrpc.Message) func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
-	rl, ok := c.proc.(relater)
-	if !ok {
-		return nil
-	}
-	origin, ok := rl.RelatedRequest(msg.ID.Raw())
-	if !ok {
-		return nil
-	}
-	id, err := strconv.ParseInt(origin, 10, 64)
-	if err != nil {
+// originInput returns the Input of the call a server-to-client request came with (it
+// arrived on that call's own answer, see transport.Exchanger); nil when it came on a
+// shared stream or the call is over (the router then attributes it).
+func (c *conn) originInput(origin int64) func(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	if origin == 0 {
 		return nil
 	}
 	c.mu.Lock()
-	pc := c.pending[id]
+	pc := c.pending[origin]
 	c.mu.Unlock()
 	if pc == nil {
 		return nil

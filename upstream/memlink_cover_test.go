@@ -34,26 +34,26 @@ type memLink struct {
 	in  chan linkRead
 	out chan *jsonrpc.Message
 
-	mu       sync.Mutex
-	done     chan struct{}
-	stopped  bool
-	writeErr error  // when set, Write fails with it
-	version  string // from SetProtocolVersion
-	corked   int
-	failed   func(jsonrpc.ID, error) // from OnRequestFailure
-	related  map[string]string       // server request id → the proxy's request id (RelatedRequest)
-	headers  []map[string]string     // from WriteWithHeaders
+	mu        sync.Mutex
+	done      chan struct{}
+	stopped   bool
+	writeErr  error  // when set, Write fails with it
+	version   string // from SetProtocolVersion
+	corked    int
+	failed    func(jsonrpc.ID, error)      // from OnRequestFailure
+	headers   []map[string]string          // from Exchange (exchangeLink)
+	exchanges map[string]func(line []byte) // a request's own answer, by its raw id (exchangeLink)
 }
 
 func newMemLink() *memLink {
 	return &memLink{in: make(chan linkRead, 1024), out: make(chan *jsonrpc.Message, 1024), done: make(chan struct{}),
-		related: map[string]string{}}
+		exchanges: map[string]func([]byte){}}
 }
 
 var (
 	_ transport.Link          = (*memLink)(nil)
 	_ transport.RequestFailer = (*memLink)(nil)
-	_ relater                 = (*memLink)(nil)
+	_ transport.Exchanger     = exchangeLink{}
 )
 
 func (l *memLink) Write(m *jsonrpc.Message) error {
@@ -116,24 +116,30 @@ func (l *memLink) OnRequestFailure(f func(jsonrpc.ID, error)) {
 	l.failed = f
 	l.mu.Unlock()
 }
-func (l *memLink) RelatedRequest(serverRequestID string) (string, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	id, ok := l.related[serverRequestID]
-	return id, ok
-}
 
 // push queues a line from the server.
 func (l *memLink) push(line string) { l.in <- linkRead{line: []byte(line)} }
 
-// headerLink is a memLink that carries request headers, as HTTP does.
-type headerLink struct{ *memLink }
+// exchangeLink is a memLink whose requests are exchanges of their own, as HTTP's: it
+// records each request's headers, and answerOn sends a line on one request's own answer.
+type exchangeLink struct{ *memLink }
 
-func (l headerLink) WriteWithHeaders(m *jsonrpc.Message, h map[string]string) error {
+func (l exchangeLink) Exchange(m *jsonrpc.Message, h map[string]string, onMessage func([]byte)) error {
 	l.mu.Lock()
 	l.headers = append(l.headers, h)
+	if m.IsRequest() {
+		l.exchanges[m.ID.Raw()] = onMessage
+	}
 	l.mu.Unlock()
 	return l.Write(m)
+}
+
+// answerOn hands line to the exchange of the request with raw id.
+func (l *memLink) answerOn(id, line string) {
+	l.mu.Lock()
+	on := l.exchanges[id]
+	l.mu.Unlock()
+	on([]byte(line))
 }
 
 // script answers one message from the proxy with the lines to send back (nil: none).
@@ -239,7 +245,7 @@ func startMem(t *testing.T, spec Spec, ev Events, srv script, link transport.Lin
 	}
 	ml, ok := link.(*memLink)
 	if !ok {
-		ml = link.(headerLink).memLink
+		ml = link.(exchangeLink).memLink
 	}
 	dialled := false
 	spec.Dial = func(context.Context) (transport.Link, error) {

@@ -72,7 +72,7 @@ func TestModernUpstream(t *testing.T) {
 	refusals.Store(1)
 	ev := newRecEvents()
 	u, err := startMem(t, Spec{ClientName: "px", ClientVersion: "1", ClientCapabilities: json.RawMessage(`{"roots":{}}`)}, ev,
-		modernServer(&refusals), headerLink{newMemLink()})
+		modernServer(&refusals), exchangeLink{newMemLink()})
 	if err != nil {
 		t.Fatal(err)
 	}
