@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -63,6 +65,10 @@ type snapshot struct {
 	// rewritten maps (owner, original URI) to the exposed URI for the few URIs that had
 	// to be rewritten because two upstreams claimed them.
 	rewritten map[ownerURI]string
+	// views caches each list as each class of principal sees it (viewKey →
+	// []json.RawMessage), filled on first use; nviews counts what was stored.
+	views  sync.Map
+	nviews atomic.Int32
 	// hints are the merged caching hints of each list (indexed by list id).
 	hints [listTemplates + 1]upstream.CacheHint
 }

@@ -12,7 +12,9 @@ import (
 // show (lists, and the targets of completions and subscriptions). What a principal may
 // do is decided by the middleware chain (see Use), which every routed request passes.
 type Guard interface {
-	// Visible reports whether the request's principal may see t.
+	// Visible reports whether the request's principal may see t. Its answer must depend
+	// only on t and on the principal's name and groups: the router asks once per item for
+	// each catalogue change and principal class, and caches the lists it builds.
 	Visible(req *Request, t *Target) bool
 }
 
@@ -39,7 +41,8 @@ type Target struct {
 	Forms []string
 }
 
-// SetGuard installs what decides visibility; call it before Start.
+// SetGuard installs what decides visibility; call it before Start (lists already built
+// for principals are cached in the current catalogue snapshot until it changes).
 func (r *Router) SetGuard(g Guard) { r.guard = g }
 
 // Guard returns the installed visibility guard, or nil.

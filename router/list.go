@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -36,25 +37,7 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		}
 	}
 	snap := r.snap.Load()
-	var items []json.RawMessage
-	switch list {
-	case listTools:
-		items = visibleOf(r, req, snap.tools, func(e *entry) (json.RawMessage, Target) {
-			return e.raw, Target{Kind: TargetTool, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
-		})
-	case listPrompts:
-		items = visibleOf(r, req, snap.prompts, func(e *entry) (json.RawMessage, Target) {
-			return e.raw, Target{Kind: TargetPrompt, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
-		})
-	case listResources:
-		items = visibleOf(r, req, snap.resources, func(x *resource) (json.RawMessage, Target) {
-			return x.raw, Target{Kind: TargetResource, Name: x.exposed, Original: x.original, Upstream: x.owner.name, Raw: x.raw, Forms: x.forms}
-		})
-	case listTemplates:
-		items = visibleOf(r, req, snap.templates, func(x *template) (json.RawMessage, Target) {
-			return x.raw, Target{Kind: TargetResource, Name: x.tmpl.raw, Original: x.tmpl.raw, Upstream: x.owner.name, Raw: x.raw}
-		})
-	}
+	items := snap.view(r, req, list)
 	if offset > len(items) {
 		offset = len(items) // the list shrank since the cursor was minted
 	}
@@ -89,6 +72,65 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		}
 	}
 	return append(out, '}'), nil
+}
+
+// maxViews bounds the cached views of one snapshot (principal classes × lists); past it,
+// views are computed and not kept.
+const maxViews = 4096
+
+// viewKey names one cached view: a list, as seen by one class of principal.
+type viewKey struct {
+	list  byte
+	class string
+}
+
+// principalClass is what visibility depends on (see Guard): the principal's name and
+// groups; "" for requests made for nobody in particular.
+func principalClass(req *Request) string {
+	p := req.Principal
+	if p == nil {
+		return ""
+	}
+	if len(p.Groups) == 0 {
+		return p.Name
+	}
+	return p.Name + "\x00" + strings.Join(p.Groups, "\x00")
+}
+
+// view returns the raw items of a list that the request's principal may see. The guard
+// is asked once per item for each catalogue change and principal class, not on every
+// list request: views are cached in the snapshot, which a change replaces.
+func (s *snapshot) view(r *Router, req *Request, list byte) []json.RawMessage {
+	key := viewKey{list, ""}
+	if r.guard != nil {
+		key.class = principalClass(req)
+	}
+	if v, ok := s.views.Load(key); ok {
+		return v.([]json.RawMessage)
+	}
+	var items []json.RawMessage
+	switch list {
+	case listTools:
+		items = visibleOf(r, req, s.tools, func(e *entry) (json.RawMessage, Target) {
+			return e.raw, Target{Kind: TargetTool, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
+		})
+	case listPrompts:
+		items = visibleOf(r, req, s.prompts, func(e *entry) (json.RawMessage, Target) {
+			return e.raw, Target{Kind: TargetPrompt, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
+		})
+	case listResources:
+		items = visibleOf(r, req, s.resources, func(x *resource) (json.RawMessage, Target) {
+			return x.raw, Target{Kind: TargetResource, Name: x.exposed, Original: x.original, Upstream: x.owner.name, Raw: x.raw, Forms: x.forms}
+		})
+	case listTemplates:
+		items = visibleOf(r, req, s.templates, func(x *template) (json.RawMessage, Target) {
+			return x.raw, Target{Kind: TargetResource, Name: x.tmpl.raw, Original: x.tmpl.raw, Upstream: x.owner.name, Raw: x.raw}
+		})
+	}
+	if s.nviews.Add(1) <= maxViews {
+		s.views.Store(key, items)
+	}
+	return items
 }
 
 // visibleOf returns the raw items of a list the request's principal may see.
