@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -19,14 +21,35 @@ import (
 // loopback port and returns its URL.
 func startHTTPEverything(t *testing.T, stateless bool) string {
 	t.Helper()
-	addr := freeAddr(t)
-	stop := serveEverythingAt(t, addr, stateless)
-	t.Cleanup(stop)
-	return "http://" + addr + "/mcp"
+	for attempt := 0; ; attempt++ {
+		addr := freeAddr(t)
+		stop, err := tryServeEverythingAt(t, addr, stateless)
+		if err == nil {
+			t.Cleanup(stop)
+			return "http://" + addr + "/mcp"
+		}
+		if attempt == 2 {
+			t.Fatal(err)
+		}
+		t.Logf("%v; trying another port", err) // the port was taken before the server bound it
+	}
 }
 
 // serveEverythingAt runs the everything-server over HTTP at addr until stop is called.
 func serveEverythingAt(t *testing.T, addr string, stateless bool) (stop func()) {
+	t.Helper()
+	stop, err := tryServeEverythingAt(t, addr, stateless)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stop
+}
+
+// tryServeEverythingAt starts the everything-server at addr and makes sure that what
+// answers there is that server: a free port can be taken by another process between the
+// moment it is chosen and the moment the server binds it, and a readiness check that
+// only connects would then talk to that other process.
+func tryServeEverythingAt(t *testing.T, addr string, stateless bool) (stop func(), err error) {
 	t.Helper()
 	cmd := exec.Command(everythingBin, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless))
 	stderr := &syncBuffer{}
@@ -34,15 +57,47 @@ func serveEverythingAt(t *testing.T, addr string, stateless bool) (stop func()) 
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
 			cmd.Process.Kill()
-			cmd.Wait()
+			<-exited
 		})
 	}
 	waitListening(t, addr, stderr)
-	return stop
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e-probe","version":"1"}}}`
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("the everything-server at %s exited: %s", addr, stderr)
+		default:
+		}
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/mcp", strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+			del, _ := http.NewRequest(http.MethodDelete, "http://"+addr+"/mcp", nil)
+			del.Header.Set("Mcp-Session-Id", sid)
+			if r, err := http.DefaultClient.Do(del); err == nil {
+				r.Body.Close()
+			}
+		}
+		if strings.Contains(string(body), "mcp-conformance-test-server") {
+			return stop, nil
+		}
+		stop()
+		return nil, fmt.Errorf("something else answers at %s: %d %.200s", addr, resp.StatusCode, body)
+	}
+	stop()
+	return nil, fmt.Errorf("the everything-server at %s did not answer initialize: %s", addr, stderr)
 }
 
 // TestHTTPUpstream reaches the Go SDK everything-server over Streamable HTTP, stateless
