@@ -62,7 +62,7 @@ func proxyOut(t *testing.T, env []string, args ...string) (string, string, error
 // toolsJSON is `mcp-proxy tools --json` on cfg.
 func toolsJSON(t *testing.T, env []string, cfg string) []map[string]string {
 	t.Helper()
-	out, stderr, err := proxyOut(t, env, "tools", "--config", cfg, "--json", "--log-level", "error")
+	out, stderr, err := proxyOut(t, env, "tools", "--config", cfg, "--json", "--log-level", "debug") // the log is shown only on failure
 	if err != nil {
 		t.Fatalf("tools --config %s: %v\n%s", cfg, err, stderr)
 	}
@@ -116,7 +116,7 @@ func TestImportClientFiles(t *testing.T) {
 	}
 	call := func(t *testing.T, env []string, cfg, tool, args, want string) {
 		t.Helper()
-		out, stderr, err := proxyOut(t, env, "call", "--config", cfg, "--log-level", "error", tool, args)
+		out, stderr, err := proxyOut(t, env, "call", "--config", cfg, "--log-level", "debug", tool, args) // the log is shown only on failure
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("call %s %s: %v, want %q in\n%s\n%s", tool, args, err, want, out, stderr)
 		}
