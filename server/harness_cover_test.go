@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -332,19 +332,5 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	return zero
 }
 
-// noLeaks fails the test when, once everything the test set up afterwards has been
-// cleaned up, more goroutines run than before it (they get a moment to finish).
-func noLeaks(t *testing.T) {
-	base := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(waitFor)
-		for runtime.NumGoroutine() > base {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Errorf("%d goroutines left behind (started with %d):\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-}
+// noLeaks fails the test when it leaves goroutines behind (see leaktest.Check).
+func noLeaks(t *testing.T) { leaktest.Check(t, waitFor) }

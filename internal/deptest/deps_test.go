@@ -18,6 +18,7 @@ var allowed = map[string][]string{
 	"internal/h1":         {},
 	"internal/glob":       {},
 	"internal/clock":      {},
+	"internal/leaktest":   {},
 	"principal":           {},
 	"auth":                {"principal"},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
