@@ -3,12 +3,23 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean conformance dist
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+
+# Regenerate the plugin interface's Go code from plugins/proto/plugin.proto. Needs
+# protoc (Debian: apt-get install protobuf-compiler); the generators are pinned here and
+# installed into bin/tools. CI only compiles the committed output.
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+proto:
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH=$(CURDIR)/$(BIN)/tools:$$PATH protoc --go_out=. --go_opt=module=github.com/mcp-proxy/mcp-proxy \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/mcp-proxy/mcp-proxy plugins/proto/plugin.proto
 
 # npm peers for the end-to-end tests, exactly as pinned in package-lock.json.
 node_modules/.package-lock.json: package.json package-lock.json

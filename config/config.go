@@ -56,6 +56,7 @@ type Config struct {
 	Auth      *Auth      // nil: no authentication
 	Policy    *Policy    // nil: everything allowed, no limits
 	Audit     *Audit     // nil: no audit trail
+	Plugins   []Plugin   // in file order
 }
 
 // Proxy holds the settings of the optional proxy block.

@@ -109,6 +109,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Auth:      decodeAuth(e, raw.Auths),
 		Policy:    decodePolicy(e, raw.Policies),
 		Audit:     decodeAudit(e, raw.Audits, absBase),
+		Plugins:   decodePlugins(e, raw.Plugins, absBase),
 	}
 	checkExposedOverrides(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {

@@ -19,6 +19,7 @@ type rawFile struct {
 	Auths     []rawAuth     `hcl:"auth,block"`
 	Policies  []rawPolicy   `hcl:"policy,block"`
 	Audits    []rawAudit    `hcl:"audit,block"`
+	Plugins   []rawPlugin   `hcl:"plugin,block"`
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be

@@ -74,6 +74,8 @@ const (
 	CodeUpstreamProtocol    = -31004 // the upstream answered with something that is not MCP
 	CodePolicyDenied        = -31005 // the proxy's policy does not allow this call
 	CodeRateLimited         = -31006 // a rate or concurrency limit refused the call; data.retryAfterMs says when to retry
+	CodePluginDenied        = -31007 // a plugin's before hook refused the call; data.plugin names it
+	CodePluginFailed        = -31008 // a plugin failed (down, timed out, bad answer) and its failure mode is "closed"
 )
 
 // MetaPrefix is the reverse-DNS prefix of the proxy's own _meta keys.

@@ -43,6 +43,17 @@ type Record struct {
 	Error      string          `json:"error,omitempty"`
 	ArgsSHA256 string          `json:"args_sha256,omitempty"`
 	Args       json.RawMessage `json:"args,omitempty"`
+	// Plugins are what the plugins' hooks decided, in the order they ran.
+	Plugins []PluginNote `json:"plugins,omitempty"`
+}
+
+// PluginNote is what one plugin hook decided about an audited call.
+type PluginNote struct {
+	Plugin   string          `json:"plugin"`
+	Hook     string          `json:"hook"`     // before, after
+	Decision string          `json:"decision"` // allow, deny, rewrite, keep, error, failed_open, failed_closed
+	Notes    json.RawMessage `json:"notes,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }
 
 // AuditOptions configures the audit trail.

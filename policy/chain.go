@@ -99,6 +99,11 @@ func (c *Chain) Visible(req *router.Request, t *router.Target) bool {
 // recordKey carries a call's audit record from the audit stage to the stages after it.
 type recordKey struct{}
 
+// RecordOf returns the audit record of the call whose context ctx is, or nil when the
+// call is not audited: the stages after the audit stage (plugins) note their decisions
+// in it. It is used by one call's stages in turn, never concurrently.
+func RecordOf(ctx context.Context) *Record { return recordOf(ctx) }
+
 func recordOf(ctx context.Context) *Record {
 	rec, _ := ctx.Value(recordKey{}).(*Record)
 	return rec

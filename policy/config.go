@@ -15,9 +15,6 @@ import (
 // and limits naming upstreams that do not exist, malformed patterns, conditions using
 // unknown variables or functions. Each diagnostic points at the offending attribute.
 func Check(cfg *config.Config) hcl.Diagnostics {
-	if cfg.Policy == nil {
-		return nil
-	}
 	upstreams := map[string]bool{}
 	for _, u := range cfg.Upstreams {
 		upstreams[u.Name] = true
@@ -50,6 +47,16 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 				Detail:  fmt.Sprintf("%s %q names upstream %q, which is not configured (upstreams: %s).", what, name, p, strings.Join(known, ", ")),
 				Subject: at(ranges, "upstreams", decl)})
 		}
+	}
+	for _, p := range cfg.Plugins {
+		for attr, pats := range map[string][]string{"tools": p.Tools, "prompts": p.Prompts, "resources": p.Resources,
+			"upstreams": p.Upstreams, "principals": p.Principals} {
+			checkPatterns("plugin", p.Name, p.Ranges, p.DeclRange, attr, pats)
+		}
+		checkUpstreams("plugin", p.Name, p.Ranges, p.DeclRange, p.Upstreams)
+	}
+	if cfg.Policy == nil {
+		return diags
 	}
 	for _, r := range cfg.Policy.Rules {
 		for attr, pats := range map[string][]string{"tools": r.Tools, "prompts": r.Prompts, "resources": r.Resources,

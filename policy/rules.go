@@ -118,28 +118,9 @@ type Engine struct {
 func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 	e := &Engine{defaultAllow: defaultAllow}
 	for _, r := range rules {
-		c := compiledRule{Rule: r}
-		var err error
-		for _, set := range []struct {
-			dst  *globs
-			pats []string
-			kind Kind
-		}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, normalizedPatterns(r.Resources), KindResource}, {&c.upstreams, r.Upstreams, 0}} {
-			if *set.dst, err = compileGlobs(set.pats); err != nil {
-				return nil, fmt.Errorf("rule %q: %v", r.Name, err)
-			}
-			if set.pats != nil {
-				c.kinds |= set.kind
-			}
-		}
-		if c.who, err = newWho(r.Principals, r.Groups); err != nil {
-			return nil, fmt.Errorf("rule %q: %v", r.Name, err)
-		}
-		if c.kinds == 0 {
-			c.kinds = AllKinds
-		}
-		if len(r.Annotations) > 0 && r.Tools == nil {
-			c.kinds &= KindTool // annotations only exist on tools
+		c, err := compileMatchers(r)
+		if err != nil {
+			return nil, err
 		}
 		if r.Condition != nil {
 			e.noteArgs(r.Condition)
@@ -148,6 +129,35 @@ func NewEngine(rules []Rule, defaultAllow bool) (*Engine, error) {
 		e.rules = append(e.rules, c)
 	}
 	return e, nil
+}
+
+// compileMatchers compiles what selects a rule's items and principals (everything but
+// its condition).
+func compileMatchers(r Rule) (compiledRule, error) {
+	c := compiledRule{Rule: r}
+	var err error
+	for _, set := range []struct {
+		dst  *globs
+		pats []string
+		kind Kind
+	}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, normalizedPatterns(r.Resources), KindResource}, {&c.upstreams, r.Upstreams, 0}} {
+		if *set.dst, err = compileGlobs(set.pats); err != nil {
+			return c, fmt.Errorf("rule %q: %v", r.Name, err)
+		}
+		if set.pats != nil {
+			c.kinds |= set.kind
+		}
+	}
+	if c.who, err = newWho(r.Principals, r.Groups); err != nil {
+		return c, fmt.Errorf("rule %q: %v", r.Name, err)
+	}
+	if c.kinds == 0 {
+		c.kinds = AllKinds
+	}
+	if len(r.Annotations) > 0 && r.Tools == nil {
+		c.kinds &= KindTool // annotations only exist on tools
+	}
+	return c, nil
 }
 
 // normalizedPatterns adds to resource patterns their URI normal form (FILE:///Srv/%7Ex

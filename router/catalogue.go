@@ -69,6 +69,9 @@ type snapshot struct {
 	// []json.RawMessage), filled on first use; nviews counts what was stored.
 	views  sync.Map
 	nviews atomic.Int32
+	// hidden are the URIs (in every spelling) of resources a Presenter hid: not routable,
+	// even through a template that matches them. Nil when none.
+	hidden map[string]bool
 	// hints are the merged caching hints of each list (indexed by list id).
 	hints [listTemplates + 1]upstream.CacheHint
 }
@@ -252,6 +255,9 @@ func (s *snapshot) appendResources(b *backend, items []json.RawMessage, log zero
 // upstream's own spelling of a listed resource, the normal form otherwise), and the
 // listed resource when there is one; a nil owner when nobody owns the URI.
 func (s *snapshot) resolveURI(uri, canon string) (*backend, string, *resource) {
+	if s.hidden != nil && (s.hidden[uri] || s.hidden[canon]) {
+		return nil, "", nil
+	}
 	if r := s.resByURI[uri]; r != nil {
 		return r.owner, r.original, r
 	}

@@ -42,6 +42,9 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	defer r.rebuildMu.Unlock()
 	old := r.snap.Load()
 	s := build(r.backends, r.opts.Separator, r.opts.MaxNameLength, r.log)
+	if r.presenter != nil {
+		s.present(r.presenter, r)
+	}
 	r.snap.Store(s)
 	rawE := func(e *entry) json.RawMessage { return e.raw }
 	rawR := func(x *resource) json.RawMessage { return x.raw }

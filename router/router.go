@@ -176,9 +176,10 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	guard   Guard                   // what principals may see; nil when everything is visible
-	chain   atomic.Pointer[Handler] // the middleware chain (see Use); nil: none
-	onClose []func()
+	guard     Guard                   // what principals may see; nil when everything is visible
+	presenter Presenter               // how the catalogue is presented (plugins); nil: as merged
+	chain     atomic.Pointer[Handler] // the middleware chain (see Use); nil: none
+	onClose   []func()
 
 	clientCaps atomic.Pointer[json.RawMessage] // what the upstreams were started with
 

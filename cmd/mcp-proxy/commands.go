@@ -60,7 +60,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
 	// The upstreams start when the client initializes, so that they are told exactly the
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	r, err := newEngine(cfg, log, false)
+	r, err := newEngine(ctx, cfg, log, false)
 	if err != nil {
 		return err
 	}
@@ -101,6 +101,16 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Plugins are started to decode their config blocks against their own schemas.
+	diags := validatePlugins(context.Background(), cfg)
+	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
+	if diags.HasErrors() {
+		return exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", c.config)}
+	}
+	if len(cfg.Plugins) > 0 {
+		fmt.Fprintf(stdout, "%s: OK (%d upstreams, %d plugins)\n", c.config, len(cfg.Upstreams), len(cfg.Plugins))
+		return nil
+	}
 	fmt.Fprintf(stdout, "%s: OK (%d upstreams)\n", c.config, len(cfg.Upstreams))
 	return nil
 }
@@ -116,7 +126,7 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newEngine(cfg, log, false)
+	r, err := newEngine(ctx, cfg, log, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,12 +36,19 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	return cfg, nil
 }
 
-// newEngine builds the router and its upstreams from the configuration. Nothing starts.
-// manyClients says the front end serves many client sessions (HTTP): only then do
-// per-client upstreams get a session per client (with one client the two coincide).
-func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) (*router.Router, error) {
+// newEngine builds the router and its upstreams from the configuration, and starts the
+// plugins (they are stages of the chain and present the catalogue from its first build);
+// the upstreams do not start yet. manyClients says the front end serves many client
+// sessions (HTTP): only then do per-client upstreams get a session per client (with one
+// client the two coincide).
+func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool) (*router.Router, error) {
 	r, err := newRouter(cfg, log, manyClients)
 	if err != nil {
+		return nil, err
+	}
+	host, err := startPlugins(ctx, cfg, r, log)
+	if err != nil {
+		r.Close()
 		return nil, err
 	}
 	chain, err := policy.Build(cfg, log)
@@ -48,9 +56,20 @@ func newEngine(cfg *config.Config, log zerolog.Logger, manyClients bool) (*route
 		log.Error().Err(err).Msg("building the policy chain; every routed call will be refused")
 		chain = &policy.Chain{Rules: denyAll}
 	}
+	// One chain, in the documented order: audit → rules → limits → plugins (before hooks
+	// in file order, after hooks in reverse) → upstream.
+	var stages []router.Middleware
+	if chain != nil {
+		stages = chain.Stages()
+	}
+	if host != nil {
+		stages = append(stages, host.Stages()...)
+	}
+	if len(stages) > 0 {
+		r.Use(stages...)
+	}
 	if chain != nil {
 		r.SetGuard(chain)
-		r.Use(chain.Stages()...)
 		r.OnClose(func() {
 			if err := chain.Close(); err != nil {
 				log.Error().Err(err).Msg("closing the audit trail")

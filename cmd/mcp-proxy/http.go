@@ -27,7 +27,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if authn != nil {
 		defer authn.Close()
 	}
-	r, err := newEngine(cfg, log, true)
+	r, err := newEngine(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}

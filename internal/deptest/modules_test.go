@@ -28,6 +28,25 @@ var (
 	}
 	ratelimit = []reason{{"golang.org/x/time", "token buckets of rate limits"}}
 	jose      = []reason{{"github.com/go-jose/go-jose/v4", "JWT and JWKS verification"}}
+	protobuf  = []reason{{"google.golang.org/protobuf", "the plugin interface's generated messages"}}
+	grpc      = []reason{
+		{"google.golang.org/grpc", "the plugin interface's transport (go-plugin's gRPC protocol)"},
+		{"google.golang.org/genproto/googleapis/rpc", "gRPC's status messages"},
+		{"golang.org/x/net", "gRPC's HTTP/2"},
+		{"golang.org/x/sys", "gRPC's and go-plugin's system calls"},
+		{"golang.org/x/text", "x/net's IDNA tables"},
+	}
+	goplugin = []reason{
+		{"github.com/hashicorp/go-plugin", "out-of-process plugins: handshake, checksums, mTLS, process management"},
+		{"github.com/hashicorp/go-hclog", "go-plugin's logger (forwarded into zerolog)"},
+		{"github.com/hashicorp/yamux", "go-plugin's connection multiplexing"},
+		{"github.com/oklog/run", "go-plugin's process groups of goroutines"},
+		{"github.com/golang/protobuf", "go-plugin's generated gRPC code"},
+		{"github.com/fatih/color", "go-hclog's terminal colours"},
+		{"github.com/mattn/go-colorable", "go-hclog's terminal colours"},
+		{"github.com/mattn/go-isatty", "go-hclog's terminal check"},
+	}
+	pluginSDK = join(protobuf, grpc, goplugin)
 )
 
 func join(rs ...[]reason) []reason {
@@ -59,7 +78,11 @@ var modules = map[string][]reason{
 	"server":              logging,
 	"auth":                join(logging, jose),
 	"policy":              join(logging, hcl, ratelimit),
-	"cmd/mcp-proxy":       join(logging, hcl, ratelimit, jose),
+	"plugins/proto":       join(protobuf, grpc),
+	"plugins/sdk":         pluginSDK,
+	"plugins":             join(logging, hcl, ratelimit, pluginSDK),
+	"internal/testplugin": pluginSDK,
+	"cmd/mcp-proxy":       join(logging, hcl, ratelimit, jose, pluginSDK),
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against

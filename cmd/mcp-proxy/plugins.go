@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/plugins"
+	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/router"
+)
+
+// pluginSpecs are the enabled plugin blocks as the plugins package takes them.
+func pluginSpecs(cfg *config.Config) []plugins.Spec {
+	var specs []plugins.Spec
+	for _, p := range cfg.Plugins {
+		if p.Disabled {
+			continue
+		}
+		specs = append(specs, plugins.Spec{
+			Name: p.Name, Command: p.Command, Env: p.Env, Dir: p.Dir, SHA256: p.SHA256,
+			Match: policy.Match{Tools: p.Tools, Prompts: p.Prompts, Resources: p.Resources,
+				Upstreams: p.Upstreams, Principals: p.Principals, Groups: p.Groups},
+			FailOpen: p.FailOpen, Timeout: p.Timeout, StartTimeout: p.StartTimeout,
+			Config: p.Config, EvalContext: p.EvalContext, DeclRange: p.DeclRange, Ranges: p.Ranges,
+		})
+	}
+	return specs
+}
+
+// startPlugins starts the configured plugins for r: their catalogue hooks become r's
+// presenter and they stop when r closes. nil when none is configured. A plugin that
+// cannot start (its program, its sha256, its config block) fails the whole start, with
+// the problems at their file:line: a proxy never runs with less policy than configured.
+func startPlugins(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger) (*plugins.Host, error) {
+	specs := pluginSpecs(cfg)
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	host := plugins.New(specs, log)
+	host.OnRestart(r.Represent)
+	diags := host.Start(ctx)
+	logWarnings(log, diags)
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("starting the plugins:\n%s", config.FormatDiagnostics(diags))
+	}
+	if p := host.Presenter(); p != nil {
+		r.SetPresenter(p)
+	}
+	r.OnClose(func() {
+		if err := host.Close(); err != nil {
+			log.Error().Err(err).Msg("stopping the plugins")
+		}
+	})
+	return host, nil
+}
+
+func logWarnings(log zerolog.Logger, diags hcl.Diagnostics) {
+	for _, d := range diags {
+		if d.Severity == hcl.DiagWarning {
+			ev := log.Warn().Str("detail", d.Detail)
+			if d.Subject != nil {
+				ev = ev.Str("at", fmt.Sprintf("%s:%d", d.Subject.Filename, d.Subject.Start.Line))
+			}
+			ev.Msg(d.Summary)
+		}
+	}
+}
+
+// validatePlugins starts each configured plugin (disabled ones too) to decode its config
+// block against the schema it describes and have it check its configuration, then stops
+// it: what `validate` adds to the file's own checks.
+func validatePlugins(ctx context.Context, cfg *config.Config) hcl.Diagnostics {
+	all := *cfg
+	all.Plugins = nil
+	for _, p := range cfg.Plugins {
+		p.Disabled = false
+		all.Plugins = append(all.Plugins, p)
+	}
+	specs := pluginSpecs(&all)
+	if len(specs) == 0 {
+		return nil
+	}
+	return plugins.Validate(ctx, specs, zerolog.Nop())
+}
