@@ -18,6 +18,7 @@ var (
 	proxyBin      string
 	everythingBin string
 	testserverBin string
+	testpluginBin string
 	npmEverything string // path of server-everything's dist/index.js
 )
 
@@ -44,9 +45,11 @@ func setup(m *testing.M) (int, error) {
 	proxyBin = filepath.Join(dir, "mcp-proxy")
 	everythingBin = filepath.Join(dir, "everything-server")
 	testserverBin = filepath.Join(dir, "testserver")
+	testpluginBin = filepath.Join(dir, "testplugin")
 	for _, b := range []struct{ out, pkg string }{
 		{proxyBin, "./cmd/mcp-proxy"},
 		{testserverBin, "./internal/testserver"},
+		{testpluginBin, "./internal/testplugin"},
 		{everythingBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
 	} {
 		cmd := exec.Command("go", "build", "-race", "-o", b.out, b.pkg)
