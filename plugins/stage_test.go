@@ -1,0 +1,325 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	pb "github.com/mcp-proxy/mcp-proxy/plugins/proto"
+	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/principal"
+	"github.com/mcp-proxy/mcp-proxy/router"
+)
+
+// fakePlugin is the plugin's side of the gRPC client interface, in process: the stage's
+// logic is tested here, the real process and transport by the end-to-end tests.
+type fakePlugin struct {
+	before    func(*pb.BeforeRequest) (*pb.BeforeResponse, error)
+	after     func(*pb.AfterRequest) (*pb.AfterResponse, error)
+	catalogue func(*pb.CatalogueRequest) (*pb.CatalogueResponse, error)
+}
+
+func (f *fakePlugin) Describe(context.Context, *pb.DescribeRequest, ...grpc.CallOption) (*pb.DescribeResponse, error) {
+	return nil, errors.New("not used")
+}
+
+func (f *fakePlugin) Configure(context.Context, *pb.ConfigureRequest, ...grpc.CallOption) (*pb.ConfigureResponse, error) {
+	return nil, errors.New("not used")
+}
+
+func (f *fakePlugin) Before(ctx context.Context, r *pb.BeforeRequest, _ ...grpc.CallOption) (*pb.BeforeResponse, error) {
+	return wait(ctx, func() (*pb.BeforeResponse, error) { return f.before(r) })
+}
+
+func (f *fakePlugin) After(ctx context.Context, r *pb.AfterRequest, _ ...grpc.CallOption) (*pb.AfterResponse, error) {
+	return wait(ctx, func() (*pb.AfterResponse, error) { return f.after(r) })
+}
+
+func (f *fakePlugin) Catalogue(ctx context.Context, r *pb.CatalogueRequest, _ ...grpc.CallOption) (*pb.CatalogueResponse, error) {
+	return wait(ctx, func() (*pb.CatalogueResponse, error) { return f.catalogue(r) })
+}
+
+// wait runs f but gives up, as gRPC does, when ctx ends first.
+func wait[R any](ctx context.Context, f func() (R, error)) (R, error) {
+	type out struct {
+		r   R
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() { r, err := f(); ch <- out{r, err} }()
+	select {
+	case o := <-ch:
+		return o.r, o.err
+	case <-ctx.Done():
+		var zero R
+		return zero, status.Error(codes.DeadlineExceeded, "deadline")
+	}
+}
+
+func testInstance(t testing.TB, spec Spec, hs hooks, f *fakePlugin) *instance {
+	t.Helper()
+	if spec.Name == "" {
+		spec.Name = "p"
+	}
+	in, err := newInstance(spec, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.hooks = hs
+	if f != nil {
+		in.conn.Store(&live{rpc: f})
+	}
+	return in
+}
+
+func toolCall(name, params string, p *principal.Principal) *router.Call {
+	return &router.Call{Method: mcp.MethodToolsCall, Params: json.RawMessage(params),
+		Target:  &router.Target{Kind: router.TargetTool, Name: name, Original: strings.TrimPrefix(name, "gh__"), Upstream: "gh"},
+		Request: &router.Request{Method: mcp.MethodToolsCall, Principal: p}}
+}
+
+// run sends call through the stage to an upstream that answers with res (or upErr), and
+// returns the one reply.
+func run(t *testing.T, in *instance, call *router.Call, res string, upErr error) (json.RawMessage, error, *router.Call) {
+	t.Helper()
+	var got *router.Call
+	next := func(_ context.Context, c *router.Call, reply router.Reply) {
+		got = c
+		if upErr != nil {
+			reply(nil, upErr)
+			return
+		}
+		reply(json.RawMessage(res), nil)
+	}
+	type answer struct {
+		res json.RawMessage
+		err error
+	}
+	ch := make(chan answer, 2)
+	in.stage(next)(context.Background(), call, func(r json.RawMessage, err error) { ch <- answer{r, err} })
+	select {
+	case a := <-ch:
+		select {
+		case <-ch:
+			t.Fatal("answered twice")
+		case <-time.After(20 * time.Millisecond):
+		}
+		return a.res, a.err, got
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer")
+	}
+	return nil, nil, nil
+}
+
+func code(err error) int64 {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je.Code
+	}
+	return 0
+}
+
+func TestStage(t *testing.T) {
+	const result = `{"content":[{"type":"text","text":"hi"}],"structuredContent":{"a":1},"isError":false,"task":"kept"}`
+	alice := &principal.Principal{Name: "alice", Groups: []string{"dev"}}
+	cases := []struct {
+		name    string
+		spec    Spec
+		before  func(*pb.BeforeRequest) (*pb.BeforeResponse, error)
+		after   func(*pb.AfterRequest) (*pb.AfterResponse, error)
+		upErr   error
+		code    int64
+		result  string // substring of the result
+		args    string // what went upstream
+		noCross bool
+	}{
+		{name: "allow", before: func(r *pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			if r.Call.Principal.Name != "alice" || r.Call.OriginalName != "issue" || string(r.Call.Arguments) != `{"q":1}` || string(r.Call.Meta) != `{"k":"v"}` {
+				return nil, errors.New("wrong call: " + r.Call.String())
+			}
+			return &pb.BeforeResponse{}, nil
+		}, result: `"text":"hi"`, args: `{"q":1}`},
+		{name: "deny", before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			return &pb.BeforeResponse{Action: pb.BeforeResponse_DENY, Message: "no"}, nil
+		}, code: mcp.CodePluginDenied},
+		{name: "deny without message", before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			return &pb.BeforeResponse{Action: pb.BeforeResponse_DENY}, nil
+		}, code: mcp.CodePluginFailed},
+		{name: "rewrite", before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			return &pb.BeforeResponse{Action: pb.BeforeResponse_REWRITE, Arguments: []byte(`{"q":2}`)}, nil
+		}, args: `{"q":2}`, result: "hi"},
+		{name: "rewrite duplicate members", before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			return &pb.BeforeResponse{Action: pb.BeforeResponse_REWRITE, Arguments: []byte(`{"q":2,"q":3}`)}, nil
+		}, code: mcp.CodePluginFailed},
+		{name: "error fails open", spec: Spec{FailOpen: true}, before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			return nil, errors.New("boom")
+		}, args: `{"q":1}`, result: "hi"},
+		{name: "timeout fails closed", spec: Spec{Timeout: 20 * time.Millisecond}, before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+			time.Sleep(time.Second)
+			return &pb.BeforeResponse{}, nil
+		}, code: mcp.CodePluginFailed},
+		{name: "after rewrites content only", after: func(r *pb.AfterRequest) (*pb.AfterResponse, error) {
+			return &pb.AfterResponse{Action: pb.AfterResponse_REWRITE, Result: []byte(`{"content":[{"type":"text","text":"masked"}],"task":"forged"}`)}, nil
+		}, result: `"task":"kept"`},
+		{name: "after error", after: func(r *pb.AfterRequest) (*pb.AfterResponse, error) {
+			return &pb.AfterResponse{Action: pb.AfterResponse_ERROR, Error: &pb.Error{Code: -31000, Message: "hidden"}}, nil
+		}, code: mcp.CodePluginDenied},
+		{name: "after sees upstream error", upErr: &jsonrpc.Error{Code: -32000, Message: "up"}, after: func(r *pb.AfterRequest) (*pb.AfterResponse, error) {
+			if r.Error == nil || r.Error.Code != -32000 {
+				return nil, errors.New("no error")
+			}
+			return &pb.AfterResponse{}, nil
+		}, code: -32000},
+		{name: "after non-object fails closed", after: func(r *pb.AfterRequest) (*pb.AfterResponse, error) {
+			return &pb.AfterResponse{Action: pb.AfterResponse_REWRITE, Result: []byte(`[]`)}, nil
+		}, code: mcp.CodePluginFailed},
+		{name: "not selected: no crossing", spec: Spec{Match: policy.Match{Tools: []string{"other__*"}}}, noCross: true, result: "hi", args: `{"q":1}`},
+		{name: "not selected principal", spec: Spec{Match: policy.Match{Principals: []string{"bob"}}}, noCross: true, result: "hi", args: `{"q":1}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakePlugin{before: c.before, after: c.after}
+			var hs hooks
+			if c.before != nil {
+				hs |= hookBefore
+			}
+			if c.after != nil {
+				hs |= hookAfter
+			}
+			if c.noCross {
+				hs = hookBefore | hookAfter
+				f.before = func(*pb.BeforeRequest) (*pb.BeforeResponse, error) { t.Error("crossed"); return &pb.BeforeResponse{}, nil }
+				f.after = func(*pb.AfterRequest) (*pb.AfterResponse, error) { t.Error("crossed"); return &pb.AfterResponse{}, nil }
+			}
+			in := testInstance(t, c.spec, hs, f)
+			res, err, got := run(t, in, toolCall("gh__issue", `{"name":"issue","arguments":{"q":1},"_meta":{"k":"v"}}`, alice), result, c.upErr)
+			if c.code != 0 {
+				if code(err) != c.code {
+					t.Fatalf("got %s %v, want code %d", res, err, c.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			if !strings.Contains(string(res), c.result) {
+				t.Errorf("result %s lacks %s", res, c.result)
+			}
+			if c.args != "" && got != nil && !strings.Contains(string(got.Params), `"arguments":`+c.args) {
+				t.Errorf("upstream got %s, want arguments %s", got.Params, c.args)
+			}
+		})
+	}
+}
+
+// TestHungPluginIsKicked: consecutive timeouts mark the plugin hung for its supervisor.
+func TestHungPluginIsKicked(t *testing.T) {
+	f := &fakePlugin{before: func(*pb.BeforeRequest) (*pb.BeforeResponse, error) { time.Sleep(time.Second); return nil, nil }}
+	in := testInstance(t, Spec{Timeout: 10 * time.Millisecond}, hookBefore, f)
+	for i := 0; i < hungAfter; i++ {
+		if _, err, _ := run(t, in, toolCall("gh__x", `{"name":"x"}`, nil), `{}`, nil); code(err) != mcp.CodePluginFailed {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if in.timeouts.Load() < hungAfter {
+		t.Errorf("timeouts = %d", in.timeouts.Load())
+	}
+	select {
+	case <-in.kick:
+	default:
+		t.Error("the supervisor was not woken")
+	}
+}
+
+func TestDownPlugin(t *testing.T) {
+	in := testInstance(t, Spec{}, hookBefore, nil)
+	if _, err, _ := run(t, in, toolCall("gh__x", `{"name":"x"}`, nil), `{}`, nil); code(err) != mcp.CodePluginFailed {
+		t.Fatalf("got %v", err)
+	}
+	in = testInstance(t, Spec{FailOpen: true}, hookBefore, nil)
+	if res, err, _ := run(t, in, toolCall("gh__x", `{"name":"x"}`, nil), `{"ok":1}`, nil); err != nil || string(res) != `{"ok":1}` {
+		t.Fatalf("got %s %v", res, err)
+	}
+}
+
+func TestPresenter(t *testing.T) {
+	items := []router.Listed{
+		{Kind: router.TargetTool, Name: "gh__a", Upstream: "gh", Raw: json.RawMessage(`{"name":"gh__a"}`)},
+		{Kind: router.TargetTool, Name: "gh__b", Upstream: "gh", Raw: json.RawMessage(`{"name":"gh__b"}`)},
+		{Kind: router.TargetTool, Name: "fs__c", Upstream: "fs", Raw: json.RawMessage(`{"name":"fs__c"}`)},
+		{Kind: router.TargetResource, Template: true, Name: "file:///{p}", Upstream: "fs", Raw: json.RawMessage(`{"uriTemplate":"file:///{p}"}`)},
+	}
+	var seen int
+	f := &fakePlugin{catalogue: func(r *pb.CatalogueRequest) (*pb.CatalogueResponse, error) {
+		seen = len(r.Items)
+		return &pb.CatalogueResponse{Changes: []*pb.Change{{Index: 0, Hide: true}, {Index: 1, Raw: []byte(`{"name":"gh__b","description":"d"}`)}}}, nil
+	}}
+	in := testInstance(t, Spec{Match: policy.Match{Upstreams: []string{"gh"}}}, hookCatalogue, f)
+	(&presenter{plugins: []*instance{in}}).Present(items)
+	if seen != 2 || !items[0].Hide || !strings.Contains(string(items[1].Raw), `"d"`) || items[2].Hide {
+		t.Errorf("seen %d, items %+v", seen, items)
+	}
+	// A failing closed plugin hides what it selects; open leaves it.
+	bad := &fakePlugin{catalogue: func(*pb.CatalogueRequest) (*pb.CatalogueResponse, error) { return nil, errors.New("down") }}
+	for _, open := range []bool{false, true} {
+		its := []router.Listed{{Kind: router.TargetTool, Name: "gh__a", Upstream: "gh", Raw: json.RawMessage(`{"name":"gh__a"}`)}}
+		in := testInstance(t, Spec{FailOpen: open}, hookCatalogue, bad)
+		(&presenter{plugins: []*instance{in}}).Present(its)
+		if its[0].Hide == open {
+			t.Errorf("open=%v: hidden=%v", open, its[0].Hide)
+		}
+	}
+	// An index out of range is the plugin's failure.
+	oob := &fakePlugin{catalogue: func(*pb.CatalogueRequest) (*pb.CatalogueResponse, error) {
+		return &pb.CatalogueResponse{Changes: []*pb.Change{{Index: 9, Hide: true}}}, nil
+	}}
+	its := []router.Listed{{Kind: router.TargetTool, Name: "gh__a", Upstream: "gh", Raw: json.RawMessage(`{"name":"gh__a"}`)}}
+	(&presenter{plugins: []*instance{testInstance(t, Spec{}, hookCatalogue, oob)}}).Present(its)
+	if !its[0].Hide {
+		t.Error("an out-of-range change must count as a failure (closed: hidden)")
+	}
+}
+
+func TestSchema(t *testing.T) {
+	for _, bad := range [][]*pb.Attribute{
+		{{Name: "1x"}},
+		{{Name: "a"}, {Name: "a"}},
+		{{Name: "a", Type: "list(strin"}},
+		{{Name: "a", Type: "nosuchtype"}},
+	} {
+		if _, err := compileSchema(bad); err == nil {
+			t.Errorf("schema %v accepted", bad)
+		}
+	}
+	s, err := compileSchema([]*pb.Attribute{{Name: "patterns", Type: "list(string)", Required: true}, {Name: "n", Type: "number"}, {Name: "any"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, _, diags := s.decode(nil, nil)
+	if !diags.HasErrors() || js != nil {
+		t.Errorf("a missing required attribute: %s %v", js, diags)
+	}
+}
+
+func TestHCLogger(t *testing.T) {
+	var buf strings.Builder
+	l := newHCLogger(zerolog.New(&buf).Level(zerolog.DebugLevel)).Named("plugin").With("k", "v")
+	l.Info("hello", "n", 1, "err", errors.New("x"))
+	l.Trace("dropped")
+	if s := buf.String(); !strings.Contains(s, `"source":"plugin"`) || !strings.Contains(s, `"k":"v"`) || !strings.Contains(s, `"n":1`) || strings.Contains(s, "dropped") {
+		t.Errorf("log: %s", s)
+	}
+	if !l.IsDebug() || l.IsTrace() {
+		t.Error("levels")
+	}
+}
