@@ -416,3 +416,50 @@ func TestPluginValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmePlugin builds the plugin the README shows, as it is written there, and runs
+// it through the proxy: what a newcomer copies works.
+func TestReadmePlugin(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i := strings.Index(s, "## Plugins")
+	j := strings.Index(s[i:], "```go\n")
+	if i < 0 || j < 0 {
+		t.Fatal("README has no Go example in its Plugins section")
+	}
+	code := s[i+j+len("```go\n"):]
+	code = code[:strings.Index(code, "```")]
+	// Inside the module, so that it builds against this checkout's SDK; a dot directory is
+	// left out of ./... patterns.
+	dir, err := os.MkdirTemp(filepath.Join(repoRoot, "e2e"), ".readme-plugin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "forbid")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the README's plugin does not build: %v\n%s", err, out)
+	}
+	block := fmt.Sprintf("plugin \"forbid\" {\n  command = [%s]\n  tools = [\"t__*\"]\n  config {\n    %%s\n  }\n}\n", q(bin))
+	bad := writeConfig(t, testUpstream("t", "t", nil, "")+fmt.Sprintf(block, `wrods = ["password"]`))
+	if _, stderr, code := runProxy("validate", "--config", bad); code != 1 || !strings.Contains(stderr, `Did you mean "words"?`) {
+		t.Errorf("validate of a misspelt attribute: exit %d\n%s", code, stderr)
+	}
+	cfg := writeConfig(t, testUpstream("t", "t", nil, "")+fmt.Sprintf(block, `words = ["password", "secret"]`))
+	cs, _ := connectSDK(t, cfg, nil, "")
+	ctx := ctxT(t, 60*time.Second)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"note": "my PASSWORD is"}}); callErrCode(err) != -31007 {
+		t.Errorf("a forbidden word: got %v, want -31007", err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"note": "fine"}}); err != nil || !strings.Contains(textOf(res), "fine") {
+		t.Errorf("an allowed call: %v %q", err, textOf(res))
+	}
+}

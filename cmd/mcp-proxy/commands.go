@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -90,6 +91,7 @@ func maxStartup(cfg *config.Config) time.Duration {
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("validate", stderr, &c)
+	skipPlugins := fs.Bool("skip-plugins", false, "do not start the plugins to check their sha256 and config blocks")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -102,7 +104,10 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// Plugins are started to decode their config blocks against their own schemas.
-	diags := validatePlugins(context.Background(), cfg)
+	var diags hcl.Diagnostics
+	if !*skipPlugins {
+		diags = validatePlugins(context.Background(), cfg)
+	}
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", c.config)}

@@ -43,10 +43,12 @@ listen "http" block. stdout carries only the protocol; logs go to stderr.`,
 	},
 	{
 		name: "validate",
-		uses: []use{{"[--config FILE | FILE]", "check a config file; exit 1 with diagnostics"}},
-		desc: `Check a configuration file without starting anything. Every problem is printed at
+		uses: []use{{"[--config FILE | FILE] [--skip-plugins]", "check a config file; exit 1 with diagnostics"}},
+		desc: `Check a configuration file without starting upstreams. Every problem is printed at
 once on stderr, one per line as file:line:col: message; the exit status is 1 if there
-are errors, 0 otherwise (warnings are printed too).`,
+are errors, 0 otherwise (warnings are printed too). Each plugin is started (and
+stopped) to check its sha256 and its config block against the schema it describes;
+--skip-plugins checks the file alone, where the plugin programs are not installed.`,
 		example: `mcp-proxy validate proxy.hcl`,
 		args:    "files",
 	},
