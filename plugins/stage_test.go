@@ -198,7 +198,10 @@ func TestStage(t *testing.T) {
 			}
 			if c.noCross {
 				hs = hookBefore | hookAfter
-				f.before = func(*pb.BeforeRequest) (*pb.BeforeResponse, error) { t.Error("crossed"); return &pb.BeforeResponse{}, nil }
+				f.before = func(*pb.BeforeRequest) (*pb.BeforeResponse, error) {
+					t.Error("crossed")
+					return &pb.BeforeResponse{}, nil
+				}
 				f.after = func(*pb.AfterRequest) (*pb.AfterResponse, error) { t.Error("crossed"); return &pb.AfterResponse{}, nil }
 			}
 			in := testInstance(t, c.spec, hs, f)
