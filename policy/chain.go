@@ -35,8 +35,9 @@ var _ router.Guard = (*Chain)(nil)
 //  2. rules (allow/deny, conditions on the call's arguments as they go upstream),
 //  3. limits (rate and concurrency; the token is taken only for calls the rules allow).
 //
-// A middleware that rewrites requests (a plugin) belongs between audit and rules, so that
-// the rules decide on what the upstream will receive.
+// Plugins (package plugins) follow the limits: they see only what the policy allowed,
+// their before hooks run in file order and their after hooks in reverse, and the audit
+// record, written last, holds what each decided (Record.Plugins).
 func (c *Chain) Stages() []router.Middleware {
 	return []router.Middleware{c.AuditStage, c.RulesStage, c.LimitsStage}
 }
