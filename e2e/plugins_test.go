@@ -29,7 +29,8 @@ func testPlugin(label string, flags []string, attrs, config string) string {
 	return fmt.Sprintf("plugin %q {\n  command = [%s]\n  %s\n  config {\n    %s\n  }\n}\n", label, strings.Join(parts, ", "), attrs, config)
 }
 
-// callsOf reads a test plugin's calls file: one "hook name pid" line per hook call.
+// callsOf reads a test plugin's calls file: one "hook name pid [principal groups
+// arguments meta]" line per hook call.
 func callsOf(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -235,7 +236,7 @@ func pidsOf(t *testing.T, path string) []int {
 	var out []int
 	for _, l := range callsOf(t, path) {
 		f := strings.Fields(l)
-		if len(f) == 3 {
+		if len(f) >= 3 {
 			if p, err := strconv.Atoi(f[2]); err == nil {
 				out = append(out, p)
 			}
@@ -461,5 +462,90 @@ func TestReadmePlugin(t *testing.T) {
 	}
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"note": "fine"}}); err != nil || !strings.Contains(textOf(res), "fine") {
 		t.Errorf("an allowed call: %v %q", err, textOf(res))
+	}
+}
+
+// TestPluginOverHTTP: over the authenticated HTTP front end a plugin sees the principal
+// and its groups, never the credentials, and its principals matcher selects who it
+// applies to.
+func TestPluginOverHTTP(t *testing.T) {
+	const aliceKey, bobKey = "alice-key-0123456789abcdef0123", "bob-key-0123456789abcdef012345"
+	calls := filepath.Join(t.TempDir(), "calls")
+	addr := freeAddr(t)
+	cfg := fmt.Sprintf(`
+listen "http" {
+  address = %q
+  path    = "/mcp"
+}
+auth {
+  resource = "http://%s/mcp"
+  api_key "alice" {
+    token  = %q
+    groups = ["dev"]
+  }
+  api_key "bob" {
+    token  = %q
+    groups = ["contractors"]
+  }
+}
+`, addr, addr, aliceKey, bobKey) + testUpstream("t", "t", nil, "") +
+		testPlugin("no_bob", nil, `principals = ["bob"]`, `deny = "__"`) +
+		testPlugin("watch", nil, `tools = ["t__echo"]`, fmt.Sprintf("calls_file = %s", q(calls)))
+	cmd := exec.Command(proxyBin, "run", "--config", writeConfig(t, cfg), "--log-level", "debug")
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		children := descendants(cmd.Process.Pid)
+		cmd.Process.Signal(interruptSignal())
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("the proxy did not stop\n%s", stderr)
+		}
+		checkStderr(t, stderr)
+		assertGone(t, children)
+	})
+	waitListening(t, addr, stderr)
+	ctx := ctxT(t, 60*time.Second)
+	call := func(key string) map[string]json.RawMessage {
+		c := &httpWire{t: t, url: "http://" + addr + "/mcp"}
+		c.initializeAs(ctx, key)
+		r := c.post(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t__echo","arguments":{"note":"hi"},"_meta":{"trace":"x"}}}`, bearer(key))
+		body := r.body
+		if i := strings.Index(string(body), "data: "); i >= 0 {
+			body = body[i+len("data: "):]
+			if j := strings.IndexByte(string(body), '\n'); j >= 0 {
+				body = body[:j]
+			}
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Fatalf("not JSON: %s", r.body)
+		}
+		return m
+	}
+	if m := call(aliceKey); m["result"] == nil {
+		t.Errorf("alice: %s", m["error"])
+	}
+	if m := call(bobKey); errorCode(t, m) != -31007 {
+		t.Errorf("bob: want -31007 from plugin no_bob, got %s", m["error"])
+	}
+	lines := callsOf(t, calls)
+	if len(lines) == 0 || !strings.Contains(lines[0], " alice dev ") || !strings.Contains(lines[0], `{"note":"hi"}`) || !strings.Contains(lines[0], `"trace":"x"`) {
+		t.Errorf("the plugin saw %q, want alice, her groups, the arguments and _meta", lines)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, aliceKey) || strings.Contains(l, bobKey) || strings.Contains(l, "Bearer") {
+			t.Errorf("a plugin saw credentials: %q", l)
+		}
+		if strings.Contains(l, " bob ") {
+			t.Errorf("plugin watch ran for bob's call, which no_bob refused before it: %q", l)
+		}
 	}
 }

@@ -28,7 +28,7 @@ type config struct {
 	ErrorOut  bool              `json:"error_out"`  // after: replace the result with an error
 	Hide      []string          `json:"hide"`       // catalogue: hide items whose name contains one of these
 	Describe  string            `json:"describe"`   // catalogue: set this description on every item it sees
-	CallsFile string            `json:"calls_file"` // append "hook name" lines for every hook call
+	CallsFile string            `json:"calls_file"` // append "hook name pid principal groups arguments meta" lines for every hook call
 	Limit     int               `json:"limit"`      // must be at most 10 (a plugin's own configuration check)
 	Structure bool              `json:"structure"`  // after: also tag structuredContent.tag
 }
@@ -66,7 +66,11 @@ func (p *plugin) Configure(_ context.Context, _ string, raw json.RawMessage) err
 	return nil
 }
 
-func (p *plugin) record(hook, name string) {
+func (p *plugin) record(hook string, c *sdk.Call) {
+	p.recordLine(hook, c.Name, fmt.Sprintf(" %s %s %s %s", c.Principal.Name, strings.Join(c.Principal.Groups, ","), c.Arguments, c.Meta))
+}
+
+func (p *plugin) recordLine(hook, name, extra string) {
 	if p.cfg.CallsFile == "" {
 		return
 	}
@@ -74,7 +78,7 @@ func (p *plugin) record(hook, name string) {
 	if err != nil {
 		return
 	}
-	fmt.Fprintf(f, "%s %s %d\n", hook, name, os.Getpid())
+	fmt.Fprintf(f, "%s %s %d%s\n", hook, name, os.Getpid(), extra)
 	f.Close()
 }
 
@@ -88,7 +92,7 @@ func (p *plugin) misbehave(hook string) {
 }
 
 func (p *plugin) Before(_ context.Context, c *sdk.Call) (*sdk.Verdict, error) {
-	p.record("before", c.Name)
+	p.record("before", c)
 	p.misbehave("before")
 	if p.cfg.Deny != "" && strings.Contains(c.Name, p.cfg.Deny) {
 		return &sdk.Verdict{Deny: "calls of " + c.Name + " are not allowed by testplugin", Notes: map[string]any{"tag": p.cfg.Tag}}, nil
@@ -113,7 +117,7 @@ func (p *plugin) Before(_ context.Context, c *sdk.Call) (*sdk.Verdict, error) {
 }
 
 func (p *plugin) After(_ context.Context, c *sdk.Call, o *sdk.Outcome) (*sdk.Replacement, error) {
-	p.record("after", c.Name)
+	p.record("after", c)
 	p.misbehave("after")
 	if p.cfg.ErrorOut {
 		return &sdk.Replacement{Error: &sdk.Error{Code: -32000, Message: "testplugin replaced the result"}}, nil
@@ -151,7 +155,7 @@ func (p *plugin) After(_ context.Context, c *sdk.Call, o *sdk.Outcome) (*sdk.Rep
 }
 
 func (p *plugin) Catalogue(_ context.Context, items []sdk.Item) ([]sdk.Change, error) {
-	p.record("catalogue", fmt.Sprint(len(items)))
+	p.recordLine("catalogue", fmt.Sprint(len(items)), "")
 	var out []sdk.Change
 	for i, it := range items {
 		hide := false
