@@ -161,9 +161,12 @@ func (in *instance) launch(ctx context.Context) (*goplugin.Client, pb.PluginClie
 		Cmd:              cmd,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         true,
-		Managed:          true,
-		StartTimeout:     in.spec.StartTimeout,
-		Logger:           newHCLogger(in.log),
+		// Not Managed: go-plugin's managed list is global and never forgets a client, so
+		// a plugin restarted for days would grow it without end; Host.Close stops every
+		// plugin, as CleanupClients would.
+		Managed:      false,
+		StartTimeout: in.spec.StartTimeout,
+		Logger:       newHCLogger(in.log),
 	}
 	if sum != nil {
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
