@@ -62,7 +62,8 @@ type instance struct {
 
 	// Set by the first start, fixed afterwards.
 	name, version string
-	hooks         hooks
+	described     hooks  // the hooks the plugin described
+	hooks         hooks  // those its configuration uses: the ones called
 	config        []byte // the decoded config block, for Configure after every restart
 
 	conn atomic.Pointer[live] // nil while the plugin is down
@@ -256,12 +257,21 @@ func (in *instance) start(ctx context.Context) hcl.Diagnostics {
 		stop()
 		return diags
 	}
+	if len(cresp.Hooks) > 0 {
+		used, err := hookSet(cresp.Hooks)
+		if err != nil || used&^hs != 0 {
+			stop()
+			return append(diags, diag("config", "Plugin configured itself wrongly", fmt.Errorf("the hooks its configuration uses (%v) are not among those it described", cresp.Hooks))...)
+		}
+		hs = used
+	}
 	if in.spec.SHA256 == "" {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Plugin not verified",
 			Detail:  fmt.Sprintf("plugin %q has no sha256: its program runs unverified. Set sha256 = %q to refuse a replaced program.", in.spec.Name, fileSum(in)),
 			Subject: in.spec.rangeOf("command")})
 	}
 	in.name, in.version, in.hooks, in.config = desc.Name, desc.Version, hs, js
+	in.described, _ = hookSet(desc.Hooks)
 	in.mu.Lock()
 	in.client, in.pid = client, pid
 	in.mu.Unlock()
@@ -276,18 +286,9 @@ func checkDescription(d *pb.DescribeResponse) (*schema, hooks, error) {
 	if d.Name == "" {
 		return nil, 0, errors.New("its description has no name")
 	}
-	var hs hooks
-	for _, h := range d.Hooks {
-		switch h {
-		case pb.Hook_HOOK_BEFORE:
-			hs |= hookBefore
-		case pb.Hook_HOOK_AFTER:
-			hs |= hookAfter
-		case pb.Hook_HOOK_CATALOGUE:
-			hs |= hookCatalogue
-		default:
-			return nil, 0, fmt.Errorf("it names hook %v, which this proxy does not know (a newer plugin?)", h)
-		}
+	hs, err := hookSet(d.Hooks)
+	if err != nil {
+		return nil, 0, err
 	}
 	if hs == 0 {
 		return nil, 0, errors.New("it implements no hook")
@@ -297,6 +298,23 @@ func checkDescription(d *pb.DescribeResponse) (*schema, hooks, error) {
 		return nil, 0, err
 	}
 	return s, hs, nil
+}
+
+func hookSet(list []pb.Hook) (hooks, error) {
+	var hs hooks
+	for _, h := range list {
+		switch h {
+		case pb.Hook_HOOK_BEFORE:
+			hs |= hookBefore
+		case pb.Hook_HOOK_AFTER:
+			hs |= hookAfter
+		case pb.Hook_HOOK_CATALOGUE:
+			hs |= hookCatalogue
+		default:
+			return 0, fmt.Errorf("it names hook %v, which this proxy does not know (a newer plugin?)", h)
+		}
+	}
+	return hs, nil
 }
 
 func hookNames(hs hooks) []string {
@@ -387,7 +405,7 @@ func (in *instance) relaunch() error {
 	if err != nil {
 		return fail(fmt.Errorf("describing: %w", err))
 	}
-	if _, hs, err := checkDescription(desc); err != nil || hs != in.hooks || desc.Name != in.name {
+	if _, hs, err := checkDescription(desc); err != nil || hs != in.described || desc.Name != in.name {
 		return fail(fmt.Errorf("the plugin describes itself differently than when the proxy started (%s %v)", desc.Name, err))
 	}
 	cresp, err := pc.Configure(ctx, &pb.ConfigureRequest{Instance: in.spec.Name, Config: in.config})

@@ -474,8 +474,12 @@ func (x *ConfigureRequest) GetConfig() []byte {
 }
 
 type ConfigureResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Diagnostics   []*Diagnostic          `protobuf:"bytes,1,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Diagnostics []*Diagnostic          `protobuf:"bytes,1,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	// The hooks this configuration uses, a subset of those described; empty: all of them.
+	// The proxy then calls only these (a hook a configuration does not need costs no
+	// crossing).
+	Hooks         []Hook `protobuf:"varint,2,rep,packed,name=hooks,proto3,enum=mcpproxy.plugin.v1.Hook" json:"hooks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -513,6 +517,13 @@ func (*ConfigureResponse) Descriptor() ([]byte, []int) {
 func (x *ConfigureResponse) GetDiagnostics() []*Diagnostic {
 	if x != nil {
 		return x.Diagnostics
+	}
+	return nil
+}
+
+func (x *ConfigureResponse) GetHooks() []Hook {
+	if x != nil {
+		return x.Hooks
 	}
 	return nil
 }
@@ -1293,9 +1304,10 @@ const file_plugins_proto_plugin_proto_rawDesc = "" +
 	"\vdescription\x18\x04 \x01(\tR\vdescription\"F\n" +
 	"\x10ConfigureRequest\x12\x1a\n" +
 	"\binstance\x18\x01 \x01(\tR\binstance\x12\x16\n" +
-	"\x06config\x18\x02 \x01(\fR\x06config\"U\n" +
+	"\x06config\x18\x02 \x01(\fR\x06config\"\x85\x01\n" +
 	"\x11ConfigureResponse\x12@\n" +
-	"\vdiagnostics\x18\x01 \x03(\v2\x1e.mcpproxy.plugin.v1.DiagnosticR\vdiagnostics\"v\n" +
+	"\vdiagnostics\x18\x01 \x03(\v2\x1e.mcpproxy.plugin.v1.DiagnosticR\vdiagnostics\x12.\n" +
+	"\x05hooks\x18\x02 \x03(\x0e2\x18.mcpproxy.plugin.v1.HookR\x05hooks\"v\n" +
 	"\n" +
 	"Diagnostic\x12\x18\n" +
 	"\awarning\x18\x01 \x01(\bR\awarning\x12\x18\n" +
@@ -1418,32 +1430,33 @@ var file_plugins_proto_plugin_proto_depIdxs = []int32{
 	0,  // 0: mcpproxy.plugin.v1.DescribeResponse.hooks:type_name -> mcpproxy.plugin.v1.Hook
 	6,  // 1: mcpproxy.plugin.v1.DescribeResponse.config_schema:type_name -> mcpproxy.plugin.v1.Attribute
 	9,  // 2: mcpproxy.plugin.v1.ConfigureResponse.diagnostics:type_name -> mcpproxy.plugin.v1.Diagnostic
-	1,  // 3: mcpproxy.plugin.v1.Call.kind:type_name -> mcpproxy.plugin.v1.Kind
-	10, // 4: mcpproxy.plugin.v1.Call.principal:type_name -> mcpproxy.plugin.v1.Principal
-	11, // 5: mcpproxy.plugin.v1.BeforeRequest.call:type_name -> mcpproxy.plugin.v1.Call
-	2,  // 6: mcpproxy.plugin.v1.BeforeResponse.action:type_name -> mcpproxy.plugin.v1.BeforeResponse.Action
-	11, // 7: mcpproxy.plugin.v1.AfterRequest.call:type_name -> mcpproxy.plugin.v1.Call
-	14, // 8: mcpproxy.plugin.v1.AfterRequest.error:type_name -> mcpproxy.plugin.v1.Error
-	3,  // 9: mcpproxy.plugin.v1.AfterResponse.action:type_name -> mcpproxy.plugin.v1.AfterResponse.Action
-	14, // 10: mcpproxy.plugin.v1.AfterResponse.error:type_name -> mcpproxy.plugin.v1.Error
-	1,  // 11: mcpproxy.plugin.v1.Item.kind:type_name -> mcpproxy.plugin.v1.Kind
-	17, // 12: mcpproxy.plugin.v1.CatalogueRequest.items:type_name -> mcpproxy.plugin.v1.Item
-	19, // 13: mcpproxy.plugin.v1.CatalogueResponse.changes:type_name -> mcpproxy.plugin.v1.Change
-	4,  // 14: mcpproxy.plugin.v1.Plugin.Describe:input_type -> mcpproxy.plugin.v1.DescribeRequest
-	7,  // 15: mcpproxy.plugin.v1.Plugin.Configure:input_type -> mcpproxy.plugin.v1.ConfigureRequest
-	12, // 16: mcpproxy.plugin.v1.Plugin.Before:input_type -> mcpproxy.plugin.v1.BeforeRequest
-	15, // 17: mcpproxy.plugin.v1.Plugin.After:input_type -> mcpproxy.plugin.v1.AfterRequest
-	18, // 18: mcpproxy.plugin.v1.Plugin.Catalogue:input_type -> mcpproxy.plugin.v1.CatalogueRequest
-	5,  // 19: mcpproxy.plugin.v1.Plugin.Describe:output_type -> mcpproxy.plugin.v1.DescribeResponse
-	8,  // 20: mcpproxy.plugin.v1.Plugin.Configure:output_type -> mcpproxy.plugin.v1.ConfigureResponse
-	13, // 21: mcpproxy.plugin.v1.Plugin.Before:output_type -> mcpproxy.plugin.v1.BeforeResponse
-	16, // 22: mcpproxy.plugin.v1.Plugin.After:output_type -> mcpproxy.plugin.v1.AfterResponse
-	20, // 23: mcpproxy.plugin.v1.Plugin.Catalogue:output_type -> mcpproxy.plugin.v1.CatalogueResponse
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	0,  // 3: mcpproxy.plugin.v1.ConfigureResponse.hooks:type_name -> mcpproxy.plugin.v1.Hook
+	1,  // 4: mcpproxy.plugin.v1.Call.kind:type_name -> mcpproxy.plugin.v1.Kind
+	10, // 5: mcpproxy.plugin.v1.Call.principal:type_name -> mcpproxy.plugin.v1.Principal
+	11, // 6: mcpproxy.plugin.v1.BeforeRequest.call:type_name -> mcpproxy.plugin.v1.Call
+	2,  // 7: mcpproxy.plugin.v1.BeforeResponse.action:type_name -> mcpproxy.plugin.v1.BeforeResponse.Action
+	11, // 8: mcpproxy.plugin.v1.AfterRequest.call:type_name -> mcpproxy.plugin.v1.Call
+	14, // 9: mcpproxy.plugin.v1.AfterRequest.error:type_name -> mcpproxy.plugin.v1.Error
+	3,  // 10: mcpproxy.plugin.v1.AfterResponse.action:type_name -> mcpproxy.plugin.v1.AfterResponse.Action
+	14, // 11: mcpproxy.plugin.v1.AfterResponse.error:type_name -> mcpproxy.plugin.v1.Error
+	1,  // 12: mcpproxy.plugin.v1.Item.kind:type_name -> mcpproxy.plugin.v1.Kind
+	17, // 13: mcpproxy.plugin.v1.CatalogueRequest.items:type_name -> mcpproxy.plugin.v1.Item
+	19, // 14: mcpproxy.plugin.v1.CatalogueResponse.changes:type_name -> mcpproxy.plugin.v1.Change
+	4,  // 15: mcpproxy.plugin.v1.Plugin.Describe:input_type -> mcpproxy.plugin.v1.DescribeRequest
+	7,  // 16: mcpproxy.plugin.v1.Plugin.Configure:input_type -> mcpproxy.plugin.v1.ConfigureRequest
+	12, // 17: mcpproxy.plugin.v1.Plugin.Before:input_type -> mcpproxy.plugin.v1.BeforeRequest
+	15, // 18: mcpproxy.plugin.v1.Plugin.After:input_type -> mcpproxy.plugin.v1.AfterRequest
+	18, // 19: mcpproxy.plugin.v1.Plugin.Catalogue:input_type -> mcpproxy.plugin.v1.CatalogueRequest
+	5,  // 20: mcpproxy.plugin.v1.Plugin.Describe:output_type -> mcpproxy.plugin.v1.DescribeResponse
+	8,  // 21: mcpproxy.plugin.v1.Plugin.Configure:output_type -> mcpproxy.plugin.v1.ConfigureResponse
+	13, // 22: mcpproxy.plugin.v1.Plugin.Before:output_type -> mcpproxy.plugin.v1.BeforeResponse
+	16, // 23: mcpproxy.plugin.v1.Plugin.After:output_type -> mcpproxy.plugin.v1.AfterResponse
+	20, // 24: mcpproxy.plugin.v1.Plugin.Catalogue:output_type -> mcpproxy.plugin.v1.CatalogueResponse
+	20, // [20:25] is the sub-list for method output_type
+	15, // [15:20] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_plugin_proto_init() }

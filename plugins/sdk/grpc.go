@@ -97,17 +97,8 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (resp *pb.Descri
 	defer recovered(&err)
 	d := s.impl.Describe()
 	resp = &pb.DescribeResponse{Name: d.Name, Version: d.Version}
-	for _, h := range d.Hooks {
-		switch h {
-		case HookBefore:
-			resp.Hooks = append(resp.Hooks, pb.Hook_HOOK_BEFORE)
-		case HookAfter:
-			resp.Hooks = append(resp.Hooks, pb.Hook_HOOK_AFTER)
-		case HookCatalogue:
-			resp.Hooks = append(resp.Hooks, pb.Hook_HOOK_CATALOGUE)
-		default:
-			return nil, fmt.Errorf("unknown hook %q in the plugin's description", h)
-		}
+	if resp.Hooks, err = hookValues(d.Hooks); err != nil {
+		return nil, err
 	}
 	for _, a := range d.Config {
 		resp.ConfigSchema = append(resp.ConfigSchema, &pb.Attribute{Name: a.Name, Type: a.Type, Required: a.Required, Description: a.Description})
@@ -115,11 +106,33 @@ func (s *server) Describe(context.Context, *pb.DescribeRequest) (resp *pb.Descri
 	return resp, nil
 }
 
+func hookValues(hooks []Hook) ([]pb.Hook, error) {
+	var out []pb.Hook
+	for _, h := range hooks {
+		switch h {
+		case HookBefore:
+			out = append(out, pb.Hook_HOOK_BEFORE)
+		case HookAfter:
+			out = append(out, pb.Hook_HOOK_AFTER)
+		case HookCatalogue:
+			out = append(out, pb.Hook_HOOK_CATALOGUE)
+		default:
+			return nil, fmt.Errorf("unknown hook %q", h)
+		}
+	}
+	return out, nil
+}
+
 func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (resp *pb.ConfigureResponse, err error) {
 	defer recovered(&err)
 	resp = &pb.ConfigureResponse{}
 	cerr := s.impl.Configure(ctx, req.Instance, req.Config)
 	if cerr == nil {
+		if hs, ok := s.impl.(HookSelector); ok {
+			if resp.Hooks, err = hookValues(hs.Hooks()); err != nil {
+				return nil, err
+			}
+		}
 		return resp, nil
 	}
 	ds, ok := cerr.(Diagnostics)

@@ -157,6 +157,14 @@ type Plugin interface {
 	Catalogue(ctx context.Context, items []Item) ([]Change, error)
 }
 
+// HookSelector is implemented by a plugin whose configuration decides which of its
+// described hooks it needs: after Configure, the proxy calls only the hooks Hooks
+// returns (nil or empty: all described hooks). A hook that is not called costs a call
+// no crossing to the plugin.
+type HookSelector interface {
+	Hooks() []Hook
+}
+
 // Base implements every hook as a no-op.
 type Base struct{}
 
