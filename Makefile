@@ -54,6 +54,9 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCheckUnique -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
+	$(GO) test -run='^$$' -fuzz=FuzzReadOnlySQL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
+	$(GO) test -run='^$$' -fuzz=FuzzCheckURL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
+	$(GO) test -run='^$$' -fuzz=FuzzCheckCommand -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 
 # Go benchmarks of the per-message hot path.
 bench-go:

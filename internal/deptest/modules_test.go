@@ -60,29 +60,33 @@ func join(rs ...[]reason) []reason {
 // modules lists, for each package, the third-party modules it may depend on
 // transitively. The wire layer and the test server use the standard library only.
 var modules = map[string][]reason{
-	"jsonrpc":             nil,
-	"internal/jsonx":      nil,
-	"internal/h1":         nil,
-	"internal/glob":       nil,
-	"internal/clock":      nil,
-	"internal/leaktest":   nil,
-	"internal/testserver": nil, // must build anywhere, with nothing but Go
-	"principal":           nil,
-	"mcp":                 nil,
-	"cmd/mcp-bench":       nil,
-	"config":              hcl,
-	"internal/importer":   hcl, // writes HCL with hclwrite
-	"transport":           logging,
-	"upstream":            logging,
-	"router":              logging,
-	"server":              logging,
-	"auth":                join(logging, jose),
-	"policy":              join(logging, hcl, ratelimit),
-	"plugins/proto":       join(protobuf, grpc),
-	"plugins/sdk":         pluginSDK,
-	"plugins":             join(logging, hcl, ratelimit, pluginSDK),
-	"internal/testplugin": pluginSDK,
-	"cmd/mcp-proxy":       join(logging, hcl, ratelimit, jose, pluginSDK),
+	"jsonrpc":              nil,
+	"internal/jsonx":       nil,
+	"internal/h1":          nil,
+	"internal/glob":        nil,
+	"internal/clock":       nil,
+	"internal/leaktest":    nil,
+	"internal/testserver":  nil, // must build anywhere, with nothing but Go
+	"principal":            nil,
+	"mcp":                  nil,
+	"cmd/mcp-bench":        nil,
+	"config":               hcl,
+	"internal/importer":    hcl, // writes HCL with hclwrite
+	"transport":            logging,
+	"upstream":             logging,
+	"router":               logging,
+	"server":               logging,
+	"auth":                 join(logging, jose),
+	"policy":               join(logging, hcl, ratelimit),
+	"plugins/proto":        join(protobuf, grpc),
+	"plugins/sdk":          pluginSDK,
+	"plugins":              join(logging, hcl, ratelimit, pluginSDK),
+	"internal/testplugin":  pluginSDK,
+	"plugins/guard":        {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
+	"plugins/redact":       {{"github.com/agext/levenshtein", "suggestions for misspelt detector names"}},
+	"cmd/mcp-proxy-guard":  pluginSDK,
+	"cmd/mcp-proxy-redact": join(pluginSDK, []reason{{"github.com/agext/levenshtein", "suggestions for misspelt detector names"}}),
+	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK),
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against
