@@ -260,9 +260,10 @@ func (w *walker) str(name bool) error {
 		case c < 0x20:
 			w.pos = i
 			return w.fail("control character %q in string", c)
-		default:
+		default: // a run of non-ASCII bytes: UTF-8 is checked later, if the string is masked
 			ascii = false
-			i++
+			for i++; i < len(d) && d[i] >= utf8.RuneSelf; i++ {
+			}
 		}
 	}
 }

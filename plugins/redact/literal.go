@@ -16,17 +16,20 @@ func rarity(c byte) int {
 
 // An anchor finds where any of a set of literal prefixes may start: it searches for
 // the rarest byte that all of them have at the same offset (with bytes.IndexByte, which
-// is fast exactly when hits are rare), and checks the prefixes around each hit.
+// is fast exactly when hits are rare), tests the second rarest such byte (of another
+// value), if any, and then checks the prefixes around each hit.
 type anchor struct {
 	prefixes []string
-	off      int  // the offset of b in every prefix
+	off      int  // the offset of b in every prefix; -1 if they share no byte
 	b        byte // the byte searched for
+	off2     int  // the offset of b2 in every prefix; -1 if they share no other byte
+	b2       byte
 }
 
 // newAnchor returns the anchor of prefixes, which must share at least one byte at one
 // offset; if they do not, the anchor finds nothing (TestAnchors checks every anchor).
 func newAnchor(prefixes ...string) *anchor {
-	a := &anchor{prefixes: prefixes, off: -1}
+	a := &anchor{prefixes: prefixes, off: -1, off2: -1}
 	shortest := len(prefixes[0])
 	for _, p := range prefixes {
 		shortest = min(shortest, len(p))
@@ -37,8 +40,15 @@ func newAnchor(prefixes ...string) *anchor {
 		for _, p := range prefixes {
 			shared = shared && p[off] == c
 		}
-		if shared && (a.off < 0 || rarity(c) > rarity(a.b)) {
+		switch {
+		case !shared:
+		case a.off < 0 || rarity(c) > rarity(a.b):
+			if a.off >= 0 && a.b != c {
+				a.off2, a.b2 = a.off, a.b
+			}
 			a.off, a.b = off, c
+		case c != a.b && (a.off2 < 0 || rarity(c) > rarity(a.b2)):
+			a.off2, a.b2 = off, c
 		}
 	}
 	return a
@@ -51,12 +61,24 @@ func (a *anchor) next(s []byte, from int) (int, string) {
 		return -1, ""
 	}
 	for i := from + a.off; i < len(s); {
-		k := bytes.IndexByte(s[i:], a.b)
-		if k < 0 {
-			return -1, ""
+		// Look at the next few bytes before calling IndexByte: text dense in the
+		// byte (a run of "_") would otherwise pay a call per byte.
+		if end := min(i+8, len(s)); i < end && s[i] != a.b {
+			for i++; i < end && s[i] != a.b; i++ {
+			}
+			if i == end {
+				k := bytes.IndexByte(s[i:], a.b)
+				if k < 0 {
+					return -1, ""
+				}
+				i += k
+			}
 		}
-		i += k
 		start := i - a.off
+		if a.off2 >= 0 && (start+a.off2 < 0 || start+a.off2 >= len(s) || s[start+a.off2] != a.b2) {
+			i++
+			continue
+		}
 		for _, p := range a.prefixes {
 			if hasPrefixAt(s, start, p) {
 				return start, p

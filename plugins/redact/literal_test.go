@@ -48,3 +48,25 @@ func TestAnchorNext(t *testing.T) {
 		t.Errorf("an anchor without a shared byte found %d", i)
 	}
 }
+
+func TestNewAnchor(t *testing.T) {
+	tests := []struct {
+		prefixes  []string
+		off, off2 int
+		b, b2     byte
+	}{
+		{[]string{"xoxb-", "xoxp-", "xoxe.xoxp-"}, 0, 1, 'x', 'o'},
+		{[]string{"ghp_", "gho_"}, 3, 0, '_', 'g'},
+		{[]string{"sk_live_", "rk_test_"}, 1, 2, 'k', '_'},
+		{[]string{"eyJ"}, 2, 1, 'J', 'y'},
+		{[]string{"Bearer", "BEARER"}, 0, -1, 'B', 0},
+		{[]string{"ab", "cd"}, -1, -1, 0, 0},
+	}
+	for _, tc := range tests {
+		a := newAnchor(tc.prefixes...)
+		if a.off != tc.off || a.off2 != tc.off2 || (a.off >= 0 && a.b != tc.b) || (a.off2 >= 0 && a.b2 != tc.b2) {
+			t.Errorf("newAnchor(%q) = off %d %q, off2 %d %q; want %d %q, %d %q",
+				tc.prefixes, a.off, a.b, a.off2, a.b2, tc.off, tc.b, tc.off2, tc.b2)
+		}
+	}
+}
