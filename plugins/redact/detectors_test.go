@@ -305,3 +305,32 @@ func TestMinLen(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFalsePositives runs every detector over ordinary tool output that holds no
+// secret and no personal data.
+func TestNoFalsePositives(t *testing.T) {
+	r := mustNew(t, Config{})
+	for _, s := range []string{
+		"123e4567-e89b-12d3-a456-426614174000",
+		"550E8400-E29B-41D4-A716-446655440000",
+		"commit 9f2c1e7b4d0a2e51a9c3f6b8d7e0a1c2b3d4e5f6",
+		"sha256:9b1d4e6f0a2c8e7d5b3a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c",
+		"v1.2.3-rc.1+build.20240115, @scope/pkg@^4.17.21, node@18.x",
+		"2024-01-15T10:41:58.112Z 1705315318112 1705315318112345 1705315318112345678",
+		"10.0.0.1:8080 fe80::1 https://example.com/path?q=1#frag file:///srv/app/x.go:42:7",
+		"pip install scikit-learn; sk-learn; task-runner; disk-usage; risk-assessment",
+		"ghp_xxx is a placeholder; set GITHUB_TOKEN; npm_config_cache=/tmp",
+		"user@localhost root@server git@github.com:org/repo.git icon@2x.png",
+		"Bearer authentication uses tokens; see RFC 6750",
+		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+		"amount 4111111111111112, order 1234567812345678, phone +1 555 123 4567",
+		"price 0.4111111111111111 EUR, ratio 4111111111111111.5",
+		"AKIA is a prefix; ASIA and AIza appear in docs",
+		"eyJhbGciOiJIUzI1NiJ9 alone is only a header",
+		"SGVsbG8gV29ybGQhIFRoaXMgaXMgYmFzZTY0IGVuY29kZWQgdGV4dC4gSXQgaXMgbm90IGEgc2VjcmV0Lg==",
+	} {
+		if got, counts := r.String(s); counts != nil {
+			t.Errorf("String(%q) = %q, %v; want nothing masked", s, got, counts)
+		}
+	}
+}

@@ -10,9 +10,11 @@
 // matches are masked as one span, named for the longest of them (the earliest, then
 // the first in priority order, on a tie), and counted once.
 //
-// Masking is idempotent: text that already holds a mask of this Redactor's replacement
-// template is not masked again, and the Redactor repeats its search on its own output
-// until nothing more is found, so String(String(s)) and JSON(JSON(doc)) change nothing.
+// Masking is idempotent: a mask of this Redactor's template already in the text is never
+// masked again (a match inside it or across its edge is dropped; only a match that
+// wholly contains it, such as a private key block, is masked, whole), and the Redactor
+// repeats its search on its own output until nothing more is found, so String(String(s))
+// and JSON(JSON(doc)) change nothing.
 //
 // What it must not do: change anything but the string values it masks. JSON member
 // names, numbers' spelling, whitespace, member order and the escapes of unchanged strings
