@@ -9,6 +9,14 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/mcp-proxy-redact ./cmd/mcp-proxy-redact
+	$(GO) build -o $(BIN)/mcp-proxy-guard ./cmd/mcp-proxy-guard
+
+# The shipped plugins alone, with the sha256 their plugin blocks take.
+plugins:
+	$(GO) build -o $(BIN)/mcp-proxy-redact ./cmd/mcp-proxy-redact
+	$(GO) build -o $(BIN)/mcp-proxy-guard ./cmd/mcp-proxy-guard
+	@cd $(BIN) && sha256sum mcp-proxy-redact mcp-proxy-guard
 
 # Regenerate the plugin interface's Go code from plugins/proto/plugin.proto. Needs
 # protoc (Debian: apt-get install protobuf-compiler); the generators are pinned here and
@@ -54,13 +62,15 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCheckUnique -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
+	$(GO) test -run='^$$' -fuzz=FuzzJSON -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
+	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
 	$(GO) test -run='^$$' -fuzz=FuzzReadOnlySQL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckURL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckCommand -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 
 # Go benchmarks of the per-message hot path.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/
 
 # The load tool: proxy vs direct, in one run.
 load:

@@ -19,6 +19,8 @@ var (
 	everythingBin string
 	testserverBin string
 	testpluginBin string
+	redactBin     string
+	guardBin      string
 	npmEverything string // path of server-everything's dist/index.js
 )
 
@@ -46,10 +48,14 @@ func setup(m *testing.M) (int, error) {
 	everythingBin = filepath.Join(dir, "everything-server")
 	testserverBin = filepath.Join(dir, "testserver")
 	testpluginBin = filepath.Join(dir, "testplugin")
+	redactBin = filepath.Join(dir, "mcp-proxy-redact")
+	guardBin = filepath.Join(dir, "mcp-proxy-guard")
 	for _, b := range []struct{ out, pkg string }{
 		{proxyBin, "./cmd/mcp-proxy"},
 		{testserverBin, "./internal/testserver"},
 		{testpluginBin, "./internal/testplugin"},
+		{redactBin, "./cmd/mcp-proxy-redact"},
+		{guardBin, "./cmd/mcp-proxy-guard"},
 		{everythingBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
 	} {
 		cmd := exec.Command("go", "build", "-race", "-o", b.out, b.pkg)

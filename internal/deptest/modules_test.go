@@ -83,9 +83,9 @@ var modules = map[string][]reason{
 	"plugins":              join(logging, hcl, ratelimit, pluginSDK),
 	"internal/testplugin":  pluginSDK,
 	"plugins/guard":        {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
-	"plugins/redact":       {{"github.com/agext/levenshtein", "suggestions for misspelt detector names"}},
+	"plugins/redact":       nil,
 	"cmd/mcp-proxy-guard":  pluginSDK,
-	"cmd/mcp-proxy-redact": join(pluginSDK, []reason{{"github.com/agext/levenshtein", "suggestions for misspelt detector names"}}),
+	"cmd/mcp-proxy-redact": pluginSDK,
 	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK),
 }
 
