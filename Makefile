@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin run tools clean conformance dist
 
 all: build
 
@@ -87,6 +87,18 @@ load-http:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -concurrency 1,16,64 -sessions 1000 -idle-upstreams 0 -json $(BIN)/load-http.json
+
+# The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
+# after hooks, two process crossings per call) against the same proxy without it, in one
+# run; the summary gives the added p50 and CPU per call and per hop.
+load-plugin:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(GO) build -o $(BIN)/testplugin ./internal/testplugin
+	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
+		-plugin "$(BIN)/testplugin -hooks before,after" -plugin-hops 2 \
+		-rounds 3 -duration 3s -concurrency 1,16 -idle-upstreams 0 -json $(BIN)/load-plugin.json
 
 bench: bench-go load
 

@@ -41,10 +41,10 @@ const (
 var errToolResult = errors.New("tool result has isError: true")
 
 // target is one endpoint under test: the upstream spoken to directly, or the proxy in
-// front of it.
+// front of it (with a plugin, for proxy+plugin).
 type target struct {
 	name    string
-	child   *child      // the measured process: its CPU time is the phase's CPU figure
+	child   *child      // the measured process: its CPU time (with its plugins') is the phase's CPU figure
 	sampler *rssSampler // proxies only: peak memory of the proxy process
 
 	// -mode http only.
@@ -53,6 +53,9 @@ type target struct {
 	idle         *idleSessions  // -idle-sessions: held open while the phases run
 	upstream     *child         // proxy-httpup: the HTTP upstream the proxy calls
 	upstreamBase string         // proxy-httpup: http://ADDR of that upstream, for /stats
+
+	// proxy+plugin only: finds the plugin processes whose CPU time counts with the proxy's.
+	plugin *pluginFinder
 }
 
 // callers returns n callers, one per worker: over the one stdio connection, or over HTTP
@@ -130,7 +133,8 @@ type phaseResult struct {
 	MeanUS      float64 `json:"mean_us"`
 	// CPUSec is the CPU time (user+system) of the target process itself during the
 	// measured part: the upstream for direct, the proxy process (without its upstream) for
-	// proxy. Resolution is one clock tick (10 ms).
+	// proxy, the proxy process and its plugin processes (without the upstream) for
+	// proxy+plugin. Resolution is one clock tick (10 ms) per process.
 	CPUSec       float64 `json:"cpu_sec"`
 	CPUPerCallUS float64 `json:"cpu_per_call_us"`
 	// BenchCPUSec is the CPU time of mcp-bench itself (the client) in the same interval.
@@ -138,6 +142,8 @@ type phaseResult struct {
 	BenchCPUPerCallUS float64 `json:"bench_cpu_per_call_us"`
 	// HTTP holds the connection counts of -mode http.
 	HTTP *httpPhaseStats `json:"http,omitempty"`
+	// CPUSplit divides CPUSec of proxy+plugin between the proxy and its plugin processes.
+	CPUSplit *cpuSplit `json:"cpu_split,omitempty"`
 }
 
 // httpPhaseStats counts TCP connections opened during the measured part of a phase.
@@ -245,39 +251,66 @@ func handshake(ctx context.Context, c *conn) error {
 	return nil
 }
 
-// cpuMeter measures the CPU time of the target process and of mcp-bench itself over an
-// interval.
+// cpuMeter measures the CPU time of a set of processes (the target process, and for
+// proxy+plugin its plugin processes) and of mcp-bench itself over an interval.
 type cpuMeter struct {
-	pid                   int
-	startTarget, startOwn int64
-	err                   error
+	pids     []int   // pids[0] is the target process, the rest its plugin processes
+	start    []int64 // clock ticks of each of pids at the start
+	startOwn int64
+	err      error
 }
 
-func startCPU(pid int) *cpuMeter {
-	m := &cpuMeter{pid: pid}
-	var err1, err2 error
-	m.startTarget, err1 = readCPUTicks(pid)
-	m.startOwn, err2 = readCPUTicks(os.Getpid())
-	m.err = errors.Join(err1, err2)
+// startCPU starts measuring pids (the target process first).
+func startCPU(pids []int) *cpuMeter {
+	m := &cpuMeter{pids: pids, start: make([]int64, len(pids))}
+	var errs []error
+	for i, pid := range pids {
+		var err error
+		m.start[i], err = readCPUTicks(pid)
+		errs = append(errs, err)
+	}
+	var err error
+	m.startOwn, err = readCPUTicks(os.Getpid())
+	m.err = errors.Join(append(errs, err)...)
 	return m
 }
 
 // cpuUse is the CPU time used during a phase.
 type cpuUse struct {
-	target, own time.Duration
+	target  time.Duration // all measured processes: the target and its plugins
+	plugins time.Duration // the plugin processes alone (part of target)
+	own     time.Duration // mcp-bench
 }
 
-// stop returns the CPU time used since start.
+// stop returns the CPU time used since start. A measured process that is gone (its
+// /proc entry vanished) is an error: its CPU time since start is lost.
 func (m *cpuMeter) stop() (cpuUse, error) {
 	if m.err != nil {
 		return cpuUse{}, m.err
 	}
-	t, err1 := readCPUTicks(m.pid)
-	o, err2 := readCPUTicks(os.Getpid())
-	if err := errors.Join(err1, err2); err != nil {
+	var use cpuUse
+	var errs []error
+	for i, pid := range m.pids {
+		t, err := readCPUTicks(pid)
+		if err != nil {
+			if i > 0 {
+				err = fmt.Errorf("plugin process %d vanished during the phase: %w", pid, err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		d := ticksToDuration(t - m.start[i])
+		use.target += d
+		if i > 0 {
+			use.plugins += d
+		}
+	}
+	o, err := readCPUTicks(os.Getpid())
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return cpuUse{}, err
 	}
-	return cpuUse{ticksToDuration(t - m.startTarget), ticksToDuration(o - m.startOwn)}, nil
+	use.own = ticksToDuration(o - m.startOwn)
+	return use, nil
 }
 
 // runPhase runs one phase against one target.
@@ -313,11 +346,15 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 		}
 	}
 	lat := make([]time.Duration, 0, o.latencyCalls)
+	pids, err := t.cpuPIDs()
+	if err != nil {
+		return res, err
+	}
 	conns, err := startConnCount(ctx, t)
 	if err != nil {
 		return res, err
 	}
-	cpu := startCPU(t.child.pid())
+	cpu := startCPU(pids)
 	start := time.Now()
 	for range o.latencyCalls {
 		t0 := time.Now()
@@ -336,11 +373,12 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 		lat = append(lat, d)
 	}
 	elapsed := time.Since(start)
-	cpuUsed, err := cpu.stop()
+	cpuUsed, err := t.stopCPU(cpu)
 	if err != nil {
-		return res, fmt.Errorf("reading CPU time of %s: %w", t.name, err)
+		return res, err
 	}
 	res.fill(lat, elapsed, cpuUsed, &tally)
+	res.setCPUSplit(pids, cpuUsed)
 	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
 		return res, err
 	}
@@ -367,6 +405,10 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 	perWorker := max(1, maxCallsPerPhase/conc)
 	results := make([]workerResult, conc)
 	ks, err := t.callers(ctx, conc, o.timeout)
+	if err != nil {
+		return res, err
+	}
+	pids, err := t.cpuPIDs()
 	if err != nil {
 		return res, err
 	}
@@ -424,13 +466,13 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 	}
 	ready.Wait()
 	conns, connErr := startConnCount(ctx, t)
-	cpu := startCPU(t.child.pid())
+	cpu := startCPU(pids)
 	start := time.Now()
 	deadline = start.Add(o.duration)
 	close(startc)
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpuUsed, cpuErr := cpu.stop()
+	cpuUsed, cpuErr := t.stopCPU(cpu)
 
 	total := 0
 	for _, r := range results {
@@ -446,13 +488,14 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 		return res, connErr
 	}
 	if cpuErr != nil {
-		return res, fmt.Errorf("reading CPU time of %s: %w", t.name, cpuErr)
+		return res, cpuErr
 	}
 	lat := make([]time.Duration, 0, total)
 	for _, r := range results {
 		lat = append(lat, r.lat...)
 	}
 	res.fill(lat, elapsed, cpuUsed, &tally)
+	res.setCPUSplit(pids, cpuUsed)
 	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
 		return res, err
 	}

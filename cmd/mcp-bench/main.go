@@ -2,10 +2,12 @@
 // upstream called directly, in one run, and prints a comparison.
 //
 // For each round it spawns the upstream ("direct") and the proxy in front of a copy of it
-// ("proxy"), runs a latency phase at concurrency 1 and a throughput phase per concurrency
-// level against both, interleaved so machine noise hits both alike, samples the proxy's
-// memory and CPU from /proc, and finally measures the idle memory of a proxy holding many
-// upstreams. It only talks to the child processes it starts, and stops them all on exit.
+// ("proxy"), and with -plugin the same proxy with one plugin on the measured tool
+// ("proxy+plugin"), runs a latency phase at concurrency 1 and a throughput phase per
+// concurrency level against each, interleaved so machine noise hits all alike, samples
+// the proxy's memory and CPU (and its plugin's CPU) from /proc, and finally measures the
+// idle memory of a proxy holding many upstreams. It only talks to the child processes it
+// starts, and stops them all on exit.
 //
 // -mode stdio (the default) speaks to both over stdin/stdout. -mode http speaks
 // Streamable HTTP to both: the upstream serves HTTP itself (testserver -http), the proxy
@@ -69,11 +71,13 @@ type options struct {
 	concurrency   []int
 	idleUpstreams int
 	rounds        int
-	mode          string // modeStdio or modeHTTP
-	httpUpstream  bool   // -mode http: also measure the proxy with an HTTP upstream
-	sessions      int    // -mode http: sessions of the many-sessions phase (0 skips it)
-	sessionCalls  int    // tools/call per session in that phase
-	idleSessions  int    // -mode http: idle sessions held open on every target during the phases
+	mode          string   // modeStdio or modeHTTP
+	httpUpstream  bool     // -mode http: also measure the proxy with an HTTP upstream
+	sessions      int      // -mode http: sessions of the many-sessions phase (0 skips it)
+	sessionCalls  int      // tools/call per session in that phase
+	idleSessions  int      // -mode http: idle sessions held open on every target during the phases
+	plugin        []string // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
+	pluginHops    int      // plugin process crossings per call, to divide the added figures by
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -102,7 +106,11 @@ a latency phase at concurrency 1 and a throughput phase per -concurrency level, 
 each target in turn, rounds alternating who goes first. The proxy's CPU per call and
 memory come from /proc.
 
--mode stdio (default): both targets are spoken to over stdin/stdout.
+-mode stdio (default): both targets are spoken to over stdin/stdout. With -plugin
+"CMD ARGS" a third target, proxy+plugin, is the same proxy and upstream with a plugin
+"bench" block running CMD ARGS on the measured tool (failure "closed", timeout 5s, an
+empty config block); its CPU figure is the proxy's plus its plugin processes', and the
+summary reports what the plugin adds to proxy, in all and per hop (-plugin-hops).
 
 -mode http: both are spoken to over Streamable HTTP, one MCP session per worker over a
 keep-alive connection pool (idle connections kept for every worker), with the same client
@@ -135,7 +143,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
-	var upstream, conc string
+	var upstream, conc, plugin string
 	fs.StringVar(&o.proxyPath, "proxy", defaultProxy, "mcp-proxy binary")
 	fs.StringVar(&upstream, "upstream", defaultUpstream, "upstream command and arguments, split on spaces")
 	fs.StringVar(&o.tool, "tool", "echo", "tool to call")
@@ -148,6 +156,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.rounds, "rounds", 1, "repeat everything this many times and report medians")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout (a timed-out call counts as an error)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&plugin, "plugin", "", "-mode stdio: plugin command and arguments, split on spaces; adds the target proxy+plugin")
+	fs.IntVar(&o.pluginHops, "plugin-hops", 2, "plugin process crossings per call (2 for a plugin with before and after hooks), to report the added figures per hop")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
@@ -186,6 +196,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o.concurrency = levels
 	o.upstream = strings.Fields(upstream)
 	check(len(o.upstream) > 0, "-upstream must not be empty")
+	o.plugin = strings.Fields(plugin)
+	check(len(o.plugin) == 0 || o.mode == modeStdio, "-plugin needs -mode stdio (the proxy+plugin target is measured over stdio only)")
+	check(o.pluginHops >= 1 && o.pluginHops <= maxPluginHops, "-plugin-hops must be in [1, %d]", maxPluginHops)
 	if len(errs) > 0 {
 		return nil, usageError{strings.Join(errs, "; ")}
 	}
@@ -266,6 +279,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := os.WriteFile(env.mainCfg, []byte(proxyConfig(ups)), 0o600); err != nil {
 		return fmt.Errorf("writing the proxy config: %w", err)
 	}
+	if len(o.plugin) > 0 {
+		if o.plugin[0], err = resolveProgram(o.plugin[0]); err != nil {
+			return fmt.Errorf("finding the plugin (for the test plugin: go build -o bin/testplugin ./internal/testplugin): %w", err)
+		}
+		env.pluginCfg = filepath.Join(tmp, "plugin.hcl")
+		if err := os.WriteFile(env.pluginCfg, []byte(proxyConfigPlugins(ups, []pluginBlock{benchPlugin(o)})), 0o600); err != nil {
+			return fmt.Errorf("writing the proxy+plugin config: %w", err)
+		}
+	}
 	env.idleCfg = filepath.Join(tmp, "idle.hcl")
 	if o.idleUpstreams > 0 {
 		cfg := proxyConfig(idleUpstreams(o.idleUpstreams, o.upstream, o.dir))
@@ -308,6 +330,7 @@ type roundEnv struct {
 	params           json.RawMessage
 	tmp              string // temporary directory for configs and address files
 	mainCfg, idleCfg string // stdio configs
+	pluginCfg        string // -plugin: the stdio config of proxy+plugin
 	errw             io.Writer
 }
 
@@ -325,7 +348,14 @@ func startTargets(ctx context.Context, round int, env *roundEnv) ([]*target, err
 	if err != nil {
 		return nil, errors.Join(err, direct.Close())
 	}
-	return []*target{direct, proxy}, nil
+	if env.pluginCfg == "" {
+		return []*target{direct, proxy}, nil
+	}
+	withPlugin, err := startPluginTarget(ctx, env)
+	if err != nil {
+		return nil, errors.Join(err, proxy.Close(), direct.Close())
+	}
+	return []*target{direct, proxy, withPlugin}, nil
 }
 
 // rotate returns ts rotated left by k, so that each round another target goes first.
@@ -371,8 +401,12 @@ func runRound(ctx context.Context, round int, env *roundEnv) (roundResult, error
 					conns += fmt.Sprintf(", to upstream %d", *h.UpstreamNewConns)
 				}
 			}
-			fmt.Fprintf(errw, "round %d/%d %-18s %-14s %9.0f calls/s  p50 %7.1fµs  p99 %7.1fµs  CPU %6.1fµs/call  errors %d%s\n",
-				round+1, o.rounds, spec, t.name, res.CallsPerSec, res.P50US, res.P99US, res.CPUPerCallUS, res.Errors, conns)
+			split := ""
+			if s := res.CPUSplit; s != nil {
+				split = fmt.Sprintf("  (proxy %.1fµs + plugin %.1fµs, plugin pids %v)", s.ProxyCPUPerCallUS, s.PluginCPUPerCallUS, s.PluginPIDs)
+			}
+			fmt.Fprintf(errw, "round %d/%d %-18s %-14s %9.0f calls/s  p50 %7.1fµs  p99 %7.1fµs  CPU %6.1fµs/call  errors %d%s%s\n",
+				round+1, o.rounds, spec, t.name, res.CallsPerSec, res.P50US, res.P99US, res.CPUPerCallUS, res.Errors, conns, split)
 			rr.Phases = append(rr.Phases, res)
 		}
 	}
@@ -386,6 +420,8 @@ func runRound(ctx context.Context, round int, env *roundEnv) (roundResult, error
 				rr.ProxyPeakRSSMiB = kBToMiB(rr.ProxyPeakRSSkB)
 			case targetProxyHTTPUp:
 				rr.ProxyHTTPUpPeakRSSkB = t.sampler.peakkB()
+			case targetProxyPlugin:
+				rr.ProxyPluginPeakRSSkB = t.sampler.peakkB()
 			}
 		}
 		closeErrs = append(closeErrs, t.Close())

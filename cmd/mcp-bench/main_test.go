@@ -212,6 +212,13 @@ func TestParseOptions(t *testing.T) {
 	if !slices.Equal(o.concurrency, []int{1, 8, 256}) || !slices.Equal(o.upstream, []string{"srv", "-a", "-b"}) || o.rounds != 3 {
 		t.Errorf("options = %+v", o)
 	}
+	if len(o.plugin) != 0 || o.pluginHops != 2 {
+		t.Errorf("without -plugin: plugin %q, hops %d; want none, 2", o.plugin, o.pluginHops)
+	}
+	o, err = parseOptions([]string{"-plugin", " bin/testplugin  -hooks before ", "-plugin-hops", "1"}, io.Discard)
+	if err != nil || !slices.Equal(o.plugin, []string{"bin/testplugin", "-hooks", "before"}) || o.pluginHops != 1 {
+		t.Errorf("-plugin: %+v, %v", o, err)
+	}
 	o, err = parseOptions([]string{"-concurrency", ""}, io.Discard)
 	if err != nil || len(o.concurrency) != 0 {
 		t.Errorf("empty -concurrency: %v, %v", o, err)
@@ -220,6 +227,8 @@ func TestParseOptions(t *testing.T) {
 		{"-concurrency", "0"}, {"-concurrency", "x"}, {"-concurrency", "100000"},
 		{"-duration", "0s"}, {"-latency-calls", "0"}, {"-rounds", "0"}, {"-upstream", "  "},
 		{"-idle-upstreams", "-1"}, {"stray"},
+		{"-mode", "http", "-plugin", "tp -hooks before"}, {"-plugin", "tp", "-plugin-hops", "0"},
+		{"-plugin", "tp", "-plugin-hops", "65"},
 	} {
 		_, err := parseOptions(args, io.Discard)
 		var ue usageError

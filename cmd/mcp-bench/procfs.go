@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,4 +228,90 @@ func readNofile(pid int) (soft, hard int64, err error) {
 		return 0, 0, err
 	}
 	return parseNofile(string(b))
+}
+
+// parseStatPPID returns the parent pid (field 4) from the text of /proc/PID/stat.
+func parseStatPPID(s string) (int, error) {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("parsing stat: no ')' after the command name")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, fmt.Errorf("parsing stat: %d fields after the command name, want at least 2", len(f))
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return 0, fmt.Errorf("parsing stat ppid: %w", err)
+	}
+	return ppid, nil
+}
+
+// readParents maps the pid of every process in /proc to its parent's. Processes that
+// exit during the scan are left out.
+func readParents() (map[int]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	parents := make(map[int]int, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone since the listing
+		}
+		ppid, err := parseStatPPID(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("pid %d: %w", pid, err)
+		}
+		parents[pid] = ppid
+	}
+	return parents, nil
+}
+
+// descendants returns the pids below root in the process tree given by parents (pid to
+// parent pid), sorted.
+func descendants(parents map[int]int, root int) []int {
+	children := map[int][]int{}
+	for pid, ppid := range parents {
+		if pid != ppid {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	seen := map[int]bool{root: true}
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// readExe returns the program pid runs: the target of /proc/PID/exe (without the
+// " (deleted)" the kernel appends when the file was replaced), or else the first
+// argument of /proc/PID/cmdline.
+func readExe(pid int) (string, error) {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err == nil {
+		return strings.TrimSuffix(exe, " (deleted)"), nil
+	}
+	b, err2 := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err2 != nil || len(b) == 0 {
+		return "", errors.Join(err, err2)
+	}
+	arg0, _, _ := strings.Cut(string(b), "\x00")
+	return arg0, nil
 }

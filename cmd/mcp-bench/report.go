@@ -45,6 +45,8 @@ type settings struct {
 	Sessions      int      `json:"sessions,omitempty"`
 	SessionCalls  int      `json:"session_calls,omitempty"`
 	IdleSessions  int      `json:"idle_sessions,omitempty"`
+	Plugin        []string `json:"plugin,omitempty"`      // -plugin: the command of proxy+plugin's plugin
+	PluginHops    int      `json:"plugin_hops,omitempty"` // -plugin: process crossings per call
 }
 
 // roundResult is one round: every phase against both targets, then the idle phase.
@@ -54,7 +56,9 @@ type roundResult struct {
 	ProxyPeakRSSkB  int64         `json:"proxy_peak_rss_kb"` // VmHWM of the proxy process over the round
 	ProxyPeakRSSMiB float64       `json:"proxy_peak_rss_mib"`
 	// ProxyHTTPUpPeakRSSkB is the VmHWM of the proxy with an HTTP upstream (-mode http).
-	ProxyHTTPUpPeakRSSkB int64           `json:"proxy_httpup_peak_rss_kb,omitempty"`
+	ProxyHTTPUpPeakRSSkB int64 `json:"proxy_httpup_peak_rss_kb,omitempty"`
+	// ProxyPluginPeakRSSkB is the VmHWM of the proxy process of proxy+plugin (-plugin).
+	ProxyPluginPeakRSSkB int64           `json:"proxy_plugin_peak_rss_kb,omitempty"`
 	Idle                 *idleResult     `json:"idle,omitempty"`
 	Sessions             *sessionsResult `json:"sessions,omitempty"`
 }
@@ -78,6 +82,14 @@ type figures struct {
 	// proxy (proxy-httpup only).
 	NewConnsPerCall    *float64 `json:"new_conns_per_call,omitempty"`
 	UpstreamNewConnPct *float64 `json:"upstream_new_conn_pct,omitempty"`
+	// proxy+plugin: CPUPerCallUS divided between the proxy and its plugin processes.
+	CPUSplit *cpuSplitUS `json:"cpu_split,omitempty"`
+}
+
+// cpuSplitUS is the CPU per call of proxy+plugin by process, medians over rounds.
+type cpuSplitUS struct {
+	ProxyUS  float64 `json:"proxy_us"`
+	PluginUS float64 `json:"plugin_us"`
 }
 
 // phaseSummary compares the targets in one phase. Ratios are proxy/direct (0 when the
@@ -95,6 +107,8 @@ type phaseSummary struct {
 	HTTPUpP50Ratio        float64  `json:"httpup_p50_ratio,omitempty"`
 	HTTPUpP99Ratio        float64  `json:"httpup_p99_ratio,omitempty"`
 	HTTPUpThroughputRatio float64  `json:"httpup_throughput_ratio,omitempty"`
+	// -plugin: the proxy with the plugin (compared with proxy in summary.plugin_hops).
+	ProxyPlugin *figures `json:"proxy_plugin,omitempty"`
 }
 
 // sessionsSummary condenses the sessions phases of all rounds: medians, except where
@@ -134,7 +148,11 @@ type summary struct {
 	// ProxyHTTPUpPeakRSSMiB is the median VmHWM of the proxy with an HTTP upstream.
 	ProxyHTTPUpPeakRSSMiB float64          `json:"proxy_httpup_peak_rss_mib,omitempty"`
 	Sessions              *sessionsSummary `json:"sessions,omitempty"`
-	Errors                int              `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
+	// -plugin: the median VmHWM of the proxy process of proxy+plugin, and what the plugin
+	// adds to a call in each phase.
+	ProxyPluginPeakRSSMiB float64     `json:"proxy_plugin_peak_rss_mib,omitempty"`
+	PluginHops            []pluginHop `json:"plugin_hops,omitempty"`
+	Errors                int         `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
 }
 
 func newReport(o *options) *report {
@@ -165,8 +183,18 @@ func newReport(o *options) *report {
 			Sessions:      o.sessions,
 			SessionCalls:  o.sessionCalls,
 			IdleSessions:  o.idleSessions,
+			Plugin:        o.plugin,
+			PluginHops:    pluginHopsSetting(o),
 		},
 	}
+}
+
+// pluginHopsSetting is -plugin-hops when there is a plugin, else 0 (left out).
+func pluginHopsSetting(o *options) int {
+	if len(o.plugin) == 0 {
+		return 0
+	}
+	return o.pluginHops
 }
 
 func readTrimmed(path string) string {
@@ -224,14 +252,22 @@ func (r *report) summarize() {
 			ps.HTTPUpP99Ratio = ratio(f.P99US, ps.Direct.P99US)
 			ps.HTTPUpThroughputRatio = ratio(f.CallsPerSec, ps.Direct.CallsPerSec)
 		}
+		if pp := byKey[k][targetProxyPlugin]; len(pp) > 0 {
+			f := medianFigures(pp)
+			ps.ProxyPlugin = &f
+			s.PluginHops = append(s.PluginHops, summarizePluginHop(k.kind, k.conc, r.Settings.PluginHops, r.Rounds, &ps.Proxy, &f))
+		}
 		s.Phases = append(s.Phases, ps)
 	}
-	var peaks, idle, upPeaks []float64
+	var peaks, idle, upPeaks, pluginPeaks []float64
 	var sessions []*sessionsResult
 	for _, rr := range r.Rounds {
 		peaks = append(peaks, rr.ProxyPeakRSSMiB)
 		if rr.ProxyHTTPUpPeakRSSkB > 0 {
 			upPeaks = append(upPeaks, kBToMiB(rr.ProxyHTTPUpPeakRSSkB))
+		}
+		if rr.ProxyPluginPeakRSSkB > 0 {
+			pluginPeaks = append(pluginPeaks, kBToMiB(rr.ProxyPluginPeakRSSkB))
 		}
 		if rr.Sessions != nil {
 			sessions = append(sessions, rr.Sessions)
@@ -251,6 +287,7 @@ func (r *report) summarize() {
 	s.ProxyPeakRSSMiB = median(peaks)
 	s.IdleRSSMiB = median(idle)
 	s.ProxyHTTPUpPeakRSSMiB = median(upPeaks)
+	s.ProxyPluginPeakRSSMiB = median(pluginPeaks)
 	s.Sessions = summarizeSessions(sessions)
 	r.Summary = s
 }
@@ -318,8 +355,12 @@ func medianFigures(ps []phaseResult) figures {
 	f.MeanUS = col(func(p *phaseResult) float64 { return p.MeanUS })
 	f.CPUPerCallUS = col(func(p *phaseResult) float64 { return p.CPUPerCallUS })
 	f.BenchCPUPerCallUS = col(func(p *phaseResult) float64 { return p.BenchCPUPerCallUS })
-	var conns, upPct []float64
+	var conns, upPct, splitProxy, splitPlugin []float64
 	for i := range ps {
+		if c := ps[i].CPUSplit; c != nil {
+			splitProxy = append(splitProxy, c.ProxyCPUPerCallUS)
+			splitPlugin = append(splitPlugin, c.PluginCPUPerCallUS)
+		}
 		if h := ps[i].HTTP; h != nil {
 			conns = append(conns, h.NewConnsPerCall)
 			if h.UpstreamNewConnPct != nil {
@@ -334,6 +375,9 @@ func medianFigures(ps []phaseResult) figures {
 	if len(upPct) > 0 {
 		v := median(upPct)
 		f.UpstreamNewConnPct = &v
+	}
+	if len(splitProxy) > 0 {
+		f.CPUSplit = &cpuSplitUS{ProxyUS: median(splitProxy), PluginUS: median(splitPlugin)}
 	}
 	return f
 }
@@ -376,6 +420,11 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, ", Linux %s", m.Kernel)
 	}
 	fmt.Fprintf(&b, "\nproxy:    %s\nupstream: %s\n", st.Proxy, strings.Join(st.Upstream, " "))
+	if len(st.Plugin) > 0 {
+		fmt.Fprintf(&b, "plugin:   %s (%d hops per call)\n", strings.Join(st.Plugin, " "), st.PluginHops)
+		fmt.Fprintf(&b, "targets:  direct = the upstream; proxy = mcp-proxy in front of it; proxy+plugin = the same\n")
+		fmt.Fprintf(&b, "          with plugin %q on tools %q (failure closed, timeout %s)\n", benchPluginLabel, globLiteral(st.Tool), benchPluginTimeout)
+	}
 	if st.Mode == modeHTTP {
 		b.WriteString("targets:  direct = the upstream serving HTTP itself; proxy = mcp-proxy HTTP front end, upstream over stdio")
 		if st.HTTPUpstream {
@@ -405,6 +454,9 @@ func (r *report) writeText(w io.Writer) error {
 		if p.ProxyHTTPUp != nil {
 			cols = append(cols, col{targetProxyHTTPUp, p.ProxyHTTPUp})
 		}
+		if p.ProxyPlugin != nil {
+			cols = append(cols, col{targetProxyPlugin, p.ProxyPlugin})
+		}
 		for _, c := range cols {
 			f := c.f
 			fmt.Fprintf(&b, row, name, c.name, fmt.Sprintf("%.0f", f.Calls), fmt.Sprint(f.Errors),
@@ -420,10 +472,27 @@ func (r *report) writeText(w io.Writer) error {
 				fmtRatio(ratio(x.P99US, d.P99US)), fmtRatio(ratio(x.MaxUS, d.MaxUS)), fmtRatio(ratio(x.MeanUS, d.MeanUS)),
 				fmtRatio(ratio(x.CPUPerCallUS, d.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, d.BenchCPUPerCallUS)))
 		}
+		if x := p.ProxyPlugin; x != nil {
+			y := &p.Proxy
+			fmt.Fprintf(&b, row, "", targetProxyPlugin+"/proxy", "", "",
+				fmtRatio(ratio(x.CallsPerSec, y.CallsPerSec)), fmtRatio(ratio(x.P50US, y.P50US)), fmtRatio(ratio(x.P90US, y.P90US)),
+				fmtRatio(ratio(x.P99US, y.P99US)), fmtRatio(ratio(x.MaxUS, y.MaxUS)), fmtRatio(ratio(x.MeanUS, y.MeanUS)),
+				fmtRatio(ratio(x.CPUPerCallUS, y.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, y.BenchCPUPerCallUS)))
+		}
 	}
 	b.WriteString("CPU µs: CPU time per call of the target process alone (the upstream for direct; the proxy\n")
-	b.WriteString("process, not its upstream, for proxy). bench µs: CPU of mcp-bench itself per call.\n")
-	b.WriteString("Both from /proc/PID/stat at 10 ms resolution per phase.\n\n")
+	if len(st.Plugin) > 0 {
+		b.WriteString("process, not its upstream, for proxy; the proxy process and its plugin processes, not\n")
+		b.WriteString("the upstream, for proxy+plugin). bench µs: CPU of mcp-bench itself per call.\n")
+	} else {
+		b.WriteString("process, not its upstream, for proxy). bench µs: CPU of mcp-bench itself per call.\n")
+	}
+	b.WriteString("Both from /proc/PID/stat at 10 ms resolution per phase.\n")
+	if len(st.Plugin) > 0 {
+		b.WriteString("The CPU split of proxy+plugin (proxy + plugin) takes the median of each part over rounds,\n")
+		b.WriteString("so the parts need not add up to the median total.\n")
+	}
+	b.WriteString("\n")
 
 	if st.Mode == modeHTTP {
 		b.WriteString("TCP connections opened during the measured part of each phase, per call\n")
@@ -471,7 +540,7 @@ func (r *report) writeText(w io.Writer) error {
 			}
 		}
 	}
-	var cpu, cpuUp []string
+	var cpu, cpuUp, cpuPlugin []string
 	for _, p := range s.Phases {
 		label := fmt.Sprintf("c=%d", p.Concurrency)
 		if p.Kind == kindLatency {
@@ -481,11 +550,22 @@ func (r *report) writeText(w io.Writer) error {
 		if p.ProxyHTTPUp != nil {
 			cpuUp = append(cpuUp, fmt.Sprintf("%s %.1f µs", label, p.ProxyHTTPUp.CPUPerCallUS))
 		}
+		if f := p.ProxyPlugin; f != nil {
+			split := ""
+			if c := f.CPUSplit; c != nil {
+				split = fmt.Sprintf(" (proxy %.1f + plugin %.1f)", c.ProxyUS, c.PluginUS)
+			}
+			cpuPlugin = append(cpuPlugin, fmt.Sprintf("%s %.1f µs%s", label, f.CPUPerCallUS, split))
+		}
 	}
 	fmt.Fprintf(sw, "  proxy CPU per call\t%s\n", strings.Join(cpu, ", "))
 	if len(cpuUp) > 0 {
 		fmt.Fprintf(sw, "  proxy-httpup CPU per call\t%s\n", strings.Join(cpuUp, ", "))
 	}
+	if len(cpuPlugin) > 0 {
+		fmt.Fprintf(sw, "  proxy+plugin CPU per call\t%s\n", strings.Join(cpuPlugin, ", "))
+	}
+	writePluginHops(sw, s.PluginHops)
 	var worstClient, worstUp float64
 	haveUp := false
 	for _, p := range s.Phases {
@@ -510,6 +590,9 @@ func (r *report) writeText(w io.Writer) error {
 	fmt.Fprintf(sw, "  proxy peak RSS (VmHWM)\t%.1f MiB\n", s.ProxyPeakRSSMiB)
 	if s.ProxyHTTPUpPeakRSSMiB > 0 {
 		fmt.Fprintf(sw, "  proxy-httpup peak RSS (VmHWM)\t%.1f MiB\n", s.ProxyHTTPUpPeakRSSMiB)
+	}
+	if s.ProxyPluginPeakRSSMiB > 0 {
+		fmt.Fprintf(sw, "  proxy+plugin peak RSS (VmHWM, proxy process)\t%.1f MiB\n", s.ProxyPluginPeakRSSMiB)
 	}
 	if s.IdleUpstreams > 0 {
 		fmt.Fprintf(sw, "  proxy idle RSS, %d upstreams\t%.1f MiB (%d tools listed)\n", s.IdleUpstreams, s.IdleRSSMiB, s.IdleTools)
