@@ -47,8 +47,8 @@ func (p *presenter) Present(items []router.Listed) {
 		if len(idx) == 0 {
 			continue
 		}
-		resp, err := invoke(context.Background(), in, func(ctx context.Context, c pb.PluginClient) (*pb.CatalogueResponse, error) {
-			return c.Catalogue(ctx, req)
+		resp, err := invoke(context.Background(), in, func(ctx context.Context, l *live) (*pb.CatalogueResponse, error) {
+			return l.rpc.Catalogue(ctx, req)
 		})
 		if err == nil {
 			err = checkChanges(resp, len(idx))

@@ -28,6 +28,7 @@ type Host struct {
 	instances []*instance
 	started   bool
 	represent func()
+	pool      *pool
 }
 
 // New returns a host for the plugins in specs (in file order); nothing starts yet.
@@ -59,6 +60,11 @@ func (h *Host) Start(ctx context.Context) hcl.Diagnostics {
 	if diags.HasErrors() {
 		return diags
 	}
+	shared := newPool()
+	for _, in := range ins {
+		in.pool = shared
+	}
+	h.pool = shared
 	results := make([]hcl.Diagnostics, len(ins))
 	var wg sync.WaitGroup
 	for i, in := range ins {
@@ -129,6 +135,10 @@ func (h *Host) Close() error {
 		}()
 	}
 	wg.Wait()
+	if h.pool != nil {
+		h.pool.close()
+		h.pool = nil
+	}
 	return nil
 }
 

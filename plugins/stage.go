@@ -48,7 +48,7 @@ func (in *instance) stage(next router.Handler) router.Handler {
 			next(ctx, call, reply)
 			return
 		}
-		go in.serve(ctx, call, next, reply)
+		in.pool.run(func() { in.serve(ctx, call, next, reply) })
 	}
 }
 
@@ -56,8 +56,15 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 	pc := in.callOf(call)
 	rec := policy.RecordOf(ctx)
 	if in.hooks&hookBefore != 0 {
-		resp, err := invoke(ctx, in, func(ctx context.Context, c pb.PluginClient) (*pb.BeforeResponse, error) {
-			return c.Before(ctx, &pb.BeforeRequest{Call: pc})
+		resp, err := invoke(ctx, in, func(ctx context.Context, l *live) (*pb.BeforeResponse, error) {
+			ans, err := l.call(ctx, &pb.HookCall{Hook: &pb.HookCall_Before{Before: &pb.BeforeRequest{Call: pc}}})
+			if err != nil {
+				return nil, err
+			}
+			if r := ans.GetBefore(); r != nil {
+				return r, nil
+			}
+			return nil, errors.New("it answered a before hook call with something else")
 		})
 		if err == nil {
 			err = checkBefore(call.Method, resp)
@@ -104,7 +111,7 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 			reply(res, err) // cancelled, or not an answer the hook can see
 			return
 		}
-		go in.after(ctx, call.Method, pc, rec, res, je, reply)
+		in.pool.run(func() { in.after(ctx, call.Method, pc, rec, res, je, reply) })
 	})
 }
 
@@ -115,8 +122,15 @@ func (in *instance) after(ctx context.Context, method string, pc *pb.Call, rec *
 		req.Error = &pb.Error{Code: je.Code, Message: je.Message, Data: je.Data}
 		answer = je
 	}
-	resp, err := invoke(ctx, in, func(ctx context.Context, c pb.PluginClient) (*pb.AfterResponse, error) {
-		return c.After(ctx, req)
+	resp, err := invoke(ctx, in, func(ctx context.Context, l *live) (*pb.AfterResponse, error) {
+		ans, err := l.call(ctx, &pb.HookCall{Hook: &pb.HookCall_After{After: req}})
+		if err != nil {
+			return nil, err
+		}
+		if r := ans.GetAfter(); r != nil {
+			return r, nil
+		}
+		return nil, errors.New("it answered an after hook call with something else")
 	})
 	var out json.RawMessage
 	if err == nil {

@@ -37,13 +37,33 @@ func (f *fakePlugin) Configure(context.Context, *pb.ConfigureRequest, ...grpc.Ca
 	return nil, errors.New("not used")
 }
 
-func (f *fakePlugin) Before(ctx context.Context, r *pb.BeforeRequest, _ ...grpc.CallOption) (*pb.BeforeResponse, error) {
-	return wait(ctx, func() (*pb.BeforeResponse, error) { return f.before(r) })
+func (f *fakePlugin) Hooks(context.Context, ...grpc.CallOption) (pb.Plugin_HooksClient, error) {
+	return nil, errors.New("not used: hook calls go through call")
 }
 
-func (f *fakePlugin) After(ctx context.Context, r *pb.AfterRequest, _ ...grpc.CallOption) (*pb.AfterResponse, error) {
-	return wait(ctx, func() (*pb.AfterResponse, error) { return f.after(r) })
+// call is the fake's hookCaller: each hook call answered by the fake's function.
+func (f *fakePlugin) call(ctx context.Context, req *pb.HookCall) (*pb.HookAnswer, error) {
+	return wait(ctx, func() (*pb.HookAnswer, error) {
+		ans := &pb.HookAnswer{Id: req.Id}
+		switch h := req.Hook.(type) {
+		case *pb.HookCall_Before:
+			r, err := f.before(h.Before)
+			if err != nil {
+				return nil, err
+			}
+			ans.Answer = &pb.HookAnswer_Before{Before: r}
+		case *pb.HookCall_After:
+			r, err := f.after(h.After)
+			if err != nil {
+				return nil, err
+			}
+			ans.Answer = &pb.HookAnswer_After{After: r}
+		}
+		return ans, nil
+	})
 }
+
+func (f *fakePlugin) close() {}
 
 func (f *fakePlugin) Catalogue(ctx context.Context, r *pb.CatalogueRequest, _ ...grpc.CallOption) (*pb.CatalogueResponse, error) {
 	return wait(ctx, func() (*pb.CatalogueResponse, error) { return f.catalogue(r) })
@@ -77,7 +97,7 @@ func testInstance(t testing.TB, spec Spec, hs hooks, f *fakePlugin) *instance {
 	}
 	in.hooks = hs
 	if f != nil {
-		in.conn.Store(&live{rpc: f})
+		in.conn.Store(&live{rpc: f, hooks: f})
 	}
 	return in
 }

@@ -182,7 +182,7 @@ func (x BeforeResponse_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BeforeResponse_Action.Descriptor instead.
 func (BeforeResponse_Action) EnumDescriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{9, 0}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{11, 0}
 }
 
 type AfterResponse_Action int32
@@ -231,7 +231,7 @@ func (x AfterResponse_Action) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AfterResponse_Action.Descriptor instead.
 func (AfterResponse_Action) EnumDescriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{12, 0}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{14, 0}
 }
 
 type DescribeRequest struct {
@@ -759,6 +759,204 @@ func (x *Call) GetClientName() string {
 	return ""
 }
 
+// HookCall is one hook call on the Hooks stream.
+type HookCall struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`                                // answered by the HookAnswer with the same id
+	TimeoutMs int64                  `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // the proxy gives up after this long: the plugin may too
+	// Types that are valid to be assigned to Hook:
+	//
+	//	*HookCall_Before
+	//	*HookCall_After
+	Hook          isHookCall_Hook `protobuf_oneof:"hook"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookCall) Reset() {
+	*x = HookCall{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookCall) ProtoMessage() {}
+
+func (x *HookCall) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookCall.ProtoReflect.Descriptor instead.
+func (*HookCall) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *HookCall) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HookCall) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+func (x *HookCall) GetHook() isHookCall_Hook {
+	if x != nil {
+		return x.Hook
+	}
+	return nil
+}
+
+func (x *HookCall) GetBefore() *BeforeRequest {
+	if x != nil {
+		if x, ok := x.Hook.(*HookCall_Before); ok {
+			return x.Before
+		}
+	}
+	return nil
+}
+
+func (x *HookCall) GetAfter() *AfterRequest {
+	if x != nil {
+		if x, ok := x.Hook.(*HookCall_After); ok {
+			return x.After
+		}
+	}
+	return nil
+}
+
+type isHookCall_Hook interface {
+	isHookCall_Hook()
+}
+
+type HookCall_Before struct {
+	Before *BeforeRequest `protobuf:"bytes,3,opt,name=before,proto3,oneof"`
+}
+
+type HookCall_After struct {
+	After *AfterRequest `protobuf:"bytes,4,opt,name=after,proto3,oneof"`
+}
+
+func (*HookCall_Before) isHookCall_Hook() {}
+
+func (*HookCall_After) isHookCall_Hook() {}
+
+// HookAnswer answers the HookCall with its id.
+type HookAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Error string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"` // the hook failed (the block's failure mode decides)
+	// Types that are valid to be assigned to Answer:
+	//
+	//	*HookAnswer_Before
+	//	*HookAnswer_After
+	Answer        isHookAnswer_Answer `protobuf_oneof:"answer"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookAnswer) Reset() {
+	*x = HookAnswer{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookAnswer) ProtoMessage() {}
+
+func (x *HookAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookAnswer.ProtoReflect.Descriptor instead.
+func (*HookAnswer) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *HookAnswer) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *HookAnswer) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *HookAnswer) GetAnswer() isHookAnswer_Answer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *HookAnswer) GetBefore() *BeforeResponse {
+	if x != nil {
+		if x, ok := x.Answer.(*HookAnswer_Before); ok {
+			return x.Before
+		}
+	}
+	return nil
+}
+
+func (x *HookAnswer) GetAfter() *AfterResponse {
+	if x != nil {
+		if x, ok := x.Answer.(*HookAnswer_After); ok {
+			return x.After
+		}
+	}
+	return nil
+}
+
+type isHookAnswer_Answer interface {
+	isHookAnswer_Answer()
+}
+
+type HookAnswer_Before struct {
+	Before *BeforeResponse `protobuf:"bytes,3,opt,name=before,proto3,oneof"`
+}
+
+type HookAnswer_After struct {
+	After *AfterResponse `protobuf:"bytes,4,opt,name=after,proto3,oneof"`
+}
+
+func (*HookAnswer_Before) isHookAnswer_Answer() {}
+
+func (*HookAnswer_After) isHookAnswer_Answer() {}
+
 type BeforeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Call          *Call                  `protobuf:"bytes,1,opt,name=call,proto3" json:"call,omitempty"`
@@ -768,7 +966,7 @@ type BeforeRequest struct {
 
 func (x *BeforeRequest) Reset() {
 	*x = BeforeRequest{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[8]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +978,7 @@ func (x *BeforeRequest) String() string {
 func (*BeforeRequest) ProtoMessage() {}
 
 func (x *BeforeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[8]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +991,7 @@ func (x *BeforeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeforeRequest.ProtoReflect.Descriptor instead.
 func (*BeforeRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{8}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *BeforeRequest) GetCall() *Call {
@@ -815,7 +1013,7 @@ type BeforeResponse struct {
 
 func (x *BeforeResponse) Reset() {
 	*x = BeforeResponse{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[9]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -827,7 +1025,7 @@ func (x *BeforeResponse) String() string {
 func (*BeforeResponse) ProtoMessage() {}
 
 func (x *BeforeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[9]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -840,7 +1038,7 @@ func (x *BeforeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BeforeResponse.ProtoReflect.Descriptor instead.
 func (*BeforeResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{9}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BeforeResponse) GetAction() BeforeResponse_Action {
@@ -882,7 +1080,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[10]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1092,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[10]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1105,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{10}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Error) GetCode() int64 {
@@ -942,7 +1140,7 @@ type AfterRequest struct {
 
 func (x *AfterRequest) Reset() {
 	*x = AfterRequest{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[11]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1152,7 @@ func (x *AfterRequest) String() string {
 func (*AfterRequest) ProtoMessage() {}
 
 func (x *AfterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[11]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1165,7 @@ func (x *AfterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AfterRequest.ProtoReflect.Descriptor instead.
 func (*AfterRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{11}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AfterRequest) GetCall() *Call {
@@ -1003,7 +1201,7 @@ type AfterResponse struct {
 
 func (x *AfterResponse) Reset() {
 	*x = AfterResponse{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[12]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1213,7 @@ func (x *AfterResponse) String() string {
 func (*AfterResponse) ProtoMessage() {}
 
 func (x *AfterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[12]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1226,7 @@ func (x *AfterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AfterResponse.ProtoReflect.Descriptor instead.
 func (*AfterResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{12}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AfterResponse) GetAction() AfterResponse_Action {
@@ -1073,7 +1271,7 @@ type Item struct {
 
 func (x *Item) Reset() {
 	*x = Item{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[13]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1283,7 @@ func (x *Item) String() string {
 func (*Item) ProtoMessage() {}
 
 func (x *Item) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[13]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1296,7 @@ func (x *Item) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Item.ProtoReflect.Descriptor instead.
 func (*Item) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{13}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Item) GetKind() Kind {
@@ -1145,7 +1343,7 @@ type CatalogueRequest struct {
 
 func (x *CatalogueRequest) Reset() {
 	*x = CatalogueRequest{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[14]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1157,7 +1355,7 @@ func (x *CatalogueRequest) String() string {
 func (*CatalogueRequest) ProtoMessage() {}
 
 func (x *CatalogueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[14]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1368,7 @@ func (x *CatalogueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogueRequest.ProtoReflect.Descriptor instead.
 func (*CatalogueRequest) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{14}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CatalogueRequest) GetItems() []*Item {
@@ -1192,7 +1390,7 @@ type Change struct {
 
 func (x *Change) Reset() {
 	*x = Change{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[15]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1402,7 @@ func (x *Change) String() string {
 func (*Change) ProtoMessage() {}
 
 func (x *Change) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[15]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1415,7 @@ func (x *Change) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Change.ProtoReflect.Descriptor instead.
 func (*Change) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Change) GetIndex() uint32 {
@@ -1250,7 +1448,7 @@ type CatalogueResponse struct {
 
 func (x *CatalogueResponse) Reset() {
 	*x = CatalogueResponse{}
-	mi := &file_plugins_proto_plugin_proto_msgTypes[16]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1460,7 @@ func (x *CatalogueResponse) String() string {
 func (*CatalogueResponse) ProtoMessage() {}
 
 func (x *CatalogueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugins_proto_plugin_proto_msgTypes[16]
+	mi := &file_plugins_proto_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1473,7 @@ func (x *CatalogueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogueResponse.ProtoReflect.Descriptor instead.
 func (*CatalogueResponse) Descriptor() ([]byte, []int) {
-	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CatalogueResponse) GetChanges() []*Change {
@@ -1327,7 +1525,21 @@ const file_plugins_proto_plugin_proto_rawDesc = "" +
 	"\targuments\x18\a \x01(\fR\targuments\x12\x12\n" +
 	"\x04meta\x18\b \x01(\fR\x04meta\x12\x1f\n" +
 	"\vclient_name\x18\t \x01(\tR\n" +
-	"clientName\"=\n" +
+	"clientName\"\xb8\x01\n" +
+	"\bHookCall\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x03R\ttimeoutMs\x12;\n" +
+	"\x06before\x18\x03 \x01(\v2!.mcpproxy.plugin.v1.BeforeRequestH\x00R\x06before\x128\n" +
+	"\x05after\x18\x04 \x01(\v2 .mcpproxy.plugin.v1.AfterRequestH\x00R\x05afterB\x06\n" +
+	"\x04hook\"\xb5\x01\n" +
+	"\n" +
+	"HookAnswer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12<\n" +
+	"\x06before\x18\x03 \x01(\v2\".mcpproxy.plugin.v1.BeforeResponseH\x00R\x06before\x129\n" +
+	"\x05after\x18\x04 \x01(\v2!.mcpproxy.plugin.v1.AfterResponseH\x00R\x05afterB\b\n" +
+	"\x06answer\"=\n" +
 	"\rBeforeRequest\x12,\n" +
 	"\x04call\x18\x01 \x01(\v2\x18.mcpproxy.plugin.v1.CallR\x04call\"\xcd\x01\n" +
 	"\x0eBeforeResponse\x12A\n" +
@@ -1381,12 +1593,11 @@ const file_plugins_proto_plugin_proto_rawDesc = "" +
 	"\tKIND_TOOL\x10\x01\x12\x0f\n" +
 	"\vKIND_PROMPT\x10\x02\x12\x11\n" +
 	"\rKIND_RESOURCE\x10\x03\x12\x1a\n" +
-	"\x16KIND_RESOURCE_TEMPLATE\x10\x042\xb2\x03\n" +
+	"\x16KIND_RESOURCE_TEMPLATE\x10\x042\xde\x02\n" +
 	"\x06Plugin\x12U\n" +
 	"\bDescribe\x12#.mcpproxy.plugin.v1.DescribeRequest\x1a$.mcpproxy.plugin.v1.DescribeResponse\x12X\n" +
-	"\tConfigure\x12$.mcpproxy.plugin.v1.ConfigureRequest\x1a%.mcpproxy.plugin.v1.ConfigureResponse\x12O\n" +
-	"\x06Before\x12!.mcpproxy.plugin.v1.BeforeRequest\x1a\".mcpproxy.plugin.v1.BeforeResponse\x12L\n" +
-	"\x05After\x12 .mcpproxy.plugin.v1.AfterRequest\x1a!.mcpproxy.plugin.v1.AfterResponse\x12X\n" +
+	"\tConfigure\x12$.mcpproxy.plugin.v1.ConfigureRequest\x1a%.mcpproxy.plugin.v1.ConfigureResponse\x12I\n" +
+	"\x05Hooks\x12\x1c.mcpproxy.plugin.v1.HookCall\x1a\x1e.mcpproxy.plugin.v1.HookAnswer(\x010\x01\x12X\n" +
 	"\tCatalogue\x12$.mcpproxy.plugin.v1.CatalogueRequest\x1a%.mcpproxy.plugin.v1.CatalogueResponseB.Z,github.com/mcp-proxy/mcp-proxy/plugins/protob\x06proto3"
 
 var (
@@ -1402,7 +1613,7 @@ func file_plugins_proto_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugins_proto_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugins_proto_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_plugins_proto_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_plugins_proto_plugin_proto_goTypes = []any{
 	(Hook)(0),                  // 0: mcpproxy.plugin.v1.Hook
 	(Kind)(0),                  // 1: mcpproxy.plugin.v1.Kind
@@ -1416,15 +1627,17 @@ var file_plugins_proto_plugin_proto_goTypes = []any{
 	(*Diagnostic)(nil),         // 9: mcpproxy.plugin.v1.Diagnostic
 	(*Principal)(nil),          // 10: mcpproxy.plugin.v1.Principal
 	(*Call)(nil),               // 11: mcpproxy.plugin.v1.Call
-	(*BeforeRequest)(nil),      // 12: mcpproxy.plugin.v1.BeforeRequest
-	(*BeforeResponse)(nil),     // 13: mcpproxy.plugin.v1.BeforeResponse
-	(*Error)(nil),              // 14: mcpproxy.plugin.v1.Error
-	(*AfterRequest)(nil),       // 15: mcpproxy.plugin.v1.AfterRequest
-	(*AfterResponse)(nil),      // 16: mcpproxy.plugin.v1.AfterResponse
-	(*Item)(nil),               // 17: mcpproxy.plugin.v1.Item
-	(*CatalogueRequest)(nil),   // 18: mcpproxy.plugin.v1.CatalogueRequest
-	(*Change)(nil),             // 19: mcpproxy.plugin.v1.Change
-	(*CatalogueResponse)(nil),  // 20: mcpproxy.plugin.v1.CatalogueResponse
+	(*HookCall)(nil),           // 12: mcpproxy.plugin.v1.HookCall
+	(*HookAnswer)(nil),         // 13: mcpproxy.plugin.v1.HookAnswer
+	(*BeforeRequest)(nil),      // 14: mcpproxy.plugin.v1.BeforeRequest
+	(*BeforeResponse)(nil),     // 15: mcpproxy.plugin.v1.BeforeResponse
+	(*Error)(nil),              // 16: mcpproxy.plugin.v1.Error
+	(*AfterRequest)(nil),       // 17: mcpproxy.plugin.v1.AfterRequest
+	(*AfterResponse)(nil),      // 18: mcpproxy.plugin.v1.AfterResponse
+	(*Item)(nil),               // 19: mcpproxy.plugin.v1.Item
+	(*CatalogueRequest)(nil),   // 20: mcpproxy.plugin.v1.CatalogueRequest
+	(*Change)(nil),             // 21: mcpproxy.plugin.v1.Change
+	(*CatalogueResponse)(nil),  // 22: mcpproxy.plugin.v1.CatalogueResponse
 }
 var file_plugins_proto_plugin_proto_depIdxs = []int32{
 	0,  // 0: mcpproxy.plugin.v1.DescribeResponse.hooks:type_name -> mcpproxy.plugin.v1.Hook
@@ -1433,30 +1646,32 @@ var file_plugins_proto_plugin_proto_depIdxs = []int32{
 	0,  // 3: mcpproxy.plugin.v1.ConfigureResponse.hooks:type_name -> mcpproxy.plugin.v1.Hook
 	1,  // 4: mcpproxy.plugin.v1.Call.kind:type_name -> mcpproxy.plugin.v1.Kind
 	10, // 5: mcpproxy.plugin.v1.Call.principal:type_name -> mcpproxy.plugin.v1.Principal
-	11, // 6: mcpproxy.plugin.v1.BeforeRequest.call:type_name -> mcpproxy.plugin.v1.Call
-	2,  // 7: mcpproxy.plugin.v1.BeforeResponse.action:type_name -> mcpproxy.plugin.v1.BeforeResponse.Action
-	11, // 8: mcpproxy.plugin.v1.AfterRequest.call:type_name -> mcpproxy.plugin.v1.Call
-	14, // 9: mcpproxy.plugin.v1.AfterRequest.error:type_name -> mcpproxy.plugin.v1.Error
-	3,  // 10: mcpproxy.plugin.v1.AfterResponse.action:type_name -> mcpproxy.plugin.v1.AfterResponse.Action
-	14, // 11: mcpproxy.plugin.v1.AfterResponse.error:type_name -> mcpproxy.plugin.v1.Error
-	1,  // 12: mcpproxy.plugin.v1.Item.kind:type_name -> mcpproxy.plugin.v1.Kind
-	17, // 13: mcpproxy.plugin.v1.CatalogueRequest.items:type_name -> mcpproxy.plugin.v1.Item
-	19, // 14: mcpproxy.plugin.v1.CatalogueResponse.changes:type_name -> mcpproxy.plugin.v1.Change
-	4,  // 15: mcpproxy.plugin.v1.Plugin.Describe:input_type -> mcpproxy.plugin.v1.DescribeRequest
-	7,  // 16: mcpproxy.plugin.v1.Plugin.Configure:input_type -> mcpproxy.plugin.v1.ConfigureRequest
-	12, // 17: mcpproxy.plugin.v1.Plugin.Before:input_type -> mcpproxy.plugin.v1.BeforeRequest
-	15, // 18: mcpproxy.plugin.v1.Plugin.After:input_type -> mcpproxy.plugin.v1.AfterRequest
-	18, // 19: mcpproxy.plugin.v1.Plugin.Catalogue:input_type -> mcpproxy.plugin.v1.CatalogueRequest
-	5,  // 20: mcpproxy.plugin.v1.Plugin.Describe:output_type -> mcpproxy.plugin.v1.DescribeResponse
-	8,  // 21: mcpproxy.plugin.v1.Plugin.Configure:output_type -> mcpproxy.plugin.v1.ConfigureResponse
-	13, // 22: mcpproxy.plugin.v1.Plugin.Before:output_type -> mcpproxy.plugin.v1.BeforeResponse
-	16, // 23: mcpproxy.plugin.v1.Plugin.After:output_type -> mcpproxy.plugin.v1.AfterResponse
-	20, // 24: mcpproxy.plugin.v1.Plugin.Catalogue:output_type -> mcpproxy.plugin.v1.CatalogueResponse
-	20, // [20:25] is the sub-list for method output_type
-	15, // [15:20] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	14, // 6: mcpproxy.plugin.v1.HookCall.before:type_name -> mcpproxy.plugin.v1.BeforeRequest
+	17, // 7: mcpproxy.plugin.v1.HookCall.after:type_name -> mcpproxy.plugin.v1.AfterRequest
+	15, // 8: mcpproxy.plugin.v1.HookAnswer.before:type_name -> mcpproxy.plugin.v1.BeforeResponse
+	18, // 9: mcpproxy.plugin.v1.HookAnswer.after:type_name -> mcpproxy.plugin.v1.AfterResponse
+	11, // 10: mcpproxy.plugin.v1.BeforeRequest.call:type_name -> mcpproxy.plugin.v1.Call
+	2,  // 11: mcpproxy.plugin.v1.BeforeResponse.action:type_name -> mcpproxy.plugin.v1.BeforeResponse.Action
+	11, // 12: mcpproxy.plugin.v1.AfterRequest.call:type_name -> mcpproxy.plugin.v1.Call
+	16, // 13: mcpproxy.plugin.v1.AfterRequest.error:type_name -> mcpproxy.plugin.v1.Error
+	3,  // 14: mcpproxy.plugin.v1.AfterResponse.action:type_name -> mcpproxy.plugin.v1.AfterResponse.Action
+	16, // 15: mcpproxy.plugin.v1.AfterResponse.error:type_name -> mcpproxy.plugin.v1.Error
+	1,  // 16: mcpproxy.plugin.v1.Item.kind:type_name -> mcpproxy.plugin.v1.Kind
+	19, // 17: mcpproxy.plugin.v1.CatalogueRequest.items:type_name -> mcpproxy.plugin.v1.Item
+	21, // 18: mcpproxy.plugin.v1.CatalogueResponse.changes:type_name -> mcpproxy.plugin.v1.Change
+	4,  // 19: mcpproxy.plugin.v1.Plugin.Describe:input_type -> mcpproxy.plugin.v1.DescribeRequest
+	7,  // 20: mcpproxy.plugin.v1.Plugin.Configure:input_type -> mcpproxy.plugin.v1.ConfigureRequest
+	12, // 21: mcpproxy.plugin.v1.Plugin.Hooks:input_type -> mcpproxy.plugin.v1.HookCall
+	20, // 22: mcpproxy.plugin.v1.Plugin.Catalogue:input_type -> mcpproxy.plugin.v1.CatalogueRequest
+	5,  // 23: mcpproxy.plugin.v1.Plugin.Describe:output_type -> mcpproxy.plugin.v1.DescribeResponse
+	8,  // 24: mcpproxy.plugin.v1.Plugin.Configure:output_type -> mcpproxy.plugin.v1.ConfigureResponse
+	13, // 25: mcpproxy.plugin.v1.Plugin.Hooks:output_type -> mcpproxy.plugin.v1.HookAnswer
+	22, // 26: mcpproxy.plugin.v1.Plugin.Catalogue:output_type -> mcpproxy.plugin.v1.CatalogueResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_plugin_proto_init() }
@@ -1464,13 +1679,21 @@ func file_plugins_proto_plugin_proto_init() {
 	if File_plugins_proto_plugin_proto != nil {
 		return
 	}
+	file_plugins_proto_plugin_proto_msgTypes[8].OneofWrappers = []any{
+		(*HookCall_Before)(nil),
+		(*HookCall_After)(nil),
+	}
+	file_plugins_proto_plugin_proto_msgTypes[9].OneofWrappers = []any{
+		(*HookAnswer_Before)(nil),
+		(*HookAnswer_After)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_plugin_proto_rawDesc), len(file_plugins_proto_plugin_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

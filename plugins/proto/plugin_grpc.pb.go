@@ -29,8 +29,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Plugin_Describe_FullMethodName  = "/mcpproxy.plugin.v1.Plugin/Describe"
 	Plugin_Configure_FullMethodName = "/mcpproxy.plugin.v1.Plugin/Configure"
-	Plugin_Before_FullMethodName    = "/mcpproxy.plugin.v1.Plugin/Before"
-	Plugin_After_FullMethodName     = "/mcpproxy.plugin.v1.Plugin/After"
+	Plugin_Hooks_FullMethodName     = "/mcpproxy.plugin.v1.Plugin/Hooks"
 	Plugin_Catalogue_FullMethodName = "/mcpproxy.plugin.v1.Plugin/Catalogue"
 )
 
@@ -45,11 +44,16 @@ type PluginClient interface {
 	// by the proxy against the schema Describe gave. Diagnostics with errors refuse the
 	// configuration (and the start).
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
-	// Before runs before a routed call goes upstream: allow, deny, or rewrite arguments.
-	Before(ctx context.Context, in *BeforeRequest, opts ...grpc.CallOption) (*BeforeResponse, error)
-	// After runs on the upstream's answer: keep it, rewrite the result, or replace it with
-	// an error.
-	After(ctx context.Context, in *AfterRequest, opts ...grpc.CallOption) (*AfterResponse, error)
+	// Hooks carries the request hooks of every call, for the plugin's lifetime: one
+	// stream opened after Configure, on which the proxy sends each hook call with an id
+	// and the plugin answers each, in any order (it may run them concurrently). One
+	// message each way per hook call, with no stream set up per call, is what keeps a
+	// crossing cheap.
+	//
+	//	before: runs before a routed call goes upstream: allow, deny, or rewrite arguments.
+	//	after: runs on the upstream's answer: keep it, rewrite the result, or replace it
+	//	with an error.
+	Hooks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HookCall, HookAnswer], error)
 	// Catalogue runs when the merged catalogue changes: hide or rewrite listed items.
 	Catalogue(ctx context.Context, in *CatalogueRequest, opts ...grpc.CallOption) (*CatalogueResponse, error)
 }
@@ -82,25 +86,18 @@ func (c *pluginClient) Configure(ctx context.Context, in *ConfigureRequest, opts
 	return out, nil
 }
 
-func (c *pluginClient) Before(ctx context.Context, in *BeforeRequest, opts ...grpc.CallOption) (*BeforeResponse, error) {
+func (c *pluginClient) Hooks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HookCall, HookAnswer], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(BeforeResponse)
-	err := c.cc.Invoke(ctx, Plugin_Before_FullMethodName, in, out, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &Plugin_ServiceDesc.Streams[0], Plugin_Hooks_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	x := &grpc.GenericClientStream[HookCall, HookAnswer]{ClientStream: stream}
+	return x, nil
 }
 
-func (c *pluginClient) After(ctx context.Context, in *AfterRequest, opts ...grpc.CallOption) (*AfterResponse, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(AfterResponse)
-	err := c.cc.Invoke(ctx, Plugin_After_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_HooksClient = grpc.BidiStreamingClient[HookCall, HookAnswer]
 
 func (c *pluginClient) Catalogue(ctx context.Context, in *CatalogueRequest, opts ...grpc.CallOption) (*CatalogueResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -123,11 +120,16 @@ type PluginServer interface {
 	// by the proxy against the schema Describe gave. Diagnostics with errors refuse the
 	// configuration (and the start).
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
-	// Before runs before a routed call goes upstream: allow, deny, or rewrite arguments.
-	Before(context.Context, *BeforeRequest) (*BeforeResponse, error)
-	// After runs on the upstream's answer: keep it, rewrite the result, or replace it with
-	// an error.
-	After(context.Context, *AfterRequest) (*AfterResponse, error)
+	// Hooks carries the request hooks of every call, for the plugin's lifetime: one
+	// stream opened after Configure, on which the proxy sends each hook call with an id
+	// and the plugin answers each, in any order (it may run them concurrently). One
+	// message each way per hook call, with no stream set up per call, is what keeps a
+	// crossing cheap.
+	//
+	//	before: runs before a routed call goes upstream: allow, deny, or rewrite arguments.
+	//	after: runs on the upstream's answer: keep it, rewrite the result, or replace it
+	//	with an error.
+	Hooks(grpc.BidiStreamingServer[HookCall, HookAnswer]) error
 	// Catalogue runs when the merged catalogue changes: hide or rewrite listed items.
 	Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error)
 	mustEmbedUnimplementedPluginServer()
@@ -146,11 +148,8 @@ func (UnimplementedPluginServer) Describe(context.Context, *DescribeRequest) (*D
 func (UnimplementedPluginServer) Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Configure not implemented")
 }
-func (UnimplementedPluginServer) Before(context.Context, *BeforeRequest) (*BeforeResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Before not implemented")
-}
-func (UnimplementedPluginServer) After(context.Context, *AfterRequest) (*AfterResponse, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method After not implemented")
+func (UnimplementedPluginServer) Hooks(grpc.BidiStreamingServer[HookCall, HookAnswer]) error {
+	return status.Errorf(codes.Unimplemented, "method Hooks not implemented")
 }
 func (UnimplementedPluginServer) Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Catalogue not implemented")
@@ -212,41 +211,12 @@ func _Plugin_Configure_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Plugin_Before_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(BeforeRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(PluginServer).Before(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Plugin_Before_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(PluginServer).Before(ctx, req.(*BeforeRequest))
-	}
-	return interceptor(ctx, in, info, handler)
+func _Plugin_Hooks_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PluginServer).Hooks(&grpc.GenericServerStream[HookCall, HookAnswer]{ServerStream: stream})
 }
 
-func _Plugin_After_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(AfterRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(PluginServer).After(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Plugin_After_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(PluginServer).After(ctx, req.(*AfterRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Plugin_HooksServer = grpc.BidiStreamingServer[HookCall, HookAnswer]
 
 func _Plugin_Catalogue_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CatalogueRequest)
@@ -282,18 +252,17 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Plugin_Configure_Handler,
 		},
 		{
-			MethodName: "Before",
-			Handler:    _Plugin_Before_Handler,
-		},
-		{
-			MethodName: "After",
-			Handler:    _Plugin_After_Handler,
-		},
-		{
 			MethodName: "Catalogue",
 			Handler:    _Plugin_Catalogue_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Hooks",
+			Handler:       _Plugin_Hooks_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "plugins/proto/plugin.proto",
 }

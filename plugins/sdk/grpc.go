@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,6 +27,11 @@ var Handshake = goplugin.HandshakeConfig{
 	MagicCookieKey:   "MCP_PROXY_PLUGIN",
 	MagicCookieValue: "b9c4f1f2-6f0e-4d55-9a36-mcp-proxy-plugin",
 }
+
+// WindowSize is the gRPC flow-control window of the connection between the proxy and a
+// plugin, on both sides. A fixed window turns off gRPC's bandwidth estimation, whose
+// pings would cost each hook crossing a write and a read more on each side.
+const WindowSize = 4 << 20
 
 // PluginKey names the one plugin type in go-plugin's plugin set.
 const PluginKey = "mcp"
@@ -56,8 +63,10 @@ func Serve(p Plugin) {
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         goplugin.PluginSet{PluginKey: &GRPC{Impl: p}},
-		GRPCServer:      goplugin.DefaultGRPCServer,
-		Logger:          Logger(),
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.InitialWindowSize(WindowSize), grpc.InitialConnWindowSize(WindowSize))...)
+		},
+		Logger: Logger(),
 	})
 }
 
@@ -189,13 +198,82 @@ func notes(n map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-func (s *server) Before(ctx context.Context, req *pb.BeforeRequest) (resp *pb.BeforeResponse, err error) {
-	defer recovered(&err)
+// Hooks serves the hook calls of the stream until the proxy closes it. Each call runs on
+// a worker of its own (workers are kept for the stream's life, so a call needs no new
+// goroutine or stack), and its answer is sent when it is ready, in any order.
+func (s *server) Hooks(stream pb.Plugin_HooksServer) error {
+	ctx := stream.Context()
+	var sendMu sync.Mutex
+	jobs := make(chan *pb.HookCall)
+	defer close(jobs)
+	idle := make(chan struct{}, 1024) // tokens of idle workers
+	worker := func() {
+		for req := range jobs {
+			ans := s.hook(ctx, req)
+			sendMu.Lock()
+			_ = stream.Send(ans) // a broken stream ends Recv too, which returns
+			sendMu.Unlock()
+			select {
+			case idle <- struct{}{}:
+			default:
+			}
+		}
+	}
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		select {
+		case <-idle:
+		default:
+			go worker()
+		}
+		jobs <- req
+	}
+}
+
+// hook runs one hook call; its error becomes the answer's error.
+func (s *server) hook(ctx context.Context, req *pb.HookCall) (ans *pb.HookAnswer) {
+	ans = &pb.HookAnswer{Id: req.Id}
+	if req.TimeoutMs > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
+		defer cancel()
+	}
+	var err error
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("plugin panicked: %v\n%s", r, debug.Stack())
+		}
+		if err != nil {
+			ans = &pb.HookAnswer{Id: req.Id, Error: err.Error()}
+		}
+	}()
+	switch h := req.Hook.(type) {
+	case *pb.HookCall_Before:
+		var r *pb.BeforeResponse
+		r, err = s.before(ctx, h.Before)
+		ans.Answer = &pb.HookAnswer_Before{Before: r}
+	case *pb.HookCall_After:
+		var r *pb.AfterResponse
+		r, err = s.after(ctx, h.After)
+		ans.Answer = &pb.HookAnswer_After{After: r}
+	default:
+		err = fmt.Errorf("unknown hook call %T (a newer proxy?)", req.Hook)
+	}
+	return ans
+}
+
+func (s *server) before(ctx context.Context, req *pb.BeforeRequest) (*pb.BeforeResponse, error) {
 	v, err := s.impl.Before(ctx, callOf(req.Call))
 	if err != nil {
 		return nil, err
 	}
-	resp = &pb.BeforeResponse{}
+	resp := &pb.BeforeResponse{}
 	if v == nil {
 		return resp, nil
 	}
@@ -211,8 +289,7 @@ func (s *server) Before(ctx context.Context, req *pb.BeforeRequest) (resp *pb.Be
 	return resp, nil
 }
 
-func (s *server) After(ctx context.Context, req *pb.AfterRequest) (resp *pb.AfterResponse, err error) {
-	defer recovered(&err)
+func (s *server) after(ctx context.Context, req *pb.AfterRequest) (*pb.AfterResponse, error) {
 	o := &Outcome{Result: raw(req.Result)}
 	if req.Error != nil {
 		o.Error = &Error{Code: req.Error.Code, Message: req.Error.Message, Data: raw(req.Error.Data)}
@@ -221,7 +298,7 @@ func (s *server) After(ctx context.Context, req *pb.AfterRequest) (resp *pb.Afte
 	if err != nil {
 		return nil, err
 	}
-	resp = &pb.AfterResponse{}
+	resp := &pb.AfterResponse{}
 	if r == nil {
 		return resp, nil
 	}

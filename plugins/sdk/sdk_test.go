@@ -79,19 +79,19 @@ func TestServer(t *testing.T) {
 	if len(c.Diagnostics) != 1 || !strings.Contains(c.Diagnostics[0].Detail, "unknown field") {
 		t.Errorf("unknown field: %v", c)
 	}
-	b, err := s.Before(ctx, &pb.BeforeRequest{Call: &pb.Call{Principal: &pb.Principal{Name: "eve"}}})
+	b, err := s.before(ctx, &pb.BeforeRequest{Call: &pb.Call{Principal: &pb.Principal{Name: "eve"}}})
 	if err != nil || b.Action != pb.BeforeResponse_DENY || b.Message != "not eve" {
 		t.Errorf("deny: %v %v", b, err)
 	}
-	b, _ = s.Before(ctx, &pb.BeforeRequest{Call: &pb.Call{Kind: pb.Kind_KIND_TOOL}})
+	b, _ = s.before(ctx, &pb.BeforeRequest{Call: &pb.Call{Kind: pb.Kind_KIND_TOOL}})
 	if b.Action != pb.BeforeResponse_REWRITE || string(b.Notes) != `{"k":1}` {
 		t.Errorf("rewrite: %v", b)
 	}
-	a, _ := s.After(ctx, &pb.AfterRequest{Error: &pb.Error{Code: 5}})
+	a, _ := s.after(ctx, &pb.AfterRequest{Error: &pb.Error{Code: 5}})
 	if a.Action != pb.AfterResponse_ERROR {
 		t.Errorf("after error: %v", a)
 	}
-	a, _ = s.After(ctx, &pb.AfterRequest{Result: []byte(`{}`)})
+	a, _ = s.after(ctx, &pb.AfterRequest{Result: []byte(`{}`)})
 	if a.Action != pb.AfterResponse_REWRITE {
 		t.Errorf("after rewrite: %v", a)
 	}
@@ -99,8 +99,11 @@ func TestServer(t *testing.T) {
 		t.Error("an out-of-range change was sent")
 	}
 	impl.panicky = true
-	if _, err := s.Before(ctx, &pb.BeforeRequest{}); err == nil || !strings.Contains(err.Error(), "panicked") {
-		t.Errorf("a panicking hook: %v", err)
+	if ans := s.hook(ctx, &pb.HookCall{Id: 7, Hook: &pb.HookCall_Before{Before: &pb.BeforeRequest{}}}); ans.Id != 7 || !strings.Contains(ans.Error, "panicked") {
+		t.Errorf("a panicking hook: %v", ans)
+	}
+	if ans := s.hook(ctx, &pb.HookCall{Id: 8}); !strings.Contains(ans.Error, "unknown hook call") {
+		t.Errorf("an empty hook call: %v", ans)
 	}
 }
 
