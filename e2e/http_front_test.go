@@ -28,6 +28,15 @@ func startHTTPProxyCmd(t *testing.T, upstreams string) (string, *syncBuffer, *ex
 	t.Helper()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, fmt.Sprintf("listen \"http\" {\n  address = %q\n  path = \"/mcp\"\n}\n", addr)+upstreams)
+	stderr, cmd := startProxyAt(t, cfg, addr)
+	return "http://" + addr + "/mcp", stderr, cmd
+}
+
+// startProxyAt starts the proxy on a config whose listen block serves addr, waits until
+// it listens, and stops it (SIGINT) at the end of the test, checking that it stopped, its
+// log, and that no process it started is left.
+func startProxyAt(t *testing.T, cfg, addr string) (*syncBuffer, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -49,7 +58,7 @@ func startHTTPProxyCmd(t *testing.T, upstreams string) (string, *syncBuffer, *ex
 		assertGone(t, children)
 	})
 	waitListening(t, addr, stderr)
-	return "http://" + addr + "/mcp", stderr, cmd
+	return stderr, cmd
 }
 
 // TestHTTPFrontEnd serves stdio upstreams over Streamable HTTP to the Go SDK client in

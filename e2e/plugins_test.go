@@ -135,7 +135,7 @@ func TestPluginHooks(t *testing.T) {
 	if err := cs.Close(); err != nil {
 		t.Logf("close: %v", err)
 	}
-	var recs []struct {
+	type record struct {
 		Name     string `json:"name"`
 		Decision string `json:"decision"`
 		Rule     string `json:"rule"`
@@ -144,21 +144,14 @@ func TestPluginHooks(t *testing.T) {
 			Notes                  map[string]any
 		} `json:"plugins"`
 	}
+	var recs []record
 	deadline := time.Now().Add(10 * time.Second)
 	for len(recs) < 4 && time.Now().Before(deadline) {
 		recs = recs[:0]
 		f, _ := os.ReadFile(audit)
 		sc := bufio.NewScanner(strings.NewReader(string(f)))
 		for sc.Scan() {
-			var r = struct {
-				Name     string `json:"name"`
-				Decision string `json:"decision"`
-				Rule     string `json:"rule"`
-				Plugins  []struct {
-					Plugin, Hook, Decision string
-					Notes                  map[string]any
-				} `json:"plugins"`
-			}{}
+			var r record
 			if json.Unmarshal(sc.Bytes(), &r) == nil {
 				recs = append(recs, r)
 			}
@@ -491,27 +484,7 @@ auth {
 `, addr, addr, aliceKey, bobKey) + testUpstream("t", "t", nil, "") +
 		testPlugin("no_bob", nil, `principals = ["bob"]`, `deny = "__"`) +
 		testPlugin("watch", nil, `tools = ["t__echo"]`, fmt.Sprintf("calls_file = %s", q(calls)))
-	cmd := exec.Command(proxyBin, "run", "--config", writeConfig(t, cfg), "--log-level", "debug")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		children := descendants(cmd.Process.Pid)
-		cmd.Process.Signal(interruptSignal())
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("the proxy did not stop\n%s", stderr)
-		}
-		checkStderr(t, stderr)
-		assertGone(t, children)
-	})
-	waitListening(t, addr, stderr)
+	startProxyAt(t, writeConfig(t, cfg), addr)
 	ctx := ctxT(t, 60*time.Second)
 	call := func(key string) map[string]json.RawMessage {
 		c := &httpWire{t: t, url: "http://" + addr + "/mcp"}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/plugins/guard"
 	"github.com/mcp-proxy/mcp-proxy/plugins/sdk"
@@ -40,7 +39,7 @@ func (p *plugin) Configure(_ context.Context, _ string, raw json.RawMessage) err
 	}
 	g, err := guard.New(c)
 	if err != nil {
-		return sdk.Diagnostics{{Summary: "Invalid guard configuration", Detail: err.Error(), Attribute: attributeOf(err, "sql_arguments", "sql_dialect", "command_arguments", "commands", "url_arguments", "hosts", "schemes")}}
+		return sdk.ConfigError("Invalid guard configuration", err, "sql_arguments", "sql_dialect", "command_arguments", "commands", "url_arguments", "hosts", "schemes")
 	}
 	p.g = g
 	return nil
@@ -62,16 +61,3 @@ func (p *plugin) Before(_ context.Context, c *sdk.Call) (*sdk.Verdict, error) {
 }
 
 func main() { sdk.Serve(&plugin{}) }
-
-// attributeOf is the first attribute an error names ("hosts: …"), so that validate
-// points at its line; "" (the config block) when it names none.
-func attributeOf(err error, attrs ...string) string {
-	msg, at := err.Error(), -1
-	name := ""
-	for _, a := range attrs {
-		if i := strings.Index(msg, a+":"); i >= 0 && (at < 0 || i < at) {
-			at, name = i, a
-		}
-	}
-	return name
-}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/plugins/redact"
 	"github.com/mcp-proxy/mcp-proxy/plugins/sdk"
@@ -51,7 +50,7 @@ func (p *plugin) Configure(_ context.Context, _ string, raw json.RawMessage) err
 	}
 	r, err := redact.New(c.Config)
 	if err != nil {
-		return sdk.Diagnostics{{Summary: "Invalid redact configuration", Detail: err.Error(), Attribute: attributeOf(err, "patterns", "custom", "replacement")}}
+		return sdk.ConfigError("Invalid redact configuration", err, "patterns", "custom", "replacement")
 	}
 	p.r, p.arguments = r, c.Arguments
 	return nil
@@ -159,17 +158,4 @@ func run(args []string, stdout io.Writer) error {
 	}
 	sdk.Serve(&plugin{})
 	return nil
-}
-
-// attributeOf is the first attribute an error names ("hosts: …"), so that validate
-// points at its line; "" (the config block) when it names none.
-func attributeOf(err error, attrs ...string) string {
-	msg, at := err.Error(), -1
-	name := ""
-	for _, a := range attrs {
-		if i := strings.Index(msg, a+":"); i >= 0 && (at < 0 || i < at) {
-			at, name = i, a
-		}
-	}
-	return name
 }

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // ProtocolVersion is the version of the interface between the proxy and its plugins
@@ -203,6 +204,19 @@ func (d Diagnostics) Error() string {
 		s += fmt.Sprintf(" (and %d more)", len(d)-1)
 	}
 	return s
+}
+
+// ConfigError is the Diagnostics for an error found in a configuration: at the first of
+// attrs whose name the error's text names as "name:" (so that validate points at that
+// attribute's line), or at the config block when it names none.
+func ConfigError(summary string, err error, attrs ...string) Diagnostics {
+	msg, at, name := err.Error(), -1, ""
+	for _, a := range attrs {
+		if i := strings.Index(msg, a+":"); i >= 0 && (at < 0 || i < at) {
+			at, name = i, a
+		}
+	}
+	return Diagnostics{{Summary: summary, Detail: msg, Attribute: name}}
 }
 
 // Decode decodes a config (as Configure receives it) into v, refusing unknown fields.
