@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
 // W3C trace context limits: a version-00 traceparent is 55 characters; a tracestate
@@ -28,12 +29,12 @@ func setTraceHeaders(h http.Header, m *jsonrpc.Message) {
 	if !ok || len(meta) == 0 || meta[0] != '{' {
 		return
 	}
-	tp, ok, _ := jsonx.GetString(meta, "traceparent")
+	tp, ok, _ := jsonx.GetString(meta, mcp.MetaTraceparent)
 	if !ok || !wellFormedTraceparent(tp) {
 		return
 	}
 	h.Set("Traceparent", tp)
-	if ts, ok, _ := jsonx.GetString(meta, "tracestate"); ok && ts != "" && len(ts) <= maxTracestate && printable(ts) {
+	if ts, ok, _ := jsonx.GetString(meta, mcp.MetaTracestate); ok && ts != "" && len(ts) <= maxTracestate && printable(ts) {
 		h.Set("Tracestate", ts)
 	}
 }
