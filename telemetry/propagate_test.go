@@ -37,7 +37,7 @@ func TestParseTraceparent(t *testing.T) {
 
 func TestMetaContext(t *testing.T) {
 	for params, want := range map[string]bool{
-		`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`:                      true,
+		`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`:                     true,
 		`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"=bad"}}`: true,
 		`{"_meta":{"traceparent":7}}`:  false,
 		`{"_meta":"x"}`:                false,
