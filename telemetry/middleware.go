@@ -40,7 +40,14 @@ func (t *Tracing) Wrap(stages []router.Middleware) []router.Middleware {
 func (t *Tracing) Request(next router.Handler) router.Handler {
 	return func(ctx context.Context, c *router.Call, reply router.Reply) {
 		start, opts := ctx, serverKind
-		metaSC, fromMeta := metaContext(c.Params)
+		loc, isObject := locateMeta(c.Params)
+		metaSC, fromMeta := metaContext(loc.meta)
+		if fromMeta && !metaSC.IsSampled() && t.followParent {
+			// The client's "not sampled" is the decision: no span would be recorded, and
+			// its context goes upstream as it came.
+			next(ctx, c, reply)
+			return
+		}
 		if fromMeta {
 			if ambient := trace.SpanContextFromContext(ctx); ambient.IsValid() && !ambient.Equal(metaSC) {
 				opts = []trace.SpanStartOption{serverKind[0], trace.WithLinks(trace.Link{SpanContext: ambient})}
@@ -49,8 +56,8 @@ func (t *Tracing) Request(next router.Handler) router.Handler {
 		}
 		ctx, span := t.tracer.Start(start, c.Method, opts...)
 		if !span.IsRecording() {
-			if !fromMeta {
-				c = propagate(c, span.SpanContext())
+			if !fromMeta && isObject {
+				c = c.WithParams(spliceMeta(c.Params, loc, span.SpanContext())) // the location found above: no second pass
 			}
 			next(ctx, c, reply)
 			return

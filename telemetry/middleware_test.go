@@ -29,7 +29,7 @@ const (
 func testTracing(sampling float64) (*Tracing, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(Sampler(Settings{Sampling: sampling})))
-	return newTracing(tp), rec
+	return newTracing(tp, true), rec
 }
 
 // chain builds the handler of mws around final, as router.Use does.
@@ -199,7 +199,7 @@ func TestSampledOut(t *testing.T) {
 			t.Fatalf("%d spans recorded", n)
 		}
 		tp, _ := metaOf(t, end.got.Params)["traceparent"].(string)
-		cfg, ok := parseTraceparent(tp)
+		cfg, ok := parseTraceparent([]byte(tp))
 		if !ok || cfg.TraceFlags.IsSampled() {
 			t.Errorf("upstream traceparent %q, want a valid unsampled one", tp)
 		}

@@ -28,7 +28,7 @@ func TestParseTraceparent(t *testing.T) {
 		{"", false, false},
 	}
 	for _, tt := range tests {
-		cfg, ok := parseTraceparent(tt.in)
+		cfg, ok := parseTraceparent([]byte(tt.in))
 		if ok != tt.ok || (ok && cfg.TraceFlags.IsSampled() != tt.sampled) {
 			t.Errorf("parseTraceparent(%q) = %v sampled %v, want %v sampled %v", tt.in, ok, cfg.TraceFlags.IsSampled(), tt.ok, tt.sampled)
 		}
@@ -46,12 +46,12 @@ func TestMetaContext(t *testing.T) {
 		``:                             false,
 		`{"_meta":{"tracestate":"a"}}`: false,
 	} {
-		sc, ok := metaContext(json.RawMessage(params))
+		sc, ok := paramsContext(json.RawMessage(params))
 		if ok != want || (ok && (!sc.IsRemote() || !sc.IsValid())) {
 			t.Errorf("metaContext(%s) = %v %v, want %v", params, sc, ok, want)
 		}
 	}
-	sc, _ := metaContext(json.RawMessage(`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=1,b=2"}}`))
+	sc, _ := paramsContext(json.RawMessage(`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=1,b=2"}}`))
 	if sc.TraceState().String() != "a=1,b=2" {
 		t.Errorf("tracestate %q", sc.TraceState())
 	}
@@ -74,6 +74,9 @@ func TestInjectMeta(t *testing.T) {
 		{`{"name":"x","_meta":{"progressToken":1,"traceparent":"old","tracestate":"old=1"}}`, sc,
 			`{"name":"x","_meta":{"progressToken":1,` + tp + `}}`},
 		{`{"_meta":"junk"}`, sc, `{"_meta":{` + tp + `}}`},
+		{` { "a" : 1 } `, sc, ` { "a" : 1 ,"_meta":{` + tp + `}} `},
+		{`{ }`, sc, `{ "_meta":{` + tp + `}}`},
+		{`{"_meta": { "x" : [1,{"traceparent":2}] , "tracestate":"z=1" } ,"b":2}`, sc, `{"_meta": {"x" : [1,{"traceparent":2}],` + tp + `} ,"b":2}`},
 		{`{"_meta":{}}`, sc.WithTraceState(state), `{"_meta":{` + tp + `,"tracestate":"a=1,b=x\"y"}}`},
 	}
 	for _, tt := range tests {
@@ -93,7 +96,7 @@ func FuzzMetaContext(f *testing.F) {
 	f.Add(`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","tracestate":"a=1"}}`)
 	f.Add(`{"_meta":{"traceparent":"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x"}}`)
 	f.Fuzz(func(t *testing.T, params string) {
-		sc, ok := metaContext(json.RawMessage(params))
+		sc, ok := paramsContext(json.RawMessage(params))
 		if !ok {
 			return
 		}
@@ -104,7 +107,10 @@ func FuzzMetaContext(f *testing.F) {
 		if err != nil {
 			return
 		}
-		back, ok := metaContext(out)
+		if json.Valid([]byte(params)) && !json.Valid(out) {
+			t.Fatalf("injecting into %s gave invalid JSON %s", params, out)
+		}
+		back, ok := paramsContext(out)
 		if !ok || back.TraceID() != sc.TraceID() || back.SpanID() != sc.SpanID() || back.TraceFlags() != sc.TraceFlags() ||
 			back.TraceState().String() != sc.TraceState().String() {
 			t.Fatalf("round trip of %s: %v, then %s gave %v", params, sc, out, back)

@@ -23,6 +23,9 @@ const scope = "github.com/mcp-proxy/mcp-proxy/telemetry"
 type Tracing struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
+	// followParent: the sampler keeps a caller's decision, so that a call whose client
+	// said "not sampled" needs no span at all.
+	followParent bool
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -48,12 +51,13 @@ func Start(ctx context.Context, s Settings) (*Tracing, error) {
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithSampler(Sampler(s)),
 		sdktrace.WithResource(res),
-	)), nil
+	), !s.IgnoreParent), nil
 }
 
-// newTracing wraps a provider (tests give one with an in-memory exporter).
-func newTracing(tp *sdktrace.TracerProvider) *Tracing {
-	return &Tracing{provider: tp, tracer: tp.Tracer(scope)}
+// newTracing wraps a provider (tests give one with an in-memory exporter) whose sampler
+// follows a caller's decision when followParent is set.
+func newTracing(tp *sdktrace.TracerProvider, followParent bool) *Tracing {
+	return &Tracing{provider: tp, tracer: tp.Tracer(scope), followParent: followParent}
 }
 
 // Sampler is the sampler Settings ask for: a trace-id ratio for new traces, and the
