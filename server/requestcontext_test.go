@@ -17,7 +17,9 @@ type traceKey struct{}
 // does); the router gets the client's own request id and the session's id.
 func TestHTTPRequestContext(t *testing.T) {
 	u := newMemUpstream("u", "echo")
-	u.serve = func(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error) { return result(`{"content":[]}`) }
+	u.serve = func(ctx context.Context, req *upstream.Request) (*jsonrpc.Message, error) {
+		return result(`{"content":[]}`)
+	}
 	type seen struct {
 		trace, session string
 		id             jsonrpc.ID
