@@ -12,8 +12,9 @@
 // rpc.response.status_code, error.type) with the proxy's own under mcp_proxy.
 //
 // Tracing off costs nothing: the middlewares are not installed. A sampled-out call costs
-// one non-recording span and, when the client sent no trace context, the propagation of
-// the proxy's (unsampled) one; nothing is recorded or exported for it.
+// one non-recording span and the propagation of its (unsampled) context in _meta; one
+// whose client sent an unsampled context costs reading it, and that context goes
+// upstream as it came. Nothing is recorded or exported for either.
 //
 // The package never decides anything about a call: it reads, propagates and records.
 // It keeps no global state (the OpenTelemetry global providers are left alone).
