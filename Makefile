@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCheckUnique -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
+	$(GO) test -run='^$$' -fuzz=FuzzSkipString -fuzztime=$(FUZZTIME) ./internal/jsonx/
+	$(GO) test -run='^$$' -fuzz=FuzzMetaContext -fuzztime=$(FUZZTIME) ./telemetry/
 	$(GO) test -run='^$$' -fuzz=FuzzJSON -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
 	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
 	$(GO) test -run='^$$' -fuzz=FuzzReadOnlySQL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
@@ -70,7 +72,7 @@ fuzz:
 
 # Go benchmarks of the per-message hot path.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/ ./telemetry/
 
 # The load tool: proxy vs direct, in one run.
 load:

@@ -57,6 +57,7 @@ type Config struct {
 	Policy    *Policy    // nil: everything allowed, no limits
 	Audit     *Audit     // nil: no audit trail
 	Plugins   []Plugin   // in file order
+	Telemetry *Telemetry // nil: no telemetry block (the OTEL_* environment may still trace)
 }
 
 // Proxy holds the settings of the optional proxy block.

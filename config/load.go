@@ -110,6 +110,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Policy:    decodePolicy(e, raw.Policies),
 		Audit:     decodeAudit(e, raw.Audits, absBase),
 		Plugins:   decodePlugins(e, raw.Plugins, absBase),
+		Telemetry: decodeTelemetry(e, raw.Telemetry),
 	}
 	checkExposedOverrides(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {

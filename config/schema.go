@@ -20,6 +20,8 @@ type rawFile struct {
 	Policies  []rawPolicy   `hcl:"policy,block"`
 	Audits    []rawAudit    `hcl:"audit,block"`
 	Plugins   []rawPlugin   `hcl:"plugin,block"`
+
+	Telemetry []rawTelemetry `hcl:"telemetry,block"` // see telemetry.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be

@@ -90,6 +90,10 @@ const (
 	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
 	MetaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	// W3C trace context of a request (traceparent, tracestate), as the OpenTelemetry
+	// conventions for MCP carry it.
+	MetaTraceparent = "traceparent"
+	MetaTracestate  = "tracestate"
 )
 
 // Result types of the modern era.

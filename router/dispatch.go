@@ -19,6 +19,9 @@ import (
 type Request struct {
 	Method string
 	Params json.RawMessage
+	// ID is the id the client gave the request, for logs and traces (the zero ID when
+	// the front end has none to give, as for the CLI); the router never routes on it.
+	ID jsonrpc.ID
 	// Progress receives progress notifications for this request with the client's own
 	// token restored; nil when the client cannot receive them.
 	Progress func(params json.RawMessage)

@@ -137,7 +137,7 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 	for _, m := range b.refusals {
 		a.finish(m)
 	}
-	ctx := requestContext(hs.ctx, r)
+	ctx := h.requestContext(hs.ctx, r)
 	for _, m := range b.requests {
 		hs.ss.handleRequest(ctx, m, replier{reply: a.finish, stream: a})
 	}

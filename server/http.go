@@ -35,6 +35,10 @@ type HTTPOptions struct {
 	// of each stream). Replicas share one store so that any of them can replay a stream.
 	// A store given here belongs to the caller.
 	Events EventStore
+	// RequestContext, when set, adds what the proxy reads from an HTTP request besides
+	// its principal to the context its messages are handled under: the W3C trace context
+	// of its traceparent header, for tracing. Nil adds nothing.
+	RequestContext func(ctx context.Context, r *http.Request) context.Context
 }
 
 // HTTPHandler serves MCP over Streamable HTTP: legacy sessions (initialize, then POSTs
@@ -372,7 +376,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		}
 		a.finish(m)
 	}
-	ctx := requestContext(base, r)
+	ctx := h.requestContext(base, r)
 	rp := replier{reply: reply, stream: a, clientID: clientID}
 	if rm != nil {
 		ss.serveModern(ctx, &inner, *rm, rp)

@@ -64,7 +64,7 @@ func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}
-	hs.ss.handleLine(requestContext(hs.ctx, r), bytes.TrimSpace(body))
+	hs.ss.handleLine(h.requestContext(hs.ctx, r), bytes.TrimSpace(body))
 	w.WriteHeader(http.StatusAccepted)
 }
 

@@ -92,12 +92,16 @@ func (hs *httpSession) samePrincipal(r *http.Request) bool {
 // base (the session's context, or the server's for a modern request) with the
 // principal that authenticated r. In a session, that is the principal that opened it
 // (session has checked), so policy decides on who really sent each message, whatever
-// the transport.
-func requestContext(base context.Context, r *http.Request) context.Context {
+// the transport. HTTPOptions.RequestContext adds the rest.
+func (h *HTTPHandler) requestContext(base context.Context, r *http.Request) context.Context {
+	ctx := base
 	if p := principal.From(r.Context()); p != nil {
-		return principal.With(base, p)
+		ctx = principal.With(base, p)
 	}
-	return base
+	if h.opts.RequestContext != nil {
+		ctx = h.opts.RequestContext(ctx, r)
+	}
+	return ctx
 }
 
 // newHTTPSession makes a session (not yet registered) with a cryptographically random

@@ -294,7 +294,7 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	ss.mu.Unlock()
 
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
-		Meta: ss.meta, Principal: principal.From(ctx)}
+		Meta: ss.meta, Principal: principal.From(ctx), ID: rp.idOf(msg)}
 	if hasProgressToken(meta) {
 		notify := rp.notifier(ss)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }

@@ -176,6 +176,7 @@ func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 			}
 		}
 	}
+	setTraceHeaders(req.Header, m)
 	for k, v := range extra {
 		req.Header.Set(k, v)
 	}

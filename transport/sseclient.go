@@ -172,6 +172,7 @@ func (l *SSELink) Write(m *jsonrpc.Message) error {
 	for k, v := range l.spec.Headers {
 		req.Header.Set(k, v)
 	}
+	setTraceHeaders(req.Header, m)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()

@@ -61,7 +61,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
 	// The upstreams start when the client initializes, so that they are told exactly the
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	r, err := newEngine(ctx, cfg, log, false)
+	tr, err := startTracing(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
+	r, err := newEngine(ctx, cfg, log, false, tr)
 	if err != nil {
 		return err
 	}
@@ -131,7 +136,7 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newEngine(ctx, cfg, log, false)
+	r, err := newEngine(ctx, cfg, log, false, nil) // the CLI is not traced
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/server"
+	"github.com/mcp-proxy/mcp-proxy/telemetry"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -40,8 +41,9 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 // plugins (they are stages of the chain and present the catalogue from its first build);
 // the upstreams do not start yet. manyClients says the front end serves many client
 // sessions (HTTP): only then do per-client upstreams get a session per client (with one
-// client the two coincide).
-func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool) (*router.Router, error) {
+// client the two coincide). tr, when not nil, traces every routed call: its middlewares
+// go first and last in the chain.
+func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing) (*router.Router, error) {
 	r, err := newRouter(cfg, log, manyClients)
 	if err != nil {
 		return nil, err
@@ -65,6 +67,7 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 	if host != nil {
 		stages = append(stages, host.Stages()...)
 	}
+	stages = tr.Wrap(stages) // tracing: request span → the stages above → upstream span
 	if len(stages) > 0 {
 		r.Use(stages...)
 	}

@@ -27,7 +27,12 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if authn != nil {
 		defer authn.Close()
 	}
-	r, err := newEngine(ctx, cfg, log, true)
+	tr, err := startTracing(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
+	r, err := newEngine(ctx, cfg, log, true, tr)
 	if err != nil {
 		return err
 	}
@@ -43,6 +48,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	h := srv.NewHTTPHandler(base, server.HTTPOptions{
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
+		RequestContext: httpTraceContext(tr),
 	})
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {

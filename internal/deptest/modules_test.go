@@ -47,6 +47,29 @@ var (
 		{"github.com/mattn/go-isatty", "go-hclog's terminal check"},
 	}
 	pluginSDK = join(protobuf, grpc, goplugin)
+	// OTLP's messages and the collector's service, as the exporter and the test receiver
+	// use them.
+	otlpWire = []reason{
+		{"go.opentelemetry.io/proto/otlp", "OTLP's trace messages and the collector's TraceService"},
+		{"github.com/grpc-ecosystem/grpc-gateway/v2", "linked by OTLP's collector package (its generated HTTP gateway, unused)"},
+		{"google.golang.org/genproto/googleapis/api", "grpc-gateway's and OTLP's HTTP annotations"},
+	}
+	otel = join(otlpWire, protobuf, grpc, []reason{
+		{"go.opentelemetry.io/otel", "tracing API: propagation, attributes, status codes"},
+		{"go.opentelemetry.io/otel/trace", "spans and span contexts"},
+		{"go.opentelemetry.io/otel/sdk", "tracer provider, batch span processor, samplers, resource"},
+		{"go.opentelemetry.io/otel/exporters/otlp/otlptrace", "the OTLP trace exporter"},
+		{"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc", "the OTLP exporter over gRPC"},
+		{"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp", "the OTLP exporter over HTTP"},
+		{"go.opentelemetry.io/otel/metric", "the SDK's self-observation instruments (no-op: the proxy sets no meter provider)"},
+		{"go.opentelemetry.io/otel/log", "the OpenTelemetry API's global logger"},
+		{"go.opentelemetry.io/auto/sdk", "otel/trace's hook for eBPF auto-instrumentation (inactive)"},
+		{"github.com/go-logr/logr", "the OpenTelemetry SDK's internal logger"},
+		{"github.com/go-logr/stdr", "the OpenTelemetry SDK's internal logger"},
+		{"github.com/cenkalti/backoff/v5", "the OTLP exporters' retries"},
+		{"github.com/cespare/xxhash/v2", "hashing of attribute sets in otel/attribute"},
+		{"github.com/google/uuid", "the SDK resource's service.instance.id"},
+	})
 )
 
 func join(rs ...[]reason) []reason {
@@ -86,7 +109,9 @@ var modules = map[string][]reason{
 	"plugins/redact":       nil,
 	"cmd/mcp-proxy-guard":  pluginSDK,
 	"cmd/mcp-proxy-redact": pluginSDK,
-	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK),
+	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel),
+	"telemetry":            join(logging, otel),
+	"internal/otlptest":    join(otlpWire, protobuf, grpc),
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against

@@ -210,18 +210,21 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string literal starting at b[i] == '"'.
+// skipString returns the index just past the string literal starting at b[i] == '"'. It
+// looks for the closing quote with bytes.IndexByte (vectorized), then for an escape
+// before it: a long string costs a fraction of a byte-by-byte loop.
 func skipString(b []byte, i int) (int, error) {
 	i++
 	for i < len(b) {
-		switch b[i] {
-		case '\\':
-			i += 2
-		case '"':
-			return i + 1, nil
-		default:
-			i++
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return 0, ErrSyntax
 		}
+		e := bytes.IndexByte(b[i:i+q], '\\')
+		if e < 0 {
+			return i + q + 1, nil
+		}
+		i += e + 2 // the escaped byte, whatever it is, does not end the string
 	}
 	return 0, ErrSyntax
 }

@@ -387,3 +387,21 @@ func BenchmarkFastEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+func TestEchoMeta(t *testing.T) {
+	c := startServer(t, "-echo-meta")
+	meta := `{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","progressToken":1}`
+	var r toolResultWire
+	c.result("tools/call", map[string]any{"name": "echo_meta", "_meta": json.RawMessage(meta)}, &r)
+	if string(r.StructuredContent) != meta {
+		t.Errorf("echo_meta: %s, want %s", r.StructuredContent, meta)
+	}
+	c.result("tools/call", map[string]any{"name": "echo_meta"}, &r)
+	if string(r.StructuredContent) != `{}` {
+		t.Errorf("echo_meta without _meta: %s", r.StructuredContent)
+	}
+	plain := startServer(t)
+	if e := plain.rpcErr("tools/call", map[string]any{"name": "echo_meta"}); e.Code != codeInvalidParams {
+		t.Errorf("echo_meta without -echo-meta: %+v", e)
+	}
+}

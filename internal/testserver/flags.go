@@ -30,6 +30,8 @@ type config struct {
 	cpuProfile string // write a CPU profile of the whole run here
 
 	files string // also serve this directory's files as resources and through read_file
+
+	echoMeta bool // the echo_meta tool; over HTTP, log the traceparent header of every request
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -57,6 +59,8 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.httpGet, "http-get", true, "with -http: serve the GET event stream of a session (false answers 405)")
 	fs.StringVar(&cfg.files, "files", "", "also be a naive file server: list `DIR`'s files as file:// resources, read any file: URI\n"+
 		"(percent-decoded) and add a read_file tool; it checks nothing itself")
+	fs.BoolVar(&cfg.echoMeta, "echo-meta", false, "add an echo_meta tool that returns the _meta of its call; with -http, also log\n"+
+		"the traceparent and tracestate headers of every request to stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `file` (for comparing a benchmark's direct target with the proxy)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: misbehave [flags]\n\n"+

@@ -382,6 +382,9 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 	if msg.Method == fastToolsCall {
 		h.stats.toolCalls.Add(1)
 	}
+	if h.cfg.echoMeta {
+		h.log.Printf("request id=%s traceparent=%q tracestate=%q", msg.ID, r.Header.Get("traceparent"), r.Header.Get("tracestate"))
+	}
 	if h.fast != nil {
 		h.answerFast(w, msg)
 	} else {

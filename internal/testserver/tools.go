@@ -23,6 +23,8 @@ const (
 	toolGarbage = "garbage"
 	toolEnv     = "env"
 	toolCwd     = "cwd"
+
+	toolEchoMeta = "echo_meta" // with -echo-meta
 )
 
 var (
@@ -49,6 +51,7 @@ const (
 // toolCall is a tools/call request as the tool sees it.
 type toolCall struct {
 	id            json.RawMessage // the request id, verbatim
+	params        json.RawMessage // the whole params, verbatim
 	arguments     json.RawMessage // as received; may be absent
 	progressToken json.RawMessage // absent unless the client asked for progress
 }
@@ -88,6 +91,9 @@ func newCatalogue(cfg *config) *catalogue {
 	}
 	if cfg.dup != "" {
 		tools = append(tools, &tool{cfg.dup, "Echo, prefixed with the name of server " + cfg.name + ".", schemaAny, echo("from " + cfg.name + ": ")})
+	}
+	if cfg.echoMeta {
+		tools = append(tools, &tool{toolEchoMeta, "Returns the _meta of its call (its traceparent, say) as structuredContent.", schemaAny, echoCallMeta})
 	}
 	if cfg.files != "" {
 		tools = append(tools, &tool{toolReadFile, "Returns the text of a file (checks nothing).", schemaReadFile, readFile})
@@ -178,7 +184,7 @@ func (s *server) callTool(ctx context.Context, msg *incoming) (json.RawMessage, 
 	if t == nil {
 		return nil, &rpcError{Code: codeInvalidParams, Message: "Unknown tool: " + p.Name}
 	}
-	call := &toolCall{id: msg.ID, arguments: p.Arguments}
+	call := &toolCall{id: msg.ID, params: msg.Params, arguments: p.Arguments}
 	if !isAbsent(p.Meta.ProgressToken) {
 		call.progressToken = p.Meta.ProgressToken
 	}
@@ -253,6 +259,23 @@ func echo(prefix string) toolFunc {
 			Meta:              echoMeta,
 		})
 	}
+}
+
+// echoCallMeta returns the call's params._meta as it arrived ({} when it had none).
+func echoCallMeta(_ context.Context, _ *server, call *toolCall) (json.RawMessage, *rpcError) {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(call.params, &p); err != nil {
+		return errorResult(err.Error())
+	}
+	if len(p.Meta) == 0 || p.Meta[0] != '{' {
+		p.Meta = json.RawMessage(`{}`)
+	}
+	return encodeResult(toolResult{
+		Content:           []textContent{{Type: "text", Text: string(p.Meta)}},
+		StructuredContent: p.Meta,
+	})
 }
 
 // slow sleeps, sending progress 1..3 of 3 if a token was given. Cancelled,

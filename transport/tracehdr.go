@@ -1,0 +1,72 @@
+package transport
+
+import (
+	"net/http"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+)
+
+// W3C trace context limits: a version-00 traceparent is 55 characters; a tracestate
+// holds at most 32 members, which fit in 512 characters as the specification advises.
+const (
+	traceparentLen = 55
+	maxTracestate  = 512
+)
+
+// setTraceHeaders mirrors the W3C trace context that request m carries in
+// params._meta (traceparent, tracestate: where MCP puts it, and where the proxy's
+// tracing writes its own) into the HTTP headers of the same names, so that an HTTP
+// server's own instrumentation finds it too. A value that is not well formed is left
+// out: it must not break the request (a line break in a header is refused by the HTTP
+// client).
+func setTraceHeaders(h http.Header, m *jsonrpc.Message) {
+	if !m.IsRequest() || len(m.Params) == 0 {
+		return
+	}
+	meta, ok, _ := jsonx.Get(m.Params, "_meta")
+	if !ok || len(meta) == 0 || meta[0] != '{' {
+		return
+	}
+	tp, ok, _ := jsonx.GetString(meta, mcp.MetaTraceparent)
+	if !ok || !wellFormedTraceparent(tp) {
+		return
+	}
+	h.Set("Traceparent", tp)
+	if ts, ok, _ := jsonx.GetString(meta, mcp.MetaTracestate); ok && ts != "" && len(ts) <= maxTracestate && printable(ts) {
+		h.Set("Tracestate", ts)
+	}
+}
+
+// wellFormedTraceparent checks the shape of a traceparent: version-traceid-parentid-flags
+// in lowercase hex (a later version may append fields after a dash).
+func wellFormedTraceparent(s string) bool {
+	if len(s) < traceparentLen || (len(s) > traceparentLen && s[traceparentLen] != '-') {
+		return false
+	}
+	for i := 0; i < traceparentLen; i++ {
+		c := s[i]
+		switch i {
+		case 2, 35, 52:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return printable(s)
+}
+
+// printable reports whether s is printable ASCII (what a header value may safely hold).
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
