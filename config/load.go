@@ -111,6 +111,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Audit:     decodeAudit(e, raw.Audits, absBase),
 		Plugins:   decodePlugins(e, raw.Plugins, absBase),
 	}
+	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
 	checkExposedOverrides(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{

@@ -20,6 +20,7 @@ type rawFile struct {
 	Policies  []rawPolicy   `hcl:"policy,block"`
 	Audits    []rawAudit    `hcl:"audit,block"`
 	Plugins   []rawPlugin   `hcl:"plugin,block"`
+	Admins    []rawAdmin    `hcl:"admin,block"` // see admin.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be
@@ -56,6 +57,7 @@ type rawUpstream struct {
 	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
 	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxInFlight    *hcl.Attribute `hcl:"max_in_flight,optional"`
+	Required       *hcl.Attribute `hcl:"required,optional"`
 	OAuth          []rawOAuth     `hcl:"oauth,block"`
 	Tools          []rawSelection `hcl:"tools,block"`   // see filters.go
 	ToolBlocks     []rawOverride  `hcl:"tool,block"`    // see filters.go
