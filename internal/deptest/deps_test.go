@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"plugins/proto":        {},
 	"plugins/sdk":          {"plugins/proto"},
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "jsonrpc", "mcp", "internal/jsonx"},
+	"metrics":              {"router", "upstream", "server", "policy", "plugins", "jsonrpc", "mcp", "internal/jsonx"},
 	"internal/testplugin":  {"plugins/sdk"},
 	"plugins/guard":        {},
 	"plugins/redact":       {},
