@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"plugins/sdk":          {"plugins/proto"},
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "jsonrpc", "mcp", "internal/jsonx"},
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "jsonrpc", "mcp", "internal/jsonx"},
+	"admin":                {"metrics", "router", "upstream"},
 	"internal/testplugin":  {"plugins/sdk"},
 	"plugins/guard":        {},
 	"plugins/redact":       {},

@@ -93,6 +93,7 @@ var modules = map[string][]reason{
 	"plugins/sdk":          pluginSDK,
 	"plugins":              join(logging, hcl, ratelimit, pluginSDK),
 	"metrics":              join(logging, hcl, ratelimit, pluginSDK, prometheus), // the observers of policy and plugins
+	"admin":                join(logging, hcl, ratelimit, pluginSDK, prometheus), // through metrics
 	"internal/testplugin":  pluginSDK,
 	"plugins/guard":        {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
 	"plugins/redact":       nil,
