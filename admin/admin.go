@@ -29,6 +29,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -102,6 +103,8 @@ type Server struct {
 	err  error         // what Serve returned, other than http.ErrServerClosed
 
 	closed bool
+
+	draining atomic.Bool // see Drain
 }
 
 // New returns an admin listener that is not listening yet. It has no side effects.
@@ -166,6 +169,11 @@ func (s *Server) Start() error {
 	s.opts.Log.Info().Str("address", ln.Addr().String()).Msg("admin listener serving /metrics, /healthz, /readyz, /status")
 	return nil
 }
+
+// Drain makes /readyz answer 503 from now on (with "draining": true), whatever the
+// upstreams: call it when the proxy begins to shut down, so that load balancers stop
+// sending it new work while requests in flight finish.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Addr is the address the listener is bound to ("" before Start).
 func (s *Server) Addr() string {

@@ -116,6 +116,13 @@ func TestHealthAndReadiness(t *testing.T) {
 	if rec := get(t, h, "/readyz", nil); rec.Code != 200 {
 		t.Errorf("readyz once it is back: %d", rec.Code)
 	}
+	s.Drain()
+	if rec := get(t, h, "/readyz", nil); rec.Code != 503 || !strings.Contains(rec.Body.String(), `"draining": true`) {
+		t.Errorf("readyz while draining: %d %s", rec.Code, rec.Body)
+	}
+	if rec := get(t, h, "/healthz", nil); rec.Code != 200 {
+		t.Errorf("healthz while draining: %d", rec.Code)
+	}
 }
 
 func TestStatusJSON(t *testing.T) {

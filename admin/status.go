@@ -191,16 +191,18 @@ func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
 // readiness is the body of /readyz.
 type readiness struct {
 	Ready    bool     `json:"ready"`
+	Draining bool     `json:"draining,omitempty"` // the proxy is shutting down
 	NotReady []string `json:"not_ready,omitempty"`
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
+	body := readiness{Ready: st.Ready && !s.draining.Load(), Draining: s.draining.Load(), NotReady: st.NotReady}
 	code := http.StatusOK
-	if !st.Ready {
+	if !body.Ready {
 		code = http.StatusServiceUnavailable
 	}
-	writeJSON(w, code, readiness{Ready: st.Ready, NotReady: st.NotReady})
+	writeJSON(w, code, body)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -61,12 +61,18 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
 	// The upstreams start when the client initializes, so that they are told exactly the
 	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	r, err := newEngine(ctx, cfg, log, false)
+	obs := newObservers(cfg)
+	r, err := newEngine(ctx, cfg, log, false, obs)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	srv := newServer(cfg, r, log)
+	srv := newServer(cfg, r, log, obs)
+	stopAdmin, _, err := startAdmin(cfg, source, r, obs, nil, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
 	err = srv.ServeStream(ctx, stdin, stdout)
@@ -131,7 +137,7 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newEngine(ctx, cfg, log, false)
+	r, err := newEngine(ctx, cfg, log, false, nil)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -38,7 +38,7 @@ var allowed = map[string][]string{
 	"plugins/redact":       {},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
-	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer"},
+	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "metrics", "admin"},
 	"cmd/mcp-bench":        {"jsonrpc", "internal/jsonx"},
 	"internal/testserver":  {},
 	"internal/importer":    {},

@@ -99,7 +99,7 @@ var modules = map[string][]reason{
 	"plugins/redact":       nil,
 	"cmd/mcp-proxy-guard":  pluginSDK,
 	"cmd/mcp-proxy-redact": pluginSDK,
-	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK),
+	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, prometheus),
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against
