@@ -85,8 +85,10 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
 table { border-collapse: collapse; margin: .5em 0 1.5em; }
 th, td { padding: .25em .7em; border-bottom: 1px solid #ddd; text-align: left; vertical-align: top; }
 th { background: #f4f4f4; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.up { color: #17692f; } .starting, .restarting { color: #8a5a00; } .down, .stopped { color: #b00020; } .disabled { color: #777; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.state { font-weight: 600; }
+td.up { color: #17692f; } td.starting, td.restarting { color: #8a5a00; } td.down, td.stopped { color: #b00020; }
+tr.disabled { color: #777; }
 #ready.yes { color: #17692f; } #ready.no { color: #b00020; }
 .err { color: #b00020; max-width: 40em; overflow-wrap: anywhere; }
 small { color: #666; }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -106,6 +107,9 @@ func startAdmin(cfg *config.Config, source string, r *router.Router, o *observer
 	m := o.metrics
 	m.SetCatalogue(r)
 	info := admin.ConfigInfo{Path: source, LoadedAt: time.Now()}
+	if abs, aerr := filepath.Abs(source); aerr == nil {
+		info.Path = abs
+	}
 	if b, rerr := os.ReadFile(source); rerr == nil {
 		sum := sha256.Sum256(b)
 		info.SHA256 = hex.EncodeToString(sum[:])
