@@ -70,7 +70,7 @@ fuzz:
 
 # Go benchmarks of the per-message hot path.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/ ./metrics/
 
 # The load tool: proxy vs direct, in one run.
 load:
