@@ -284,3 +284,27 @@ func TestListener(t *testing.T) {
 		t.Error("still serving after Close")
 	}
 }
+
+// TestWaitingForFirstClient: upstreams not started yet (they start with the first
+// client) leave the proxy ready, so that a load balancer lets that client in.
+func TestWaitingForFirstClient(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	m.Upstreams("t")
+	eng := &fakeEngine{ups: []router.UpstreamStatus{{Name: "t", State: upstream.StateStarting}}}
+	s := New(Options{Engine: eng, Metrics: m, Upstreams: []UpstreamConfig{{Name: "t", Required: true}}})
+	rec := get(t, s.Handler(), "/readyz", nil)
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"waiting": [`) {
+		t.Errorf("readyz before the first client: %d %s", rec.Code, rec.Body)
+	}
+	if st := s.Status(); st.Upstreams[0].State != metrics.StateWaiting || !st.Ready || len(st.Waiting) != 1 {
+		t.Errorf("status: %+v", st)
+	}
+	// Its first attempt under way: starting, and not ready until it is up.
+	m.UpstreamEvent(upstream.Event{Kind: upstream.EventStarting, Upstream: "t", Time: t0})
+	if rec := get(t, s.Handler(), "/readyz", nil); rec.Code != 503 {
+		t.Errorf("readyz while starting: %d %s", rec.Code, rec.Body)
+	}
+	if st := s.Status(); st.Upstreams[0].State != metrics.StateStarting {
+		t.Errorf("state while starting: %s", st.Upstreams[0].State)
+	}
+}

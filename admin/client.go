@@ -70,6 +70,9 @@ func WriteText(out io.Writer, st *Status) error {
 
 func writeText(w *strings.Builder, st *Status) {
 	ready := "ready"
+	if len(st.Waiting) > 0 {
+		ready += " (upstreams start with the first client: " + strings.Join(st.Waiting, ", ") + ")"
+	}
 	if !st.Ready {
 		ready = "NOT READY (" + strings.Join(st.NotReady, ", ") + ")"
 	}

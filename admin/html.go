@@ -87,7 +87,7 @@ th, td { padding: .25em .7em; border-bottom: 1px solid #ddd; text-align: left; v
 th { background: #f4f4f4; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.state { font-weight: 600; }
-td.up { color: #17692f; } td.starting, td.restarting { color: #8a5a00; } td.down, td.stopped { color: #b00020; }
+td.up { color: #17692f; } td.waiting { color: #555; } td.starting, td.restarting { color: #8a5a00; } td.down, td.stopped { color: #b00020; }
 tr.disabled { color: #777; }
 #ready.yes { color: #17692f; } #ready.no { color: #b00020; }
 .err { color: #b00020; max-width: 40em; overflow-wrap: anywhere; }

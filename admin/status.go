@@ -15,9 +15,12 @@ type routerStatus = router.UpstreamStatus
 
 // Status is what /status says, in JSON as in HTML, and what `mcp-proxy status` prints.
 type Status struct {
-	Version   string                 `json:"version"`
-	Ready     bool                   `json:"ready"`
-	NotReady  []string               `json:"not_ready,omitempty"` // required upstreams that are not ready
+	Version  string   `json:"version"`
+	Ready    bool     `json:"ready"`
+	NotReady []string `json:"not_ready,omitempty"` // required upstreams that are not ready
+	// Waiting are required upstreams not started yet: they start with the first client
+	// (whose initialize waits for them), so the proxy counts as ready meanwhile.
+	Waiting   []string               `json:"waiting,omitempty"`
 	Now       time.Time              `json:"now"`
 	Started   time.Time              `json:"started"`
 	Config    ConfigInfo             `json:"config"`
@@ -28,7 +31,8 @@ type Status struct {
 // UpstreamStatus is one upstream in Status.
 type UpstreamStatus struct {
 	Name string `json:"name"`
-	// State is one of metrics.States, or "disabled".
+	// State is one of metrics.States ("waiting": not started, until the first client),
+	// or "disabled".
 	State     string `json:"state"`
 	Ready     bool   `json:"ready"`
 	Required  bool   `json:"required"`
@@ -112,7 +116,13 @@ func (s *Server) Status() *Status {
 			us.P50Ms, us.P99Ms = ms(v.Latency.P50), ms(v.Latency.P99)
 			us.PerClient, us.Sessions = r.PerClient, r.Sessions
 		}
-		if us.Required && !us.Ready {
+		switch {
+		case !us.Required || us.Ready:
+		case us.State == metrics.StateWaiting:
+			// Not started: the upstreams start with the first client, whose initialize
+			// waits for them. Not ready would keep that client away for good.
+			st.Waiting = append(st.Waiting, us.Name)
+		default:
 			st.Ready = false
 			st.NotReady = append(st.NotReady, us.Name)
 		}
@@ -143,7 +153,7 @@ func stateOf(st upstream.State, seen string) string {
 	case upstream.StateStopped:
 		return metrics.StateStopped
 	case upstream.StateStarting:
-		if seen == metrics.StateRestarting {
+		if seen == metrics.StateRestarting || seen == metrics.StateWaiting {
 			return seen
 		}
 		return metrics.StateStarting
@@ -193,11 +203,12 @@ type readiness struct {
 	Ready    bool     `json:"ready"`
 	Draining bool     `json:"draining,omitempty"` // the proxy is shutting down
 	NotReady []string `json:"not_ready,omitempty"`
+	Waiting  []string `json:"waiting,omitempty"` // not started until the first client
 }
 
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	st := s.Status()
-	body := readiness{Ready: st.Ready && !s.draining.Load(), Draining: s.draining.Load(), NotReady: st.NotReady}
+	body := readiness{Ready: st.Ready && !s.draining.Load(), Draining: s.draining.Load(), NotReady: st.NotReady, Waiting: st.Waiting}
 	code := http.StatusOK
 	if !body.Ready {
 		code = http.StatusServiceUnavailable

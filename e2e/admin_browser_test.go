@@ -87,8 +87,16 @@ func TestStatusPageInBrowser(t *testing.T) {
 		heldUpstream("t", hold, `timeout = "10s"`)+
 		testUpstream("aux", "aux", []string{"-name", "aux"}, "required = false"))
 	rc := startRaw(t, cfg)
-	rc.initialize()
 	base := "http://" + adminAddr
+	// Before the client: the upstreams wait for it, and the proxy counts as ready.
+	waitListening(t, adminAddr, rc.stderr)
+	if code, body := adminGet(t, base, "/readyz", ""); code != 200 || !strings.Contains(string(body), `"waiting": [`) {
+		t.Errorf("/readyz before the client: %d %s", code, body)
+	}
+	if _, body := adminGet(t, base, "/status?format=json", ""); !strings.Contains(string(body), `"state": "waiting"`) {
+		t.Errorf("/status before the client: %s", body)
+	}
+	rc.initialize()
 	waitReady(t, base, 200, 30*time.Second, rc.stderr)
 
 	dom := dumpDOM(t, browser, base+"/status")

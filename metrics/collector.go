@@ -23,7 +23,7 @@ var (
 	descInFlight = prometheus.NewDesc(Namespace+"_requests_in_flight",
 		"Routed requests in flight, by upstream.", []string{"upstream"}, nil)
 	descState = prometheus.NewDesc(Namespace+"_upstream_state",
-		"1 for the upstream's current state (starting, up, restarting, down, stopped), 0 for the others.",
+		"1 for the upstream's current state (waiting, starting, up, restarting, down, stopped), 0 for the others.",
 		[]string{"upstream", "state"}, nil)
 	descRestarts = prometheus.NewDesc(Namespace+"_upstream_restarts_total",
 		"Restarts of the upstream (after an exit or a failed start).", []string{"upstream"}, nil)
@@ -66,7 +66,7 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		state, restarts, failed, timeouts, ready := u.state, u.restarts, u.startFailed, u.timeouts, u.lastReady
 		u.mu.Unlock()
 		if state == "" {
-			state = StateStarting
+			state = StateWaiting
 		}
 		for _, s := range States {
 			v := 0.0

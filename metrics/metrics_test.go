@@ -209,7 +209,7 @@ func TestUpstreamEvents(t *testing.T) {
 		}
 		return strings.Join(on, ",")
 	}
-	if s := state(); s != StateStarting {
+	if s := state(); s != StateWaiting {
 		t.Errorf("declared: %q", s)
 	}
 	steps := []struct {
@@ -240,7 +240,7 @@ func TestUpstreamEvents(t *testing.T) {
 		`mcp_proxy_upstream_start_failures_total{upstream="a"}`:         1,
 		`mcp_proxy_upstream_timeouts_total{upstream="a"}`:               1,
 		`mcp_proxy_upstream_last_start_timestamp_seconds{upstream="a"}`: float64(t0.Add(9 * time.Second).Unix()),
-		`mcp_proxy_upstream_state{state="starting",upstream="b"}`:       1,
+		`mcp_proxy_upstream_state{state="waiting",upstream="b"}`:        1,
 		`mcp_proxy_upstream_restarts_total{upstream="b"}`:               0,
 	} {
 		if got, ok := all[k]; !ok || got != want {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 // Upstream states, as mcp_proxy_upstream_state and the status page name them.
 const (
+	StateWaiting    = "waiting"    // not started yet: the upstreams start with the first client
 	StateStarting   = "starting"   // the first start attempt is under way
 	StateUp         = "up"         // ready: handshake and first catalogue done
 	StateRestarting = "restarting" // it exited or failed to start; another attempt is scheduled or under way
@@ -18,7 +20,7 @@ const (
 )
 
 // States lists every state, in the order the state gauge reports them.
-var States = []string{StateStarting, StateUp, StateRestarting, StateDown, StateStopped}
+var States = []string{StateWaiting, StateStarting, StateUp, StateRestarting, StateDown, StateStopped}
 
 // upstreamStats is what the metrics know of one upstream.
 type upstreamStats struct {
@@ -110,7 +112,7 @@ func (u *upstreamStats) noteErr(e upstream.Event) {
 // UpstreamView is what the status page shows of one upstream's history.
 type UpstreamView struct {
 	Name     string
-	State    string // one of States; "" when nothing happened to it yet
+	State    string // one of States; StateWaiting when nothing happened to it yet
 	Restarts uint64
 	// LastReady is when it last became ready (zero: never).
 	LastReady time.Time
@@ -127,7 +129,7 @@ type UpstreamView struct {
 func (m *Metrics) Upstream(name string) UpstreamView {
 	u := m.upstream(name)
 	u.mu.Lock()
-	v := UpstreamView{Name: name, State: u.state, Restarts: u.restarts, LastReady: u.lastReady,
+	v := UpstreamView{Name: name, State: cmp.Or(u.state, StateWaiting), Restarts: u.restarts, LastReady: u.lastReady,
 		LastError: u.lastErr, LastErrorAt: u.lastErrAt, Timeouts: u.timeouts}
 	u.mu.Unlock()
 	v.InFlight = u.inFlight.Load()
