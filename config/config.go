@@ -58,6 +58,7 @@ type Config struct {
 	Audit     *Audit     // nil: no audit trail
 	Plugins   []Plugin   // in file order
 	Telemetry *Telemetry // nil: no telemetry block (the OTEL_* environment may still trace)
+	Admin     *Admin     // nil: no admin listener (see admin.go)
 }
 
 // Proxy holds the settings of the optional proxy block.
@@ -96,8 +97,11 @@ type Upstream struct {
 	MaxSessions int           // per-client: default 64; >= 1
 	IdleTimeout time.Duration // per-client: default 10m; > 0
 	MaxInFlight int           // calls in flight at once (over all clients); 0: no cap
-	OAuth       *OAuth        // the oauth block of a url upstream; nil when absent (see OAuth)
-	Tools       Filter        // the tools block and tool "NAME" blocks; zero: every tool as listed
-	Prompts     Filter        // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
-	DeclRange   hcl.Range     // where the block is, for diagnostics reported by other packages later
+	// Required: the proxy is ready (the admin listener's /readyz) only while this upstream
+	// is; default true for an enabled upstream, always false for a disabled one.
+	Required  bool
+	OAuth     *OAuth    // the oauth block of a url upstream; nil when absent (see OAuth)
+	Tools     Filter    // the tools block and tool "NAME" blocks; zero: every tool as listed
+	Prompts   Filter    // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
+	DeclRange hcl.Range // where the block is, for diagnostics reported by other packages later
 }

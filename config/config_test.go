@@ -126,6 +126,7 @@ upstream "defaults" {
 				Session:        SessionShared,
 				MaxSessions:    DefaultMaxSessions,
 				IdleTimeout:    DefaultIdleTimeout,
+				Required:       true,
 			},
 			{
 				Name:           "defaults",
@@ -139,6 +140,7 @@ upstream "defaults" {
 				Session:        SessionShared,
 				MaxSessions:    64,
 				IdleTimeout:    10 * time.Minute,
+				Required:       true,
 			},
 		},
 	}

@@ -112,6 +112,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Plugins:   decodePlugins(e, raw.Plugins, absBase),
 		Telemetry: decodeTelemetry(e, raw.Telemetry),
 	}
+	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
 	checkExposedOverrides(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{

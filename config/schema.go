@@ -13,15 +13,15 @@ import "github.com/hashicorp/hcl/v2"
 
 // rawFile is the top level of a configuration file.
 type rawFile struct {
-	Proxies   []rawProxy    `hcl:"proxy,block"`
-	Upstreams []rawUpstream `hcl:"upstream,block"`
-	Listens   []rawListen   `hcl:"listen,block"`
-	Auths     []rawAuth     `hcl:"auth,block"`
-	Policies  []rawPolicy   `hcl:"policy,block"`
-	Audits    []rawAudit    `hcl:"audit,block"`
-	Plugins   []rawPlugin   `hcl:"plugin,block"`
-
+	Proxies   []rawProxy     `hcl:"proxy,block"`
+	Upstreams []rawUpstream  `hcl:"upstream,block"`
+	Listens   []rawListen    `hcl:"listen,block"`
+	Auths     []rawAuth      `hcl:"auth,block"`
+	Policies  []rawPolicy    `hcl:"policy,block"`
+	Audits    []rawAudit     `hcl:"audit,block"`
+	Plugins   []rawPlugin    `hcl:"plugin,block"`
 	Telemetry []rawTelemetry `hcl:"telemetry,block"` // see telemetry.go
+	Admins    []rawAdmin     `hcl:"admin,block"`     // see admin.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be
@@ -58,6 +58,7 @@ type rawUpstream struct {
 	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
 	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
 	MaxInFlight    *hcl.Attribute `hcl:"max_in_flight,optional"`
+	Required       *hcl.Attribute `hcl:"required,optional"`
 	OAuth          []rawOAuth     `hcl:"oauth,block"`
 	Tools          []rawSelection `hcl:"tools,block"`   // see filters.go
 	ToolBlocks     []rawOverride  `hcl:"tool,block"`    // see filters.go

@@ -122,6 +122,14 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 	if b, ok := e.bool(raw.Disabled); ok {
 		u.Disabled = b
 	}
+	u.Required = !u.Disabled
+	if b, ok := e.bool(raw.Required); ok {
+		if b && u.Disabled {
+			e.errorf(raw.Required, "Required upstream is disabled",
+				"A disabled upstream is never started, so it cannot be required for readiness: drop required = true or disabled = true.")
+		}
+		u.Required = b && !u.Disabled
+	}
 	decodeSession(e, raw, &u)
 	if n, ok := e.int(raw.MaxInFlight); ok {
 		if n < 1 {

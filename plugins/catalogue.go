@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"time"
 
 	pb "github.com/mcp-proxy/mcp-proxy/plugins/proto"
 	"github.com/mcp-proxy/mcp-proxy/policy"
@@ -47,12 +48,14 @@ func (p *presenter) Present(items []router.Listed) {
 		if len(idx) == 0 {
 			continue
 		}
+		start := time.Now()
 		resp, err := invoke(context.Background(), in, func(ctx context.Context, l *live) (*pb.CatalogueResponse, error) {
 			return l.rpc.Catalogue(ctx, req)
 		})
 		if err == nil {
 			err = checkChanges(resp, len(idx))
 		}
+		in.observe(HookCatalogue, start, err)
 		if err != nil {
 			if in.spec.FailOpen {
 				in.log.Warn().Err(err).Int("items", len(idx)).Msg("plugin's catalogue hook failed; its items are listed unchanged (failure = \"open\")")

@@ -29,6 +29,7 @@ type Host struct {
 	started   bool
 	represent func()
 	pool      *pool
+	observer  Observer // see SetObserver
 }
 
 // New returns a host for the plugins in specs (in file order); nothing starts yet.
@@ -63,6 +64,7 @@ func (h *Host) Start(ctx context.Context) hcl.Diagnostics {
 	shared := newPool()
 	for _, in := range ins {
 		in.pool = shared
+		in.observer = h.observer
 	}
 	h.pool = shared
 	results := make([]hcl.Diagnostics, len(ins))

@@ -82,8 +82,9 @@ type instance struct {
 	timeouts atomic.Int32  // consecutive hook timeouts
 	restarts atomic.Int64
 
-	onRestart func() // after a restart succeeded (the catalogue is presented again)
-	pool      *pool  // runs the crossings; the host's, shared by its plugins
+	onRestart func()   // after a restart succeeded (the catalogue is presented again)
+	pool      *pool    // runs the crossings; the host's, shared by its plugins
+	observer  Observer // told about each hook call; nil: nobody
 }
 
 func newInstance(spec Spec, log zerolog.Logger) (*instance, error) {

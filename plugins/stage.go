@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -56,6 +57,7 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 	pc := in.callOf(call)
 	rec := policy.RecordOf(ctx)
 	if in.hooks&hookBefore != 0 {
+		start := time.Now()
 		resp, err := invoke(ctx, in, func(ctx context.Context, l *live) (*pb.BeforeResponse, error) {
 			ans, err := l.call(ctx, &pb.HookCall{Hook: &pb.HookCall_Before{Before: &pb.BeforeRequest{Call: pc}}})
 			if err != nil {
@@ -68,6 +70,9 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 		})
 		if err == nil {
 			err = checkBefore(call.Method, resp)
+		}
+		if ctx.Err() == nil {
+			in.observe(HookBefore, start, err)
 		}
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -122,6 +127,7 @@ func (in *instance) after(ctx context.Context, method string, pc *pb.Call, rec *
 		req.Error = &pb.Error{Code: je.Code, Message: je.Message, Data: je.Data}
 		answer = je
 	}
+	start := time.Now()
 	resp, err := invoke(ctx, in, func(ctx context.Context, l *live) (*pb.AfterResponse, error) {
 		ans, err := l.call(ctx, &pb.HookCall{Hook: &pb.HookCall_After{After: req}})
 		if err != nil {
@@ -135,6 +141,9 @@ func (in *instance) after(ctx context.Context, method string, pc *pb.Call, rec *
 	var out json.RawMessage
 	if err == nil {
 		out, answer, err = in.applyAfter(method, res, answer, resp)
+	}
+	if ctx.Err() == nil {
+		in.observe(HookAfter, start, err)
 	}
 	switch {
 	case err != nil && ctx.Err() != nil:

@@ -24,6 +24,9 @@ type Chain struct {
 	// Log gets what the client is not told: why a call was refused because the policy
 	// could not decide (a rate-limit store that failed). The zero Logger discards.
 	Log zerolog.Logger
+	// Observer is told each decision of the rules and limits stages (see Decided); nil
+	// for nobody. Set it before Stages.
+	Observer Observer
 }
 
 var _ router.Guard = (*Chain)(nil)
@@ -186,6 +189,13 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 		if rec != nil {
 			rec.Rule = d.Rule
 		}
+		if c.Observer != nil {
+			decision := DecisionDeny
+			if d.Allow {
+				decision = DecisionAllow
+			}
+			c.observe(Decided{Stage: StageRules, Method: call.Method, Upstream: call.Target.Upstream, Rule: d.Rule, Decision: decision})
+		}
 		if d.Allow {
 			next(ctx, call, reply)
 			return
@@ -222,6 +232,7 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 		if refusal != nil && refusal.Err != nil {
 			c.Log.Error().Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
 				Str("limit", refusal.Limit).Msg("rate limits could not be checked; call refused")
+			c.observe(Decided{Stage: StageLimits, Method: call.Method, Upstream: it.Upstream, Rule: refusal.Limit, Decision: DecisionError})
 			if rec := recordOf(ctx); rec != nil {
 				rec.Decision, rec.Outcome, rec.Error, rec.Rule = "rate_limited", OutcomeProtocolError, refusal.Message, refusal.Limit
 			}
@@ -229,6 +240,7 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 			return
 		}
 		if refusal != nil {
+			c.observe(Decided{Stage: StageLimits, Method: call.Method, Upstream: it.Upstream, Rule: refusal.Limit, Decision: DecisionRateLimited})
 			if rec := recordOf(ctx); rec != nil {
 				rec.Decision, rec.Outcome, rec.Error, rec.Rule = "rate_limited", OutcomeRateLimited, refusal.Message, refusal.Limit
 			}

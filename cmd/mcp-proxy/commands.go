@@ -66,12 +66,18 @@ func serveStdio(ctx context.Context, cfg *config.Config, source string, log zero
 		return err
 	}
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
-	r, err := newEngine(ctx, cfg, log, false, tr)
+	obs := newObservers(cfg)
+	r, err := newEngine(ctx, cfg, log, false, tr, obs)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	srv := newServer(cfg, r, log)
+	srv := newServer(cfg, r, log, obs)
+	stopAdmin, _, err := startAdmin(cfg, source, r, obs, nil, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
 	err = srv.ServeStream(ctx, stdin, stdout)
@@ -136,7 +142,7 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newEngine(ctx, cfg, log, false, nil) // the CLI is not traced
+	r, err := newEngine(ctx, cfg, log, false, nil, nil) // the CLI is neither traced nor measured
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,13 +42,13 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 // the upstreams do not start yet. manyClients says the front end serves many client
 // sessions (HTTP): only then do per-client upstreams get a session per client (with one
 // client the two coincide). tr, when not nil, traces every routed call: its middlewares
-// go first and last in the chain.
-func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing) (*router.Router, error) {
-	r, err := newRouter(cfg, log, manyClients)
+// go first and last in the chain; obs, when not nil, watches it (metrics).
+func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*router.Router, error) {
+	r, err := newRouter(cfg, log, manyClients, obs)
 	if err != nil {
 		return nil, err
 	}
-	host, err := startPlugins(ctx, cfg, r, log)
+	host, err := startPlugins(ctx, cfg, r, log, obs)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -58,6 +58,7 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 		log.Error().Err(err).Msg("building the policy chain; every routed call will be refused")
 		chain = &policy.Chain{Rules: denyAll}
 	}
+	obs.watchPolicy(chain)
 	// One chain, in the documented order: audit → rules → limits → plugins (before hooks
 	// in file order, after hooks in reverse) → upstream.
 	var stages []router.Middleware
@@ -67,7 +68,8 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 	if host != nil {
 		stages = append(stages, host.Stages()...)
 	}
-	stages = tr.Wrap(stages) // tracing: request span → the stages above → upstream span
+	stages = tr.Wrap(stages)    // tracing: request span → the stages above → upstream span
+	stages = obs.around(stages) // metrics: counted outermost, the upstream leg timed innermost
 	if len(stages) > 0 {
 		r.Use(stages...)
 	}
@@ -95,7 +97,7 @@ func guardOf(r *router.Router) *policy.Chain {
 
 // newRouter fails, starting nothing, when an upstream cannot be set up as configured (its
 // OAuth client, say): an upstream is never started with less than its configuration asks.
-func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) (*router.Router, error) {
+func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool, obs *observers) (*router.Router, error) {
 	r := router.New(router.Options{
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
@@ -121,6 +123,7 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) (*route
 			Transport:      uc.Transport,
 			ClientName:     proxyName(cfg),
 			ClientVersion:  buildVersion(),
+			Observer:       obs.upstream(),
 		}
 		if uc.URL != "" {
 			o, err := newOAuth(cfg, uc, log)
@@ -134,6 +137,7 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool) (*route
 		newInstance := func(caps json.RawMessage, events upstream.Events) router.Upstream {
 			s := spec
 			s.ClientCapabilities = caps
+			s.Observer = nil // a client's own session starts and stops with it: not the upstream's state
 			return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
 		}
 		if uc.Session != config.SessionPerClient || !manyClients {
@@ -203,9 +207,10 @@ func proxyVersion(cfg *config.Config) string {
 	return buildVersion()
 }
 
-// newServer is the front end for cfg over r.
-func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger) *server.Server {
+// newServer is the front end for cfg over r; obs, when not nil, watches its sessions.
+func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *observers) *server.Server {
 	return server.New(r, server.Options{
+		Observer:     obs.sessions(),
 		Principal:    stdioPrincipal(cfg),
 		Name:         proxyName(cfg),
 		Version:      proxyVersion(cfg),

@@ -72,6 +72,18 @@ fails or the tool reports an error (isError). Progress goes to stderr.`,
 		example: `mcp-proxy call --config proxy.hcl github__search_issues '{"q": "is:open label:bug"}'`,
 	},
 	{
+		name: "status",
+		uses: []use{{"[--admin URL | --config FILE] [--json]", "show a running proxy's upstreams and sessions; exit 1 if not ready"}},
+		desc: `Ask a running proxy's admin listener for its status and print it: each upstream's
+state, transport, era, catalogue, restarts, calls and p50/p99 latency of the last five
+minutes and last error; the client sessions; the configuration it runs. The URL is
+--admin, else the admin block of --config (or of ./proxy.hcl when it exists), else
+http://127.0.0.1:9090. An admin listener behind the auth block takes the API key (or
+JWT) in the MCP_PROXY_API_KEY environment variable. The exit status is 1 when the proxy
+is not ready (a required upstream is not up) or cannot be reached.`,
+		example: `mcp-proxy status --admin http://127.0.0.1:9090 --json`,
+	},
+	{
 		name: "import",
 		uses: []use{{"[-o FILE [--force]] [--workspace DIR] FILE...", "convert IDE server lists (JSON) into a config"}},
 		desc: `Convert the MCP server lists of client configuration files into one mcp-proxy

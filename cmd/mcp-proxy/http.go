@@ -32,12 +32,18 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 		return err
 	}
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
-	r, err := newEngine(ctx, cfg, log, true, tr)
+	obs := newObservers(cfg)
+	r, err := newEngine(ctx, cfg, log, true, tr, obs)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	srv := newServer(cfg, r, log)
+	srv := newServer(cfg, r, log, obs)
+	stopAdmin, drainAdmin, err := startAdmin(cfg, source, r, obs, authn, log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	// Sessions and upstreams outlive ctx (the signal) until requests in flight are
 	// drained; base ends them afterwards.
 	base, endBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -53,6 +59,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {
 		return err
+	}
+	if obs != nil {
+		ln = obs.metrics.CountConnections(ln)
 	}
 	var handler http.Handler = h
 	if authn != nil {
@@ -72,6 +81,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	case <-ctx.Done():
 	}
 	log.Info().Msg("shutting down: draining HTTP requests")
+	drainAdmin() // /readyz answers 503 while requests drain
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h.Drain() // event streams end; requests in flight go on

@@ -78,6 +78,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdImport(rest, stdout, stderr)
 	case "bridge":
 		return cmdBridge(ctx, rest, stdin, stdout, stderr)
+	case "status":
+		return cmdStatus(ctx, rest, stdout, stderr)
 	case "hash-key":
 		return cmdHashKey(rest, stdin, stdout, stderr)
 	case "completion":

@@ -35,13 +35,14 @@ func pluginSpecs(cfg *config.Config) []plugins.Spec {
 // presenter and they stop when r closes. nil when none is configured. A plugin that
 // cannot start (its program, its sha256, its config block) fails the whole start, with
 // the problems at their file:line: a proxy never runs with less policy than configured.
-func startPlugins(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger) (*plugins.Host, error) {
+func startPlugins(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger, obs *observers) (*plugins.Host, error) {
 	specs := pluginSpecs(cfg)
 	if len(specs) == 0 {
 		return nil, nil
 	}
 	host := plugins.New(specs, log)
 	host.OnRestart(r.Represent)
+	obs.watchPlugins(host)
 	diags := host.Start(ctx)
 	logWarnings(log, diags)
 	if diags.HasErrors() {

@@ -70,6 +70,17 @@ var (
 		{"github.com/cespare/xxhash/v2", "hashing of attribute sets in otel/attribute"},
 		{"github.com/google/uuid", "the SDK resource's service.instance.id"},
 	})
+	prometheus = []reason{
+		{"github.com/prometheus/client_golang", "the /metrics registry, the Go runtime and process collectors, the exposition handler"},
+		{"github.com/prometheus/client_model", "client_golang's metric messages"},
+		{"github.com/prometheus/common", "client_golang's text exposition format"},
+		{"github.com/prometheus/procfs", "the process collector's /proc reads"},
+		{"github.com/beorn7/perks", "client_golang's summaries (unused here, linked by the package)"},
+		{"github.com/cespare/xxhash/v2", "client_golang's label hashing"},
+		{"github.com/munnerz/goautoneg", "client_golang's content negotiation of /metrics"},
+		{"google.golang.org/protobuf", "client_model's generated messages"},
+		{"golang.org/x/sys", "procfs's system calls"},
+	}
 )
 
 func join(rs ...[]reason) []reason {
@@ -104,12 +115,14 @@ var modules = map[string][]reason{
 	"plugins/proto":        join(protobuf, grpc),
 	"plugins/sdk":          pluginSDK,
 	"plugins":              join(logging, hcl, ratelimit, pluginSDK),
+	"metrics":              join(logging, hcl, ratelimit, pluginSDK, prometheus), // the observers of policy and plugins
+	"admin":                join(logging, hcl, ratelimit, pluginSDK, prometheus), // through metrics
 	"internal/testplugin":  pluginSDK,
 	"plugins/guard":        {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
 	"plugins/redact":       nil,
 	"cmd/mcp-proxy-guard":  pluginSDK,
 	"cmd/mcp-proxy-redact": pluginSDK,
-	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel),
+	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus),
 	"telemetry":            join(logging, otel),
 	"internal/otlptest":    join(otlpWire, protobuf, grpc),
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/admin"
+	"github.com/mcp-proxy/mcp-proxy/auth"
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/plugins"
+	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/server"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// observers watch an engine for its operators. A nil *observers, or a nil field, watches
+// nothing: the one-shot commands (tools, call) run without them.
+type observers struct {
+	metrics *metrics.Metrics
+}
+
+// newObservers makes the metrics when the configuration has an admin block, which
+// serves them; nil otherwise (metrics nobody can read would only cost).
+func newObservers(cfg *config.Config) *observers {
+	if cfg.Admin == nil {
+		return nil
+	}
+	m := metrics.New(metrics.Options{Version: buildVersion()})
+	var names []string
+	for _, u := range cfg.Upstreams {
+		if !u.Disabled {
+			names = append(names, u.Name)
+		}
+	}
+	m.Upstreams(names...)
+	return &observers{metrics: m}
+}
+
+// upstream is the observer of the shared upstreams (never a typed nil).
+func (o *observers) upstream() upstream.Observer {
+	if o == nil || o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
+
+// sessions is the observer of the front end's sessions (never a typed nil).
+func (o *observers) sessions() server.SessionObserver {
+	if o == nil || o.metrics == nil {
+		return nil
+	}
+	return o.metrics
+}
+
+// watchPolicy and watchPlugins attach the observers to the policy chain and the plugin
+// host, before they serve.
+func (o *observers) watchPolicy(c *policy.Chain) {
+	if o != nil && o.metrics != nil && c != nil {
+		c.Observer = o.metrics
+	}
+}
+
+func (o *observers) watchPlugins(h *plugins.Host) {
+	if o != nil && o.metrics != nil {
+		h.SetObserver(o.metrics)
+	}
+}
+
+// around puts the metrics stages around the chain's stages: counting outermost (before
+// the audit, so that it sees every outcome), the upstream leg's timer innermost (after
+// the plugins).
+func (o *observers) around(stages []router.Middleware) []router.Middleware {
+	if o == nil || o.metrics == nil {
+		return stages
+	}
+	out := make([]router.Middleware, 0, len(stages)+2)
+	out = append(out, o.metrics.Middleware)
+	out = append(out, stages...)
+	return append(out, o.metrics.UpstreamLeg)
+}
+
+// startAdmin starts the admin listener of the configuration's admin block over r; stop
+// closes it (nil when there is no admin block). authn is the front end's authenticator
+// (nil in stdio mode): with an auth block, the admin endpoints take its credentials.
+func startAdmin(cfg *config.Config, source string, r *router.Router, o *observers, authn *auth.Authenticator,
+	log zerolog.Logger) (stop func(), draining func(), err error) {
+	if cfg.Admin == nil || o == nil || o.metrics == nil {
+		return func() {}, func() {}, nil
+	}
+	var own *auth.Authenticator // one made here, closed with the listener
+	if authn == nil && cfg.Auth != nil {
+		// The stdio front end has no authenticator of its own: make one for the admin
+		// listener. (Whether its address may go without auth is the config's check.)
+		if own, err = newAuthenticator(cfg, config.Listen{InsecureNoAuth: true}, log); err != nil {
+			return nil, nil, err
+		}
+		authn = own
+	}
+	m := o.metrics
+	m.SetCatalogue(r)
+	info := admin.ConfigInfo{Path: source, LoadedAt: time.Now()}
+	if abs, aerr := filepath.Abs(source); aerr == nil {
+		info.Path = abs
+	}
+	if b, rerr := os.ReadFile(source); rerr == nil {
+		sum := sha256.Sum256(b)
+		info.SHA256 = hex.EncodeToString(sum[:])
+	}
+	m.ConfigLoaded(info.LoadedAt)
+	var ups []admin.UpstreamConfig
+	for _, u := range cfg.Upstreams {
+		t := admin.TransportStdio
+		switch {
+		case u.URL == "":
+		case u.Transport == config.TransportStreamableHTTP:
+			t = admin.TransportStreamableHTTP
+		case u.Transport == config.TransportSSE:
+			t = admin.TransportSSE
+		default:
+			t = admin.TransportHTTP
+		}
+		ups = append(ups, admin.UpstreamConfig{Name: u.Name, Transport: t, Required: u.Required, Disabled: u.Disabled})
+	}
+	opts := admin.Options{Address: cfg.Admin.Address, Engine: r, Metrics: m, Upstreams: ups, Config: info,
+		Version: buildVersion(), Log: log}
+	if authn != nil {
+		opts.Auth = func(h http.Handler) http.Handler { return authn.Middleware(h) }
+	}
+	srv := admin.New(opts)
+	if err := srv.Start(); err != nil {
+		if own != nil {
+			own.Close()
+		}
+		return nil, nil, exitError{code: 1, msg: err.Error()}
+	}
+	return func() {
+		if err := srv.Close(); err != nil {
+			log.Warn().Err(err).Msg("closing the admin listener")
+		}
+		if own != nil {
+			own.Close()
+		}
+	}, srv.Drain, nil
+}
