@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops run tools clean conformance dist
 
 all: build
 
@@ -101,6 +101,16 @@ load-plugin:
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-plugin "$(BIN)/testplugin -hooks before,after" -plugin-hops 2 \
 		-rounds 3 -duration 3s -concurrency 1,16 -idle-upstreams 0 -json $(BIN)/load-plugin.json
+
+# What the operations config costs a call: the proxy with an admin listener (loopback, any
+# free port) and tracing sampled out to an unreachable collector, against the plain proxy.
+load-ops:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	printf 'admin {\n  address = "127.0.0.1:0"\n}\n\ntelemetry {\n  otlp_endpoint = "http://127.0.0.1:1"\n  sampling      = 0\n}\n' > $(BIN)/ops.hcl
+	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -extra-hcl $(BIN)/ops.hcl \
+		-rounds 3 -duration 3s -concurrency 1,16 -idle-upstreams 0
 
 bench: bench-go load
 

@@ -3,7 +3,8 @@
 //
 // For each round it spawns the upstream ("direct") and the proxy in front of a copy of it
 // ("proxy"), and with -plugin the same proxy with one plugin on the measured tool
-// ("proxy+plugin"), runs a latency phase at concurrency 1 and a throughput phase per
+// ("proxy+plugin") or with -extra-hcl the same proxy with more config appended
+// ("proxy+extra"), runs a latency phase at concurrency 1 and a throughput phase per
 // concurrency level against each, interleaved so machine noise hits all alike, samples
 // the proxy's memory and CPU (and its plugin's CPU) from /proc, and finally measures the
 // idle memory of a proxy holding many upstreams. It only talks to the child processes it
@@ -78,6 +79,7 @@ type options struct {
 	idleSessions  int      // -mode http: idle sessions held open on every target during the phases
 	plugin        []string // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
 	pluginHops    int      // plugin process crossings per call, to divide the added figures by
+	extraHCL      string   // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -110,7 +112,11 @@ memory come from /proc.
 "CMD ARGS" a third target, proxy+plugin, is the same proxy and upstream with a plugin
 "bench" block running CMD ARGS on the measured tool (failure "closed", timeout 5s, an
 empty config block); its CPU figure is the proxy's plus its plugin processes', and the
-summary reports what the plugin adds to proxy, in all and per hop (-plugin-hops).
+summary reports what the plugin adds to proxy, in all and per hop (-plugin-hops). With
+-extra-hcl FILE (not with -plugin) a third target, proxy+extra, is the same proxy and
+upstream with FILE's HCL appended to the config (say an admin block on 127.0.0.1:0 and a
+telemetry block with sampling = 0); its CPU figure is the proxy process's alone, and the
+summary reports what the extra config adds to proxy's p50 and CPU per call.
 
 -mode http: both are spoken to over Streamable HTTP, one MCP session per worker over a
 keep-alive connection pool (idle connections kept for every worker), with the same client
@@ -157,6 +163,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "per-call timeout (a timed-out call counts as an error)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&plugin, "plugin", "", "-mode stdio: plugin command and arguments, split on spaces; adds the target proxy+plugin")
+	fs.StringVar(&o.extraHCL, "extra-hcl", "", "-mode stdio: file of HCL appended verbatim to the proxy's config (e.g. admin and telemetry blocks; an admin address may use port 0); adds the target proxy+extra; not with -plugin")
 	fs.IntVar(&o.pluginHops, "plugin-hops", 2, "plugin process crossings per call (2 for a plugin with before and after hooks), to report the added figures per hop")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
@@ -198,6 +205,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(len(o.upstream) > 0, "-upstream must not be empty")
 	o.plugin = strings.Fields(plugin)
 	check(len(o.plugin) == 0 || o.mode == modeStdio, "-plugin needs -mode stdio (the proxy+plugin target is measured over stdio only)")
+	check(o.extraHCL == "" || o.mode == modeStdio, "-extra-hcl needs -mode stdio (the proxy+extra target is measured over stdio only)")
+	check(o.extraHCL == "" || len(o.plugin) == 0, "-extra-hcl and -plugin cannot be combined: run them separately")
 	check(o.pluginHops >= 1 && o.pluginHops <= maxPluginHops, "-plugin-hops must be in [1, %d]", maxPluginHops)
 	if len(errs) > 0 {
 		return nil, usageError{strings.Join(errs, "; ")}
@@ -288,6 +297,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return fmt.Errorf("writing the proxy+plugin config: %w", err)
 		}
 	}
+	if o.extraHCL != "" {
+		extra, err := os.ReadFile(o.extraHCL)
+		if err != nil {
+			return fmt.Errorf("reading -extra-hcl: %w", err)
+		}
+		env.extraCfg = filepath.Join(tmp, "extra.hcl")
+		if err := os.WriteFile(env.extraCfg, []byte(proxyConfigExtra(ups, o.extraHCL, extra)), 0o600); err != nil {
+			return fmt.Errorf("writing the proxy+extra config: %w", err)
+		}
+	}
 	env.idleCfg = filepath.Join(tmp, "idle.hcl")
 	if o.idleUpstreams > 0 {
 		cfg := proxyConfig(idleUpstreams(o.idleUpstreams, o.upstream, o.dir))
@@ -331,6 +350,7 @@ type roundEnv struct {
 	tmp              string // temporary directory for configs and address files
 	mainCfg, idleCfg string // stdio configs
 	pluginCfg        string // -plugin: the stdio config of proxy+plugin
+	extraCfg         string // -extra-hcl: the stdio config of proxy+extra
 	errw             io.Writer
 }
 
@@ -347,6 +367,13 @@ func startTargets(ctx context.Context, round int, env *roundEnv) ([]*target, err
 	proxy, err := startTarget(ctx, targetProxy, proxyArgv(o, env.mainCfg), o.dir, true, env.errw)
 	if err != nil {
 		return nil, errors.Join(err, direct.Close())
+	}
+	if env.extraCfg != "" {
+		extra, err := startTarget(ctx, targetProxyExtra, proxyArgv(o, env.extraCfg), o.dir, true, env.errw)
+		if err != nil {
+			return nil, errors.Join(err, proxy.Close(), direct.Close())
+		}
+		return []*target{direct, proxy, extra}, nil
 	}
 	if env.pluginCfg == "" {
 		return []*target{direct, proxy}, nil
@@ -422,6 +449,8 @@ func runRound(ctx context.Context, round int, env *roundEnv) (roundResult, error
 				rr.ProxyHTTPUpPeakRSSkB = t.sampler.peakkB()
 			case targetProxyPlugin:
 				rr.ProxyPluginPeakRSSkB = t.sampler.peakkB()
+			case targetProxyExtra:
+				rr.ProxyExtraPeakRSSkB = t.sampler.peakkB()
 			}
 		}
 		closeErrs = append(closeErrs, t.Close())

@@ -199,25 +199,7 @@ func summarizePluginHop(kind string, conc, hops int, rounds []roundResult, plain
 	if s := plugin.CPUSplit; s != nil {
 		h.ProxyCPUPerCallUS, h.PluginCPUPerCallUS = s.ProxyUS, s.PluginUS
 	}
-	for _, rr := range rounds {
-		var a, b *phaseResult
-		for i := range rr.Phases {
-			p := &rr.Phases[i]
-			if p.Kind != kind || p.Concurrency != conc {
-				continue
-			}
-			switch p.Target {
-			case targetProxy:
-				a = p
-			case targetProxyPlugin:
-				b = p
-			}
-		}
-		if a != nil && b != nil {
-			h.RoundsP50AddedUS = append(h.RoundsP50AddedUS, b.P50US-a.P50US)
-			h.RoundsCPUAddedUS = append(h.RoundsCPUAddedUS, b.CPUPerCallUS-a.CPUPerCallUS)
-		}
-	}
+	h.RoundsP50AddedUS, h.RoundsCPUAddedUS = roundsAdded(rounds, kind, conc, targetProxyPlugin)
 	if kind == kindLatency {
 		h.TargetP50PerHopUS, h.TargetCPUPerHopUS = hopTargetP50US, hopTargetCPUUS
 		ok := h.P50AddedPerHopUS <= hopTargetP50US && h.CPUAddedPerHopUS <= hopTargetCPUUS

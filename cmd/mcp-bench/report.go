@@ -47,6 +47,7 @@ type settings struct {
 	IdleSessions  int      `json:"idle_sessions,omitempty"`
 	Plugin        []string `json:"plugin,omitempty"`      // -plugin: the command of proxy+plugin's plugin
 	PluginHops    int      `json:"plugin_hops,omitempty"` // -plugin: process crossings per call
+	ExtraHCL      string   `json:"extra_hcl,omitempty"`   // -extra-hcl: the file appended to proxy+extra's config
 }
 
 // roundResult is one round: every phase against both targets, then the idle phase.
@@ -58,9 +59,11 @@ type roundResult struct {
 	// ProxyHTTPUpPeakRSSkB is the VmHWM of the proxy with an HTTP upstream (-mode http).
 	ProxyHTTPUpPeakRSSkB int64 `json:"proxy_httpup_peak_rss_kb,omitempty"`
 	// ProxyPluginPeakRSSkB is the VmHWM of the proxy process of proxy+plugin (-plugin).
-	ProxyPluginPeakRSSkB int64           `json:"proxy_plugin_peak_rss_kb,omitempty"`
-	Idle                 *idleResult     `json:"idle,omitempty"`
-	Sessions             *sessionsResult `json:"sessions,omitempty"`
+	ProxyPluginPeakRSSkB int64 `json:"proxy_plugin_peak_rss_kb,omitempty"`
+	// ProxyExtraPeakRSSkB is the VmHWM of the proxy of proxy+extra (-extra-hcl).
+	ProxyExtraPeakRSSkB int64           `json:"proxy_extra_peak_rss_kb,omitempty"`
+	Idle                *idleResult     `json:"idle,omitempty"`
+	Sessions            *sessionsResult `json:"sessions,omitempty"`
 }
 
 // figures are one target's results of one phase, as medians over the rounds (Errors is
@@ -109,6 +112,9 @@ type phaseSummary struct {
 	HTTPUpThroughputRatio float64  `json:"httpup_throughput_ratio,omitempty"`
 	// -plugin: the proxy with the plugin (compared with proxy in summary.plugin_hops).
 	ProxyPlugin *figures `json:"proxy_plugin,omitempty"`
+	// -extra-hcl: the proxy with the extra config (compared with proxy in
+	// summary.extra_config).
+	ProxyExtra *figures `json:"proxy_extra,omitempty"`
 }
 
 // sessionsSummary condenses the sessions phases of all rounds: medians, except where
@@ -152,7 +158,11 @@ type summary struct {
 	// adds to a call in each phase.
 	ProxyPluginPeakRSSMiB float64     `json:"proxy_plugin_peak_rss_mib,omitempty"`
 	PluginHops            []pluginHop `json:"plugin_hops,omitempty"`
-	Errors                int         `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
+	// -extra-hcl: the median VmHWM of the proxy of proxy+extra, and what the extra config
+	// adds to a call in each phase.
+	ProxyExtraPeakRSSMiB float64     `json:"proxy_extra_peak_rss_mib,omitempty"`
+	ExtraConfig          []extraCost `json:"extra_config,omitempty"`
+	Errors               int         `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
 }
 
 func newReport(o *options) *report {
@@ -185,6 +195,7 @@ func newReport(o *options) *report {
 			IdleSessions:  o.idleSessions,
 			Plugin:        o.plugin,
 			PluginHops:    pluginHopsSetting(o),
+			ExtraHCL:      o.extraHCL,
 		},
 	}
 }
@@ -257,9 +268,14 @@ func (r *report) summarize() {
 			ps.ProxyPlugin = &f
 			s.PluginHops = append(s.PluginHops, summarizePluginHop(k.kind, k.conc, r.Settings.PluginHops, r.Rounds, &ps.Proxy, &f))
 		}
+		if pe := byKey[k][targetProxyExtra]; len(pe) > 0 {
+			f := medianFigures(pe)
+			ps.ProxyExtra = &f
+			s.ExtraConfig = append(s.ExtraConfig, summarizeExtra(k.kind, k.conc, r.Rounds, &ps.Proxy, &f))
+		}
 		s.Phases = append(s.Phases, ps)
 	}
-	var peaks, idle, upPeaks, pluginPeaks []float64
+	var peaks, idle, upPeaks, pluginPeaks, extraPeaks []float64
 	var sessions []*sessionsResult
 	for _, rr := range r.Rounds {
 		peaks = append(peaks, rr.ProxyPeakRSSMiB)
@@ -268,6 +284,9 @@ func (r *report) summarize() {
 		}
 		if rr.ProxyPluginPeakRSSkB > 0 {
 			pluginPeaks = append(pluginPeaks, kBToMiB(rr.ProxyPluginPeakRSSkB))
+		}
+		if rr.ProxyExtraPeakRSSkB > 0 {
+			extraPeaks = append(extraPeaks, kBToMiB(rr.ProxyExtraPeakRSSkB))
 		}
 		if rr.Sessions != nil {
 			sessions = append(sessions, rr.Sessions)
@@ -288,6 +307,7 @@ func (r *report) summarize() {
 	s.IdleRSSMiB = median(idle)
 	s.ProxyHTTPUpPeakRSSMiB = median(upPeaks)
 	s.ProxyPluginPeakRSSMiB = median(pluginPeaks)
+	s.ProxyExtraPeakRSSMiB = median(extraPeaks)
 	s.Sessions = summarizeSessions(sessions)
 	r.Summary = s
 }
@@ -425,6 +445,10 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(&b, "targets:  direct = the upstream; proxy = mcp-proxy in front of it; proxy+plugin = the same\n")
 		fmt.Fprintf(&b, "          with plugin %q on tools %q (failure closed, timeout %s)\n", benchPluginLabel, globLiteral(st.Tool), benchPluginTimeout)
 	}
+	if st.ExtraHCL != "" {
+		fmt.Fprintf(&b, "targets:  direct = the upstream; proxy = mcp-proxy in front of it; proxy+extra = the same\n")
+		fmt.Fprintf(&b, "          with the HCL of %s appended to its config\n", st.ExtraHCL)
+	}
 	if st.Mode == modeHTTP {
 		b.WriteString("targets:  direct = the upstream serving HTTP itself; proxy = mcp-proxy HTTP front end, upstream over stdio")
 		if st.HTTPUpstream {
@@ -457,6 +481,9 @@ func (r *report) writeText(w io.Writer) error {
 		if p.ProxyPlugin != nil {
 			cols = append(cols, col{targetProxyPlugin, p.ProxyPlugin})
 		}
+		if p.ProxyExtra != nil {
+			cols = append(cols, col{targetProxyExtra, p.ProxyExtra})
+		}
 		for _, c := range cols {
 			f := c.f
 			fmt.Fprintf(&b, row, name, c.name, fmt.Sprintf("%.0f", f.Calls), fmt.Sprint(f.Errors),
@@ -472,9 +499,12 @@ func (r *report) writeText(w io.Writer) error {
 				fmtRatio(ratio(x.P99US, d.P99US)), fmtRatio(ratio(x.MaxUS, d.MaxUS)), fmtRatio(ratio(x.MeanUS, d.MeanUS)),
 				fmtRatio(ratio(x.CPUPerCallUS, d.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, d.BenchCPUPerCallUS)))
 		}
-		if x := p.ProxyPlugin; x != nil {
-			y := &p.Proxy
-			fmt.Fprintf(&b, row, "", targetProxyPlugin+"/proxy", "", "",
+		for _, c := range cols[2:] {
+			if c.name != targetProxyPlugin && c.name != targetProxyExtra {
+				continue
+			}
+			x, y := c.f, &p.Proxy
+			fmt.Fprintf(&b, row, "", c.name+"/proxy", "", "",
 				fmtRatio(ratio(x.CallsPerSec, y.CallsPerSec)), fmtRatio(ratio(x.P50US, y.P50US)), fmtRatio(ratio(x.P90US, y.P90US)),
 				fmtRatio(ratio(x.P99US, y.P99US)), fmtRatio(ratio(x.MaxUS, y.MaxUS)), fmtRatio(ratio(x.MeanUS, y.MeanUS)),
 				fmtRatio(ratio(x.CPUPerCallUS, y.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, y.BenchCPUPerCallUS)))
@@ -484,6 +514,9 @@ func (r *report) writeText(w io.Writer) error {
 	if len(st.Plugin) > 0 {
 		b.WriteString("process, not its upstream, for proxy; the proxy process and its plugin processes, not\n")
 		b.WriteString("the upstream, for proxy+plugin). bench µs: CPU of mcp-bench itself per call.\n")
+	} else if st.ExtraHCL != "" {
+		b.WriteString("process, not its upstream, for proxy and proxy+extra). bench µs: CPU of mcp-bench itself\n")
+		b.WriteString("per call.\n")
 	} else {
 		b.WriteString("process, not its upstream, for proxy). bench µs: CPU of mcp-bench itself per call.\n")
 	}
@@ -566,6 +599,7 @@ func (r *report) writeText(w io.Writer) error {
 		fmt.Fprintf(sw, "  proxy+plugin CPU per call\t%s\n", strings.Join(cpuPlugin, ", "))
 	}
 	writePluginHops(sw, s.PluginHops)
+	writeExtraCosts(sw, s.ExtraConfig)
 	var worstClient, worstUp float64
 	haveUp := false
 	for _, p := range s.Phases {
@@ -593,6 +627,9 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	if s.ProxyPluginPeakRSSMiB > 0 {
 		fmt.Fprintf(sw, "  proxy+plugin peak RSS (VmHWM, proxy process)\t%.1f MiB\n", s.ProxyPluginPeakRSSMiB)
+	}
+	if s.ProxyExtraPeakRSSMiB > 0 {
+		fmt.Fprintf(sw, "  proxy+extra peak RSS (VmHWM)\t%.1f MiB\n", s.ProxyExtraPeakRSSMiB)
 	}
 	if s.IdleUpstreams > 0 {
 		fmt.Fprintf(sw, "  proxy idle RSS, %d upstreams\t%.1f MiB (%d tools listed)\n", s.IdleUpstreams, s.IdleRSSMiB, s.IdleTools)
