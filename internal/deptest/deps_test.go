@@ -35,7 +35,7 @@ var allowed = map[string][]string{
 	"admin":                {"metrics", "router", "upstream"},
 	"internal/testplugin":  {"plugins/sdk"},
 	"plugins/guard":        {},
-	"plugins/redact":       {},
+	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
 	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin"},

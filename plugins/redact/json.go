@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 
 // maxDepth is the deepest nesting of arrays and objects JSON accepts, as encoding/json.
@@ -350,7 +352,7 @@ func (w *walker) mask(start, end int, escaped, ascii bool) error {
 		w.out = make([]byte, 0, len(w.doc)+64)
 	}
 	w.out = append(w.out, w.doc[w.last:start]...)
-	w.out = appendQuoted(w.out, masked)
+	w.out = jsonrpc.AppendString(w.out, string(masked)) // the project's encoder: no HTML escaping
 	w.last = end
 	return nil
 }
@@ -421,54 +423,4 @@ func hex4(s []byte) rune {
 		r = r<<4 | v
 	}
 	return r
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendQuoted appends s to dst as a JSON string literal, without HTML escaping. s is
-// expected to be valid UTF-8; an invalid byte is written as \ufffd. U+2028 and U+2029 are
-// escaped, as encoding/json does, for JavaScript readers.
-func appendQuoted(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	last := 0
-	for i := 0; i < len(s); {
-		if i = plainEnd(s, i); i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[last:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			last = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			dst = append(dst, s[last:i]...)
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, s[last:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		last = i
-	}
-	dst = append(dst, s[last:]...)
-	return append(dst, '"')
 }
