@@ -26,7 +26,6 @@ type Host struct {
 	log       zerolog.Logger
 	specs     []Spec
 	instances []*instance
-	started   bool
 	represent func()
 	pool      *pool
 	observer  Observer // see SetObserver
@@ -92,7 +91,7 @@ func (h *Host) Start(ctx context.Context) hcl.Diagnostics {
 		in.onRestart = h.represent
 		go in.supervise()
 	}
-	h.instances, h.started = ins, true
+	h.instances = ins
 	return diags
 }
 

@@ -124,16 +124,11 @@ func (in *instance) checksum(path string) ([]byte, error) {
 	if err != nil || len(want) != sha256.Size {
 		return nil, fmt.Errorf("%w: sha256 %q is not 64 hex digits", errChecksum, in.spec.SHA256)
 	}
-	f, err := os.Open(path)
+	got, err := sumFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading the plugin program: %w", err)
+		return nil, err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return nil, fmt.Errorf("reading the plugin program: %w", err)
-	}
-	if got := h.Sum(nil); !bytes.Equal(got, want) {
+	if !bytes.Equal(got, want) {
 		return nil, fmt.Errorf("%w: %s has sha256 %x, not the configured %s: refusing to start it (rebuilt or replaced? update sha256 only if you trust the new program)",
 			errChecksum, path, got, in.spec.SHA256)
 	}
@@ -518,14 +513,23 @@ func fileSum(in *instance) string {
 	if err != nil {
 		return "…"
 	}
-	f, err := os.Open(path)
+	sum, err := sumFile(path)
 	if err != nil {
 		return "…"
+	}
+	return hex.EncodeToString(sum)
+}
+
+// sumFile is the SHA-256 of a file's contents.
+func sumFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the plugin program: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "…"
+		return nil, fmt.Errorf("reading the plugin program: %w", err)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return h.Sum(nil), nil
 }

@@ -80,7 +80,7 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 			return
 		case err != nil:
 			if !in.failed(rec, "before", err, call) {
-				reply(nil, in.failure(err))
+				reply(nil, in.failure())
 				return
 			}
 		case resp.Action == pb.BeforeResponse_DENY:
@@ -94,7 +94,7 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 			params, err := jsonx.Set(call.Params, "arguments", resp.Arguments)
 			if err != nil {
 				if !in.failed(rec, "before", fmt.Errorf("its arguments cannot replace the call's: %w", err), call) {
-					reply(nil, in.failure(err))
+					reply(nil, in.failure())
 					return
 				}
 				break
@@ -152,13 +152,23 @@ func (in *instance) after(ctx context.Context, method string, pc *pb.Call, rec *
 		if in.failed(rec, "after", err, nil) {
 			reply(res, answerErr(je))
 		} else {
-			reply(nil, in.failure(err))
+			reply(nil, in.failure())
 		}
 	default:
-		decision := map[pb.AfterResponse_Action]string{pb.AfterResponse_KEEP: "keep", pb.AfterResponse_REWRITE: "rewrite", pb.AfterResponse_ERROR: "error"}[resp.Action]
-		in.note(rec, "after", decision, resp.Notes, "")
+		in.note(rec, "after", afterDecision(resp.Action), resp.Notes, "")
 		reply(out, answer)
 	}
+}
+
+// afterDecision names an after hook's action in the audit record.
+func afterDecision(a pb.AfterResponse_Action) string {
+	switch a {
+	case pb.AfterResponse_REWRITE:
+		return "rewrite"
+	case pb.AfterResponse_ERROR:
+		return "error"
+	}
+	return "keep"
 }
 
 // answerErr is je as an error, nil for none (not a typed nil).
@@ -279,7 +289,7 @@ func (in *instance) failed(rec *policy.Record, hook string, err error, call *rou
 
 // failure is the client's error for a failed plugin with failure = "closed". It names
 // the plugin, not what went wrong inside it (the log says that).
-func (in *instance) failure(error) error {
+func (in *instance) failure() error {
 	return in.proxyError(mcp.CodePluginFailed, fmt.Sprintf("mcp-proxy plugin %s failed; the call was refused", in.spec.Name))
 }
 
