@@ -80,6 +80,21 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 // Build makes the policy chain the configuration asks for; nil when it asks for none
 // (no policy, no limits, no audit).
 func Build(cfg *config.Config, log zerolog.Logger) (*Chain, error) {
+	return BuildWith(cfg, log, BuildOptions{})
+}
+
+// BuildOptions are what BuildWith takes beyond the configuration.
+type BuildOptions struct {
+	// Store keeps the rate limits' buckets; nil: a store in memory of the limiter's own,
+	// closed with the chain. A store given here belongs to the caller: a reload passes the
+	// one the running chain uses, so that every bucket keeps its tokens (a bucket whose
+	// limit changed takes the new rate and burst, see BucketStore), and replicas pass a
+	// shared one.
+	Store BucketStore
+}
+
+// BuildWith is Build with options.
+func BuildWith(cfg *config.Config, log zerolog.Logger, opts BuildOptions) (*Chain, error) {
 	inflight := map[string]int{}
 	for _, u := range cfg.Upstreams {
 		if u.MaxInFlight > 0 {
@@ -109,7 +124,7 @@ func Build(cfg *config.Config, log zerolog.Logger) (*Chain, error) {
 		}
 	}
 	if len(limits) > 0 || len(inflight) > 0 {
-		l, err := NewLimiter(limits, inflight)
+		l, err := NewLimiterWith(limits, inflight, LimiterOptions{Store: opts.Store})
 		if err != nil {
 			return nil, err
 		}
