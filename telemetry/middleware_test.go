@@ -2,8 +2,8 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
