@@ -165,7 +165,7 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 	}
 	go func() { // the client's first call: its session with the upstream is starting
 		if err := inst.up.WaitFirstAttempt(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn().Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
+			r.log.Warn().Ctx(ctx).Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
 		}
 		r.send(ctx, target, req, params, reply)
 	}()

@@ -59,6 +59,9 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 		chain = &policy.Chain{Rules: denyAll}
 	}
 	obs.watchPolicy(chain)
+	if tr != nil && chain != nil {
+		chain.TraceIDs = telemetry.IDs // audit records name the call's trace
+	}
 	// One chain, in the documented order: audit → rules → limits → plugins (before hooks
 	// in file order, after hooks in reverse) → upstream.
 	var stages []router.Middleware
