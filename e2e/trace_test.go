@@ -100,6 +100,9 @@ func TestTraceStdio(t *testing.T) {
 	rc.send(`{"jsonrpc":"2.0","id":"c3","method":"tools/call","params":{"name":"t__echo_meta",` +
 		`"_meta":{"traceparent":"00-` + unsampledTraceID + `-` + clientSpanID + `-00"}}}`)
 	rc.response(`"c3"`)
+	// The proxy's own answers are traced too: a list, under the client's span.
+	rc.send(`{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"traceparent":"00-` + listTraceID + `-` + clientSpanID + `-01"}}}`)
+	rc.response(`"l1"`)
 	var res struct {
 		StructuredContent map[string]any `json:"structuredContent"`
 	}
@@ -122,6 +125,18 @@ func TestTraceStdio(t *testing.T) {
 		t.Fatalf("%v\nproxy stderr:\n%s", err, rc.stderr)
 	}
 	slowServer, slowLeg := traceOf(t, spans, slowTraceID, clientSpanID)
+	var list, initialize bool
+	for _, sp := range spans {
+		switch {
+		case sp.Name == "tools/list" && sp.TraceID == listTraceID:
+			list = sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.ParentSpanID == clientSpanID && sp.Attributes["jsonrpc.request.id"] == "l1"
+		case sp.Name == "initialize":
+			initialize = sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.ParentSpanID == "" && sp.Attributes["mcp_proxy.outcome"] == "ok"
+		}
+	}
+	if !list || !initialize {
+		t.Errorf("spans of the proxy's own answers: tools/list under the client's span %v, initialize %v:\n%+v", list, initialize, spans)
+	}
 	checkTraceLogs(t, rc.stderr.String(), auditPath, map[string]traceWant{
 		"t__echo_meta":        {trace: clientTraceID, auditSpan: server.SpanID},
 		"t__slow":             {trace: slowTraceID, auditSpan: slowServer.SpanID, timeoutSpan: slowLeg.SpanID},
@@ -150,6 +165,7 @@ func TestTraceStdio(t *testing.T) {
 // Traces of TestTraceStdio's other calls.
 const (
 	slowTraceID      = "5bf92f3577b34da6a3ce929d0e0e4737"
+	listTraceID      = "7bf92f3577b34da6a3ce929d0e0e4739"
 	unsampledTraceID = "6bf92f3577b34da6a3ce929d0e0e4738"
 )
 

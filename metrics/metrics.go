@@ -9,9 +9,10 @@
 // It learns all of it through the proxy's seams and never reaches into a component: the
 // router's middleware chain (Middleware outermost, UpstreamLeg innermost), upstream.Observer,
 // server.SessionObserver, policy.Observer, plugins.Observer, a counting net.Listener and,
-// at scrape time, the router's catalogue sizes. Lists, ping and logging/setLevel are
-// answered by the router or the front end without passing the chain, and the front end
-// has no per-request seam, so they are not counted here.
+// at scrape time, the router's catalogue sizes. Initialize and the lists pass the
+// router's local chain (router.UseLocal), where Middleware counts them too (with no
+// upstream); ping, logging/setLevel and tasks/list pass neither chain and are not
+// counted.
 //
 // It is separate from package admin, which serves these metrics over HTTP with health,
 // readiness and the status page: this package sits on the request path and must stay

@@ -76,6 +76,9 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 	if len(stages) > 0 {
 		r.Use(stages...)
 	}
+	if local := localStages(tr, obs); len(local) > 0 {
+		r.UseLocal(local...) // lists and initialize: counted and traced too
+	}
 	if chain != nil {
 		r.SetGuard(chain)
 		r.OnClose(func() {
