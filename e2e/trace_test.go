@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/otlptest"
@@ -329,5 +331,62 @@ func TestTraceHTTP(t *testing.T) {
 	}
 	if server.Attributes["mcp.session.id"] != c.sid || server.Attributes["jsonrpc.request.id"] != "7" {
 		t.Errorf("server span attributes %v, want session %s and request id 7", server.Attributes, c.sid)
+	}
+}
+
+// TestTraceInputRounds: a legacy client's call to a modern upstream that answers
+// input_required takes several rounds (the proxy asks the client, then calls again);
+// each is a span under the call's upstream span, numbered in order.
+func TestTraceInputRounds(t *testing.T) {
+	t.Parallel()
+	recv, err := otlptest.StartGRPC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	cfg := writeConfig(t, telemetryBlock(recv, "grpc")+everythingUpstreamEra("everything", "ev", "modern"))
+	cs, stderr, _ := connectSDKWithRoots(t, cfg, &sdkmcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *sdkmcp.CreateMessageRequest) (*sdkmcp.CreateMessageResult, error) {
+			return &sdkmcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdkmcp.TextContent{Text: "sampled answer"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *sdkmcp.ElicitRequest) (*sdkmcp.ElicitResult, error) {
+			return &sdkmcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "username": "ada", "confirm": true, "color": "blue"}}, nil
+		},
+	}, "2025-11-25", &sdkmcp.Root{URI: "file:///mrtr/root", Name: "root"})
+	res, err := cs.CallTool(ctxT(t, 60*time.Second), &sdkmcp.CallToolParams{Name: "ev__test_input_required_result_multi_round", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("multi-round call: %v %q\n%s", err, textOf(res), stderr)
+	}
+	cs.Close() // the proxy exits and flushes its spans
+	rounds := func(spans []otlptest.Span) []otlptest.Span {
+		var out []otlptest.Span
+		for _, s := range spans {
+			if s.Name == "tools/call input round" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	spans, err := recv.Wait(20*time.Second, func(spans []otlptest.Span) bool { return len(rounds(spans)) >= 2 })
+	if err != nil {
+		t.Fatalf("%v\nproxy stderr:\n%s", err, stderr)
+	}
+	var leg otlptest.Span
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_CLIENT && s.Name == "tools/call test_input_required_result_multi_round" {
+			leg = s
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range rounds(spans) {
+		if r.TraceID != leg.TraceID || r.ParentSpanID != leg.SpanID || r.Attributes["mcp_proxy.round"] == "" {
+			t.Errorf("round span %+v, want one under the upstream span %+v", r, leg)
+		}
+		seen[r.Attributes["mcp_proxy.round"]] = true
+	}
+	for i := 1; i <= len(seen); i++ {
+		if !seen[fmt.Sprint(i)] {
+			t.Errorf("rounds %v: round %d missing", seen, i)
+		}
 	}
 }

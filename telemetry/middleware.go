@@ -3,11 +3,16 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // Start options, made once: a variadic option list built per call would be allocated
@@ -118,6 +123,7 @@ func (t *Tracing) Upstream(next router.Handler) router.Handler {
 			return
 		}
 		ctx, span := t.tracer.Start(ctx, c.Method, clientKind...)
+		ctx = upstream.WithRoundHook(ctx, t.round) // input rounds for a legacy client: a span each
 		c = propagate(c, span.SpanContext())
 		var buf [6]attribute.KeyValue
 		attrs := append(buf[:0], keyMethod.String(c.Method))
@@ -131,6 +137,31 @@ func (t *Tracing) Upstream(next router.Handler) router.Handler {
 			finish(span, method, res, err)
 			reply(res, err)
 		})
+	}
+}
+
+// keyRound is an input round's number (mcp_proxy.round).
+const keyRound = attribute.Key("mcp_proxy.round")
+
+// round is the upstream.RoundHook of a recorded upstream leg: a client span per input
+// round ("{method} input round"), under the leg's span, from asking the client for the
+// inputs to the retried request's answer.
+func (t *Tracing) round(ctx context.Context, method string, n int) (context.Context, func(error)) {
+	ctx, span := t.tracer.Start(ctx, method+" input round", clientKind...)
+	span.SetAttributes(keyMethod.String(method), keyRound.Int(n))
+	return ctx, func(err error) {
+		var je *jsonrpc.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &je):
+			code := strconv.FormatInt(je.Code, 10)
+			span.SetAttributes(keyStatusCode.String(code), keyErrorType.String(code))
+			span.SetStatus(codes.Error, je.Message)
+		default:
+			span.SetAttributes(keyErrorType.String("_OTHER"))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
 	}
 }
 

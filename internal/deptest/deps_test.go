@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	"cmd/mcp-bench":        {"jsonrpc", "internal/jsonx"},
 	"internal/testserver":  {},
 	"internal/importer":    {},
-	"telemetry":            {"router", "jsonrpc", "mcp", "internal/jsonx"},
+	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"internal/otlptest":    {},
 }
 
