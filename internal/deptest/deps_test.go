@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"internal/importer":    {},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"internal/otlptest":    {},
+	"internal/otlpsink":    {},
 }
 
 func TestImportGraph(t *testing.T) {

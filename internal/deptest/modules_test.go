@@ -125,6 +125,7 @@ var modules = map[string][]reason{
 	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus),
 	"telemetry":            join(logging, otel),
 	"internal/otlptest":    join(otlpWire, protobuf, grpc),
+	"internal/otlpsink":    nil, // the standard library only
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against
