@@ -28,15 +28,24 @@ type PerClient struct {
 
 // AddPerClient is Add for a per-client upstream: u is the catalogue instance.
 func (r *Router) AddPerClient(u Upstream, namespace string, pc PerClient) {
+	b := &backend{name: u.Name(), namespace: namespace, up: u}
+	b.pool = newPool(r, b, pc, false)
+	r.add(b)
+}
+
+// newPool makes b's pool of per-client sessions (byCaps false) or capability sessions,
+// with pc's defaults filled in.
+func newPool(r *Router, b *backend, pc PerClient, byCaps bool) *clientPool {
 	if pc.MaxSessions <= 0 {
 		pc.MaxSessions = 64
+		if byCaps {
+			pc.MaxSessions = 16
+		}
 	}
 	if pc.IdleTimeout <= 0 {
 		pc.IdleTimeout = 10 * time.Minute
 	}
-	r.Add(u, namespace)
-	b := r.backends[len(r.backends)-1]
-	b.pool = &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, stop: make(chan struct{})}
+	return &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, byCaps: byCaps, stop: make(chan struct{})}
 }
 
 // clientPool holds the per-client instances of one upstream.
@@ -220,7 +229,7 @@ func (p *clientPool) sessions() int {
 // Release tells the router a client session has ended: per-client upstream sessions it
 // held are closed.
 func (r *Router) Release(client Client) {
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.pool != nil {
 			b.pool.release(client)
 		}
@@ -308,15 +317,9 @@ func (e *instanceEvents) Hold() (release func()) { return e.p.r.holdClients() }
 // SetCapabilitySessions gives the named shared upstream one session per distinct set of
 // client capabilities while it speaks the legacy era. Call it after Add, before Start.
 func (r *Router) SetCapabilitySessions(name string, pc PerClient) {
-	if pc.MaxSessions <= 0 {
-		pc.MaxSessions = 16
-	}
-	if pc.IdleTimeout <= 0 {
-		pc.IdleTimeout = 10 * time.Minute
-	}
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.name == name && b.pool == nil {
-			b.capsPool = &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, byCaps: true, stop: make(chan struct{})}
+			b.capsPool = newPool(r, b, pc, true)
 		}
 	}
 }

@@ -258,7 +258,7 @@ func TestInstanceEvents(t *testing.T) {
 // pools returns the per-client pools of r.
 func (r *Router) testPools() []*clientPool {
 	var out []*clientPool
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.pool != nil {
 			out = append(out, b.pool)
 		}
