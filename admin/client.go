@@ -81,7 +81,11 @@ func writeText(w *strings.Builder, st *Status) {
 	if !st.Config.LoadedAt.IsZero() {
 		loaded = ", loaded " + st.Config.LoadedAt.Local().Format(time.DateTime)
 	}
-	fmt.Fprintf(w, "config %s (sha256 %s%s)\n\n", st.Config.Path, short(st.Config.SHA256, 12), loaded)
+	fmt.Fprintf(w, "config %s (sha256 %s%s)\n", st.Config.Path, short(st.Config.SHA256, 12), loaded)
+	if st.LastReload != nil {
+		fmt.Fprintf(w, "last reload: %s\n", st.LastReload.Summary())
+	}
+	w.WriteString("\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPSTREAM\tSTATE\tREQUIRED\tTRANSPORT\tERA\tTOOLS\tPROMPTS\tRESOURCES\tTEMPLATES\tRESTARTS\tCALLS\tP50\tP99\tLAST ERROR")
 	for _, u := range st.Upstreams {

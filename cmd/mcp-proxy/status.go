@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -89,4 +90,55 @@ func adminURLOf(fs *flag.FlagSet, path string, stderr io.Writer) (string, error)
 		host = "::1"
 	}
 	return "http://" + net.JoinHostPort(host, port), nil
+}
+
+// cmdReload asks a running proxy to reload its configuration and prints the outcome.
+func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	fs := newFlagSet("reload", stderr, &c)
+	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
+	asJSON := fs.Bool("json", false, "print the outcome as JSON (what /reload answers)")
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageErrorf("reload", "takes no arguments (got %q)", pos)
+	}
+	url := *adminURL
+	if url == "" {
+		if url, err = adminURLOf(fs, c.config, stderr); err != nil {
+			return err
+		}
+	}
+	// New upstreams start before the reload answers: give them their start-up time.
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	out, err := admin.PostReload(rctx, nil, url, os.Getenv(adminKeyEnv))
+	if err != nil {
+		return exitError{code: 1, msg: err.Error()}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "reload %s in %.0f ms\n", out.Outcome, out.TookMs)
+		for _, ch := range out.Changes {
+			fmt.Fprintf(stdout, "  changed: %s\n", ch)
+		}
+		for _, r := range out.RestartRequired {
+			fmt.Fprintf(stdout, "  needs a restart to change: %s\n", r)
+		}
+		for _, e := range out.Errors {
+			fmt.Fprintf(stdout, "  %s\n", e)
+		}
+	}
+	if out.Outcome == admin.ReloadRejected {
+		return exitError{code: 1}
+	}
+	return nil
 }
