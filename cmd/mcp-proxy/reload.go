@@ -97,13 +97,13 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 
 	// What can fail is made first, and nothing switches until all of it has.
 	var (
-		host      *plugins.Host
-		newHost   bool
-		chain     = e.chain
-		newChain  bool
-		authn     *auth.Authenticator
-		undo      []func()
-		fail      = func(what string, err error) *admin.Reload {
+		host     *plugins.Host
+		newHost  bool
+		chain    = e.chain
+		newChain bool
+		authn    *auth.Authenticator
+		undo     []func()
+		fail     = func(what string, err error) *admin.Reload {
 			for _, f := range undo {
 				f()
 			}
