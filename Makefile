@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-reload run tools clean conformance dist
 
 all: build
 
@@ -111,6 +111,14 @@ load-ops:
 	printf 'admin {\n  address = "127.0.0.1:0"\n}\n\ntelemetry {\n  otlp_endpoint = "http://127.0.0.1:1"\n  sampling      = 0\n}\n' > $(BIN)/ops.hcl
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -extra-hcl $(BIN)/ops.hcl \
 		-rounds 3 -duration 3s -concurrency 1,16 -idle-upstreams 0
+
+# Reload under load: the config alternates every 5 s for 60 s (an upstream added and
+# removed, a rule flipped, one broken file) while 16 HTTP sessions call the tool.
+load-reload:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -upstream "$(BIN)/testserver -fast" -reload-every 5s -duration 60s -concurrency 16
 
 bench: bench-go load
 
