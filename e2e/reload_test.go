@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -337,4 +339,106 @@ func TestReloadWatchStdio(t *testing.T) {
 	if !strings.Contains(stderr.String(), `"trigger":"watch"`) {
 		t.Errorf("the reload was not logged as the watch's\n%s", stderr)
 	}
+}
+
+// TestReloadAuthAndPlugins: a reload that changes an API key and a plugin's config
+// applies both from the next request, to the same client session: the old key is
+// refused, the new one accepted, and the plugin answers with its new configuration;
+// then one that makes a plugin fail to start is rejected and changes nothing.
+func TestReloadAuthAndPlugins(t *testing.T) {
+	t.Parallel()
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	newKey := "alice-new-key-0123456789abcdef"
+	version := func(key, tag string, extra string) string {
+		return fmt.Sprintf(`
+listen "http" {
+  address = %q
+}
+admin {
+  address = %q
+}
+auth {
+  api_key "alice" {
+    token = %q
+  }
+}
+`, addr, adminAddr, key) + testUpstream("t", "t", nil, "") + testPlugin("tagger", nil, "", fmt.Sprintf("tag = %q", tag)) + extra
+	}
+	cfg := writeConfig(t, version(aliceKey, "v1", ""))
+	cmd := exec.Command(proxyBin, "run", "--config", cfg)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		children := childPIDs(cmd.Process.Pid)
+		cmd.Process.Signal(interruptSignal())
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the proxy exited with %v\n%s", err, stderr)
+		}
+		assertGone(t, children)
+	})
+	waitListening(t, addr, stderr)
+	waitListening(t, adminAddr, stderr)
+	ctx := ctxT(t, 120*time.Second)
+	c := &httpWire{t: t, url: "http://" + addr + "/mcp"}
+	c.initializeAs(ctx, aliceKey)
+	echo := func(key string) wireReply {
+		return c.post(ctx, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t__echo","arguments":{"n":1}}}`, bearer(key))
+	}
+	if r := echo(aliceKey); !strings.Contains(string(r.body), "v1") {
+		t.Fatalf("before the reload: %d %s", r.status, r.body)
+	}
+	reload := func(key string) map[string]any {
+		t.Helper()
+		status, body := adminPost(t, "http://"+adminAddr, "/reload", key)
+		var out map[string]any
+		if err := json.Unmarshal(body, &out); err != nil {
+			t.Fatalf("/reload answered %d %q", status, body)
+		}
+		return out
+	}
+
+	rewrite(t, cfg, version(newKey, "v2", ""))
+	out := reload(aliceKey) // the request is authenticated before the keys change
+	if out["outcome"] != "applied" || !strings.Contains(fmt.Sprint(out["changes"]), "auth") || !strings.Contains(fmt.Sprint(out["changes"]), "plugins") {
+		t.Fatalf("reload: %v\n%s", out, stderr)
+	}
+	if r := echo(aliceKey); r.status != 401 {
+		t.Errorf("the old key after the reload: %d %s", r.status, r.body)
+	}
+	r := echo(newKey)
+	if r.status != 200 || !strings.Contains(string(r.body), "v2") || strings.Contains(string(r.body), "v1") {
+		t.Errorf("the new key, same session, after the reload: %d %s", r.status, r.body)
+	}
+
+	// A plugin that cannot start rejects the whole reload: the key stays the new one.
+	rewrite(t, cfg, version("third-key-0123456789abcdefgh", "v3", strings.Replace(testPlugin("bad", nil, "", ""), testpluginBin, testpluginBin+".missing", 1)))
+	out = reload(newKey)
+	if out["outcome"] != "rejected" || !strings.Contains(fmt.Sprint(out["errors"]), "plugins") {
+		t.Errorf("reload with a plugin that cannot start: %v", out)
+	}
+	if r := echo(newKey); r.status != 200 || !strings.Contains(string(r.body), "v2") {
+		t.Errorf("after the rejected reload: %d %s", r.status, r.body)
+	}
+}
+
+// adminPost POSTs to path of the admin listener at base with an optional bearer key.
+func adminPost(t *testing.T, base, path, key string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }
