@@ -24,6 +24,14 @@ type PerClient struct {
 	New         func(caps json.RawMessage, events upstream.Events) Upstream
 	MaxSessions int           // instances at once; default 64
 	IdleTimeout time.Duration // an instance without calls for this long is closed; default 10m
+	// Eras, for capability sessions, keys them by the client's era as well: an upstream
+	// whose era follows its client's (a child process offered initialize first for a
+	// legacy client, server/discover first for a modern one; see
+	// upstream.Upstream.SetPreferLegacy) gets a session per era in use, so that a legacy
+	// client's calls reach a legacy session that can ask it for input in the middle of a
+	// call, and modern clients share one modern session (stateless: their capabilities
+	// travel with each request).
+	Eras bool
 }
 
 // AddPerClient is Add for a per-client upstream: u is the catalogue instance.
@@ -60,6 +68,13 @@ type clientPool struct {
 	closed   bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// With PerClient.Eras: the session that came up in the modern era and serves every
+	// modern client, and whether the upstream turned out to speak only that era (a
+	// session offered initialize first came up modern): legacy clients then share the
+	// catalogue session, whose era is the same.
+	modern     atomic.Pointer[instance]
+	modernOnly atomic.Bool
 }
 
 // poolKey names an instance: a client session's own (per-client upstreams), or the one
@@ -67,6 +82,7 @@ type clientPool struct {
 type poolKey struct {
 	session Client // nil for a capability session
 	caps    string // CapabilitiesKey, for a capability session
+	era     string // with PerClient.Eras: "legacy" or "modern", the era the session is started for
 }
 
 // instance is one client's own session with the upstream. Its backend carries the
@@ -110,6 +126,9 @@ func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instanc
 	inst := &instance{key: key, shared: p.byCaps}
 	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace, session: p.r.tasks.newSessionKey()}
 	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
+	if cs, ok := inst.up.(clientShaped); ok && key.era != "" {
+		cs.SetPreferLegacy(key.era == eraLegacy)
+	}
 	inst.lastUsed.Store(time.Now().UnixNano())
 	p.byClient[key] = inst
 	ctx := p.r.ctx
@@ -159,6 +178,7 @@ func (p *clientPool) evictIdleLocked() bool {
 }
 
 func (p *clientPool) closeAsync(inst *instance, why string) {
+	p.modern.CompareAndSwap(inst, nil)
 	p.r.log.Info().Str("upstream", p.parent.name).Str("reason", why).Msg("per-client upstream session closed")
 	p.wg.Add(1)
 	go func() {
@@ -240,6 +260,9 @@ func (r *Router) Release(client Client) {
 // calling client session's instance (inst is then that instance). Requests without a
 // session (stateless modern clients, the CLI) use the catalogue instance.
 func (r *Router) route(b *backend, req *Request) (target *backend, inst *instance, err error) {
+	if b.capsPool != nil && req.Meta != nil && b.capsPool.pc.Eras {
+		return r.routeByEra(b, req)
+	}
 	if b.capsPool != nil && req.Meta != nil && !b.up.Info().Modern {
 		if key := CapabilitiesKey(req.Meta.Capabilities); key != r.firstCapsKey() {
 			inst, err := b.capsPool.instanceForKey(poolKey{caps: key}, req.Meta.Capabilities)
@@ -255,6 +278,53 @@ func (r *Router) route(b *backend, req *Request) (target *backend, inst *instanc
 	inst, err = b.pool.instanceFor(req)
 	if err != nil {
 		return nil, nil, err
+	}
+	return &inst.backend, inst, nil
+}
+
+// Eras of capability sessions (poolKey.era).
+const (
+	eraLegacy = "legacy"
+	eraModern = "modern"
+)
+
+// routeByEra picks the session of an upstream with capability sessions per era (see
+// PerClient.Eras) for a client of the given era and capabilities:
+//
+//   - a modern client: the catalogue session if it is modern, else the pool's modern
+//     session, else a session started for the modern era with its capabilities (if the
+//     upstream speaks only the legacy era it comes up legacy, and its capabilities
+//     matter: hence the key);
+//   - a legacy client: the catalogue session if it is legacy with the same
+//     capabilities (or the upstream speaks only the modern era), else a legacy session
+//     for its set of capabilities.
+func (r *Router) routeByEra(b *backend, req *Request) (*backend, *instance, error) {
+	p := b.capsPool
+	caps := req.Meta.Capabilities
+	ck := CapabilitiesKey(caps)
+	catModern := b.up.Info().Modern
+	key := poolKey{caps: ck, era: eraLegacy}
+	if req.Modern {
+		if catModern {
+			return b, nil, nil
+		}
+		if inst := p.modern.Load(); inst != nil {
+			return &inst.backend, inst, nil
+		}
+		key.era = eraModern
+	} else if p.modernOnly.Load() || (!catModern && ck == r.firstCapsKey()) {
+		return b, nil, nil
+	}
+	inst, err := p.instanceForKey(key, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, _ := inst.up.State(); st == upstream.StateReady && inst.up.Info().Modern {
+		if key.era == eraModern {
+			p.modern.CompareAndSwap(nil, inst)
+		} else {
+			p.modernOnly.Store(true) // offered initialize first, it answered in the modern era
+		}
 	}
 	return &inst.backend, inst, nil
 }

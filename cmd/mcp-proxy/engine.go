@@ -254,6 +254,10 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 	case e.many && uc.URL != "":
 		// A shared legacy HTTP session per distinct set of client capabilities.
 		m.Capabilities = &router.PerClient{New: newInstance}
+	case e.many:
+		// A shared child process per era and (legacy) set of client capabilities in use:
+		// every client gets what it declared, whoever came first.
+		m.Capabilities = &router.PerClient{New: newInstance, Eras: true}
 	}
 	return m, gate, nil
 }
