@@ -338,10 +338,16 @@ type instanceEvents struct {
 }
 
 // Changed: the catalogue is the catalogue instance's; a session that became ready takes
-// the clients' log level.
+// the clients' log level. A capability session (which serves every client of its era and
+// capabilities) that announces a list change has its announcement passed on: clients list
+// again (and get the catalogue session's list; a server whose lists differ by session is
+// listed as the catalogue session sees it).
 func (e *instanceEvents) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
 	if st, _ := u.State(); st == upstream.StateReady && kinds == upstream.AllKinds {
 		e.p.r.reapplyLogLevel(u)
+	}
+	if kinds != upstream.AllKinds && e.inst.shared {
+		e.p.r.rebuildAnnounced(kinds)
 	}
 }
 
