@@ -1,11 +1,9 @@
 package admin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -100,29 +98,13 @@ func (s *Server) serveReload(w http.ResponseWriter, r *http.Request) {
 // returns the outcome (Outcome ReloadRejected, with its errors, when the new file was
 // refused); token as for Fetch.
 func PostReload(ctx context.Context, client *http.Client, baseURL, token string) (*Reload, error) {
-	if client == nil {
-		client = http.DefaultClient
-	}
 	base := strings.TrimSuffix(baseURL, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/reload", bytes.NewReader(nil))
+	status, body, err := exchange(ctx, client, http.MethodPost, baseURL, "/reload", token, 4<<20)
 	if err != nil {
 		return nil, fmt.Errorf("asking %s to reload: %w", baseURL, err)
 	}
-	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("asking %s to reload: %w", baseURL, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return nil, fmt.Errorf("reading the reload's outcome from %s: %w", baseURL, err)
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnprocessableEntity {
-		return nil, fmt.Errorf("%s/reload answered %s: %s", base, resp.Status, firstLine(string(body)))
+	if status != http.StatusOK && status != http.StatusUnprocessableEntity {
+		return nil, fmt.Errorf("%s/reload answered %d %s: %s", base, status, http.StatusText(status), firstLine(string(body)))
 	}
 	var out Reload
 	if err := json.Unmarshal(body, &out); err != nil || out.Outcome == "" {

@@ -121,31 +121,7 @@ policy {
   }
 }`
 	cfg := writeConfig(t, reloadConfig(addr, adminAddr, ups("a", "b", "gone"), v1policy))
-	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		children := childPIDs(cmd.Process.Pid)
-		cmd.Process.Signal(interruptSignal())
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("the proxy exited with %v\n%s", err, stderr)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("the proxy did not stop\n%s", stderr)
-		}
-		checkStderr(t, stderr)
-		assertGone(t, children)
-	})
-	waitListening(t, addr, stderr)
-	waitListening(t, adminAddr, stderr)
+	stderr, cmd := startProxy(t, cfg, true, addr, adminAddr)
 	ctx := ctxT(t, 180*time.Second)
 
 	var toolsChanged atomic.Int32
@@ -365,22 +341,7 @@ auth {
 `, addr, adminAddr, key) + testUpstream("t", "t", nil, "") + testPlugin("tagger", nil, "", fmt.Sprintf("tag = %q", tag)) + extra
 	}
 	cfg := writeConfig(t, version(aliceKey, "v1", ""))
-	cmd := exec.Command(proxyBin, "run", "--config", cfg)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		children := childPIDs(cmd.Process.Pid)
-		cmd.Process.Signal(interruptSignal())
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("the proxy exited with %v\n%s", err, stderr)
-		}
-		assertGone(t, children)
-	})
-	waitListening(t, addr, stderr)
-	waitListening(t, adminAddr, stderr)
+	stderr, _ := startProxy(t, cfg, true, addr, adminAddr)
 	ctx := ctxT(t, 120*time.Second)
 	c := &httpWire{t: t, url: "http://" + addr + "/mcp"}
 	c.initializeAs(ctx, aliceKey)

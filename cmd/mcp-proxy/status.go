@@ -24,22 +24,9 @@ const adminKeyEnv = "MCP_PROXY_API_KEY"
 
 // cmdStatus prints the status of a running proxy, read from its admin listener.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlagSet("status", stderr, &c)
-	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
-	asJSON := fs.Bool("json", false, "print the status as JSON (what /status serves)")
-	pos, err := parseFlags(fs, args)
+	url, asJSON, err := adminFlags("status", "print the status as JSON (what /status serves)", args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("status", "takes no arguments (got %q)", pos)
-	}
-	url := *adminURL
-	if url == "" {
-		if url, err = adminURLOf(fs, c.config, stderr); err != nil {
-			return err
-		}
 	}
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -47,11 +34,8 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return exitError{code: 1, msg: err.Error()}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(st); err != nil {
+	if asJSON {
+		if err := writeIndented(stdout, st); err != nil {
 			return err
 		}
 	} else if err := admin.WriteText(stdout, st); err != nil {
@@ -94,22 +78,9 @@ func adminURLOf(fs *flag.FlagSet, path string, stderr io.Writer) (string, error)
 
 // cmdReload asks a running proxy to reload its configuration and prints the outcome.
 func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c common
-	fs := newFlagSet("reload", stderr, &c)
-	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
-	asJSON := fs.Bool("json", false, "print the outcome as JSON (what /reload answers)")
-	pos, err := parseFlags(fs, args)
+	url, asJSON, err := adminFlags("reload", "print the outcome as JSON (what /reload answers)", args, stderr)
 	if err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("reload", "takes no arguments (got %q)", pos)
-	}
-	url := *adminURL
-	if url == "" {
-		if url, err = adminURLOf(fs, c.config, stderr); err != nil {
-			return err
-		}
 	}
 	// New upstreams start before the reload answers: give them their start-up time.
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -118,11 +89,8 @@ func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return exitError{code: 1, msg: err.Error()}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
+	if asJSON {
+		if err := writeIndented(stdout, out); err != nil {
 			return err
 		}
 	} else {
@@ -141,4 +109,34 @@ func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return exitError{code: 1}
 	}
 	return nil
+}
+
+// adminFlags parses the flags of a command that asks the admin listener (status,
+// reload) and finds the listener's URL: --admin, else the config's admin block.
+func adminFlags(name, jsonHelp string, args []string, stderr io.Writer) (url string, asJSON bool, err error) {
+	var c common
+	fs := newFlagSet(name, stderr, &c)
+	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
+	j := fs.Bool("json", false, jsonHelp)
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return "", false, err
+	}
+	if len(pos) > 0 {
+		return "", false, usageErrorf(name, "takes no arguments (got %q)", pos)
+	}
+	if url = *adminURL; url == "" {
+		if url, err = adminURLOf(fs, c.config, stderr); err != nil {
+			return "", false, err
+		}
+	}
+	return url, *j, nil
+}
+
+// writeIndented writes v as indented JSON, as the admin listener serves it.
+func writeIndented(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
