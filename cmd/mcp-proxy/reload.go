@@ -221,7 +221,19 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 		e.retire(10*time.Second, old.Close) // requests being authenticated by it finish
 	}
 	running.Listen, running.Admin, running.Telemetry, running.Proxy = cur.Listen, cur.Admin, cur.Telemetry, cur.Proxy
-	running.Proxy.Watch = next.Proxy.Watch
+	if running.Proxy.Watch != next.Proxy.Watch {
+		running.Proxy.Watch = next.Proxy.Watch
+		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
+	}
+	required := map[string]bool{}
+	for _, uc := range cur.Upstreams {
+		required[uc.Name] = uc.Required
+	}
+	for _, uc := range next.Upstreams {
+		if was, ok := required[uc.Name]; ok && was != uc.Required {
+			out.Changes = append(out.Changes, fmt.Sprintf("upstream %s: required = %v", uc.Name, uc.Required))
+		}
+	}
 	e.cfg = &running
 	if len(out.Changes) == 0 {
 		out.Outcome = admin.ReloadUnchanged
