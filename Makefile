@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-ops-traced run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-ops-traced load-reload run tools clean conformance dist
 
 all: build
 
@@ -127,6 +127,14 @@ load-ops-traced:
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -extra-hcl $(BIN)/ops-traced.hcl \
 		-rounds 3 -duration 3s -latency-calls 20000 -concurrency 1,16 -idle-upstreams 0; status=$$?; \
 	kill $$sink; wait $$sink; exit $$status
+
+# Reload under load: the config alternates every 5 s for 60 s (an upstream added and
+# removed, a rule flipped, one broken file) while 16 HTTP sessions call the tool.
+load-reload:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -upstream "$(BIN)/testserver -fast" -reload-every 5s -duration 60s -concurrency 16
 
 bench: bench-go load
 

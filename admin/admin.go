@@ -87,6 +87,9 @@ type Options struct {
 	Log       zerolog.Logger
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// Reload, when set, reloads the configuration for POST /reload (behind Auth, like
+	// /status) and returns the outcome.
+	Reload func(ctx context.Context) *Reload
 }
 
 // Server is the admin listener. Make it with New; Start listens and serves until
@@ -105,6 +108,9 @@ type Server struct {
 	closed bool
 
 	draining atomic.Bool // see Drain
+
+	live       sync.Mutex // guards opts.Upstreams, opts.Config and lastReload, which reloads change
+	lastReload *Reload
 }
 
 // New returns an admin listener that is not listening yet. It has no side effects.
@@ -130,6 +136,7 @@ func (s *Server) routes() http.Handler {
 		ErrorLog: stdlog.New(s.opts.Log.With().Str("component", "admin").Logger(), "", 0),
 	})))
 	mux.Handle("GET /status", guard(http.HandlerFunc(s.serveStatus)))
+	mux.Handle("POST /reload", guard(http.HandlerFunc(s.serveReload)))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /{$}", guard(http.RedirectHandler("/status", http.StatusFound)))

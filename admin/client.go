@@ -15,12 +15,29 @@ import (
 // when set, is sent as a bearer token (an API key or a JWT, for a listener behind the
 // auth block).
 func Fetch(ctx context.Context, client *http.Client, baseURL, token string) (*Status, error) {
+	status, body, err := exchange(ctx, client, http.MethodGet, baseURL, "/status?format=json", token, 16<<20)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s for its status: %w", baseURL, err)
+	}
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("%s/status answered %d %s: %s", strings.TrimSuffix(baseURL, "/"), status, http.StatusText(status), firstLine(string(body)))
+	}
+	var st Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		return nil, fmt.Errorf("the status from %s is not what mcp-proxy serves: %w", baseURL, err)
+	}
+	return &st, nil
+}
+
+// exchange sends one request to the admin listener at baseURL (path after it) and reads
+// at most limit bytes of the answer; token, when set, goes as a bearer token.
+func exchange(ctx context.Context, client *http.Client, method, baseURL, path, token string, limit int64) (int, []byte, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/status?format=json", nil)
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(baseURL, "/")+path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("asking %s for its status: %w", baseURL, err)
+		return 0, nil, err
 	}
 	req.Header.Set("Accept", "application/json")
 	if token != "" {
@@ -28,21 +45,14 @@ func Fetch(ctx context.Context, client *http.Client, baseURL, token string) (*St
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("asking %s for its status: %w", baseURL, err)
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return nil, fmt.Errorf("reading the status from %s: %w", baseURL, err)
+		return 0, nil, fmt.Errorf("reading the answer: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s/status answered %s: %s", strings.TrimSuffix(baseURL, "/"), resp.Status, firstLine(string(body)))
-	}
-	var st Status
-	if err := json.Unmarshal(body, &st); err != nil {
-		return nil, fmt.Errorf("the status from %s is not what mcp-proxy serves: %w", baseURL, err)
-	}
-	return &st, nil
+	return resp.StatusCode, body, nil
 }
 
 func firstLine(s string) string {
@@ -81,7 +91,11 @@ func writeText(w *strings.Builder, st *Status) {
 	if !st.Config.LoadedAt.IsZero() {
 		loaded = ", loaded " + st.Config.LoadedAt.Local().Format(time.DateTime)
 	}
-	fmt.Fprintf(w, "config %s (sha256 %s%s)\n\n", st.Config.Path, short(st.Config.SHA256, 12), loaded)
+	fmt.Fprintf(w, "config %s (sha256 %s%s)\n", st.Config.Path, short(st.Config.SHA256, 12), loaded)
+	if st.LastReload != nil {
+		fmt.Fprintf(w, "last reload: %s\n", st.LastReload.Summary())
+	}
+	w.WriteString("\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "UPSTREAM\tSTATE\tREQUIRED\tTRANSPORT\tERA\tTOOLS\tPROMPTS\tRESOURCES\tTEMPLATES\tRESTARTS\tCALLS\tP50\tP99\tLAST ERROR")
 	for _, u := range st.Upstreams {

@@ -99,6 +99,7 @@ small { color: #666; }
 <p id="ready" class="{{if .Ready}}yes{{else}}no{{end}}">{{if .Ready}}Ready{{else}}Not ready: {{range $i, $n := .NotReady}}{{if $i}}, {{end}}{{$n}}{{end}}{{end}}</p>
 <p>Version <code>{{.Version}}</code>, up {{.UptimeText}}.
 Configuration <code id="config-path">{{.Config.Path}}</code>, sha256 <code id="config-hash" title="{{.Config.SHA256}}">{{.ShortHash}}</code>{{if .LoadedAgo}}, loaded {{.LoadedAgo}}{{end}}.</p>
+{{with .LastReload}}<p id="last-reload" class="{{if eq .Outcome "rejected"}}no{{else}}yes{{end}}">Last reload: {{.Summary}}</p>{{end}}
 
 <h2>Upstreams</h2>
 <table id="upstreams">

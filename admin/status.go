@@ -20,12 +20,14 @@ type Status struct {
 	NotReady []string `json:"not_ready,omitempty"` // required upstreams that are not ready
 	// Waiting are required upstreams not started yet: they start with the first client
 	// (whose initialize waits for them), so the proxy counts as ready meanwhile.
-	Waiting   []string               `json:"waiting,omitempty"`
-	Now       time.Time              `json:"now"`
-	Started   time.Time              `json:"started"`
-	Config    ConfigInfo             `json:"config"`
-	Upstreams []UpstreamStatus       `json:"upstreams"`
-	Sessions  []metrics.SessionCount `json:"sessions"`
+	Waiting []string   `json:"waiting,omitempty"`
+	Now     time.Time  `json:"now"`
+	Started time.Time  `json:"started"`
+	Config  ConfigInfo `json:"config"`
+	// LastReload is the outcome of the last reload of the configuration; nil before any.
+	LastReload *Reload                `json:"last_reload,omitempty"`
+	Upstreams  []UpstreamStatus       `json:"upstreams"`
+	Sessions   []metrics.SessionCount `json:"sessions"`
 }
 
 // UpstreamStatus is one upstream in Status.
@@ -67,7 +69,10 @@ const StateDisabled = "disabled"
 // Status reads the running proxy's status now.
 func (s *Server) Status() *Status {
 	now := s.opts.Now()
-	st := &Status{Version: s.opts.Version, Now: now, Started: s.started, Config: s.opts.Config,
+	s.live.Lock()
+	cfgInfo, confs, last := s.opts.Config, s.opts.Upstreams, s.lastReload
+	s.live.Unlock()
+	st := &Status{Version: s.opts.Version, Now: now, Started: s.started, Config: cfgInfo, LastReload: last,
 		Sessions: s.opts.Metrics.Sessions(), Ready: true}
 	if st.Sessions == nil {
 		st.Sessions = []metrics.SessionCount{}
@@ -82,7 +87,7 @@ func (s *Server) Status() *Status {
 	for i, z := range zs {
 		sizes[z.Upstream] = i
 	}
-	for _, c := range s.upstreamConfigs(ups) {
+	for _, c := range upstreamConfigs(confs, ups) {
 		us := UpstreamStatus{Name: c.Name, Required: c.Required, Transport: c.Transport, State: StateDisabled}
 		i, ok := running[c.Name]
 		if !c.Disabled && ok {
@@ -133,9 +138,9 @@ func (s *Server) Status() *Status {
 
 // upstreamConfigs is Options.Upstreams, or (without them) every running upstream as
 // required.
-func (s *Server) upstreamConfigs(ups []routerStatus) []UpstreamConfig {
-	if len(s.opts.Upstreams) > 0 {
-		return s.opts.Upstreams
+func upstreamConfigs(confs []UpstreamConfig, ups []routerStatus) []UpstreamConfig {
+	if len(confs) > 0 {
+		return confs
 	}
 	out := make([]UpstreamConfig, len(ups))
 	for i, u := range ups {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
@@ -29,31 +30,62 @@ const (
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	meta := a.MetadataHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.IsMetadataPath(r.URL.Path) {
-			meta.ServeHTTP(w, r)
-			return
-		}
-		p, f := a.Authenticate(r)
-		if f != nil || p == nil {
-			if f == nil { // cannot happen; never let it mean "allowed"
-				f = a.invalid("invalid_token", "authentication failed", "authenticator returned no principal")
-			}
-			a.log.Warn().
-				Int("status", f.Status).
-				Str("reason", f.Reason).
-				Str("remote", r.RemoteAddr).
-				Str("method", r.Method).
-				Str("path", r.URL.Path).
-				Msg("auth: request rejected")
-			WriteFailure(w, f)
-			return
-		}
-		r2 := r.WithContext(principal.With(r.Context(), p))
-		r2.Header = r.Header.Clone()
-		r2.Header.Del("Authorization")
-		r2.Header.Del("X-API-Key")
-		next.ServeHTTP(w, r2)
+		a.serve(w, r, meta, next)
 	})
+}
+
+// Switch is an authenticator that can be replaced while it serves (a configuration
+// reload changed the keys or the JWT settings): each request is authenticated by the
+// one installed when it arrives. Its zero value authenticates nothing: Store one first.
+type Switch struct {
+	cur atomic.Pointer[Authenticator]
+}
+
+// Store installs a and returns the one it replaces (nil the first time), for the
+// caller to Close.
+func (s *Switch) Store(a *Authenticator) (old *Authenticator) { return s.cur.Swap(a) }
+
+// Load returns the installed authenticator.
+func (s *Switch) Load() *Authenticator { return s.cur.Load() }
+
+// Middleware is Authenticator.Middleware with the authenticator installed at each
+// request.
+func (s *Switch) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.cur.Load().serve(w, r, nil, next)
+	})
+}
+
+// serve is Middleware's work for one request; meta nil makes the metadata handler when
+// it is asked for.
+func (a *Authenticator) serve(w http.ResponseWriter, r *http.Request, meta, next http.Handler) {
+	if a.IsMetadataPath(r.URL.Path) {
+		if meta == nil {
+			meta = a.MetadataHandler()
+		}
+		meta.ServeHTTP(w, r)
+		return
+	}
+	p, f := a.Authenticate(r)
+	if f != nil || p == nil {
+		if f == nil { // cannot happen; never let it mean "allowed"
+			f = a.invalid("invalid_token", "authentication failed", "authenticator returned no principal")
+		}
+		a.log.Warn().
+			Int("status", f.Status).
+			Str("reason", f.Reason).
+			Str("remote", r.RemoteAddr).
+			Str("method", r.Method).
+			Str("path", r.URL.Path).
+			Msg("auth: request rejected")
+		WriteFailure(w, f)
+		return
+	}
+	r2 := r.WithContext(principal.With(r.Context(), p))
+	r2.Header = r.Header.Clone()
+	r2.Header.Del("Authorization")
+	r2.Header.Del("X-API-Key")
+	next.ServeHTTP(w, r2)
 }
 
 // WriteFailure writes f as the response: its status, its WWW-Authenticate challenge and

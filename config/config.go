@@ -50,6 +50,7 @@ const (
 // it as read-only and share it between goroutines.
 type Config struct {
 	Filename  string     // path of the file it came from
+	Source    []byte     // the file's bytes (see Equal)
 	Proxy     Proxy      // the proxy block, or all defaults when the file has none
 	Upstreams []Upstream // in file order
 	Listen    []Listen   // at most one; none means stdin/stdout
@@ -73,6 +74,8 @@ type Proxy struct {
 	// the OS user name (the caller fills it in).
 	Principal       string
 	PrincipalGroups []string
+	// Watch reloads the configuration when the file changes (as SIGHUP does).
+	Watch bool
 }
 
 // Upstream describes one MCP server the proxy spawns and talks to over stdio.

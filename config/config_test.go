@@ -144,6 +144,10 @@ upstream "defaults" {
 			},
 		},
 	}
+	if string(cfg.Source) != src {
+		t.Errorf("Source is not the file's bytes")
+	}
+	want.Source = cfg.Source
 	if !reflect.DeepEqual(cfg, want) {
 		t.Errorf("decoded config mismatch\n got: %+v\nwant: %+v", cfg, want)
 	}

@@ -103,6 +103,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 
 	cfg := &Config{
 		Filename:  filename,
+		Source:    src,
 		Proxy:     decodeProxies(e, raw.Proxies),
 		Upstreams: decodeUpstreams(e, raw.Upstreams, absBase),
 		Listen:    decodeListens(e, raw.Listens),

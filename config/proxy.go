@@ -57,6 +57,9 @@ func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
 	if s, ok := e.string(raw.Principal); ok {
 		p.Principal = s
 	}
+	if b, ok := e.bool(raw.Watch); ok {
+		p.Watch = b
+	}
 	if list, ok := e.stringList(raw.Groups); ok {
 		p.PrincipalGroups = list
 	}

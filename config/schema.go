@@ -35,6 +35,7 @@ type rawProxy struct {
 	Instructions  *hcl.Attribute `hcl:"instructions,optional"`
 	Principal     *hcl.Attribute `hcl:"principal,optional"`
 	Groups        *hcl.Attribute `hcl:"principal_groups,optional"`
+	Watch         *hcl.Attribute `hcl:"watch,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }

@@ -173,31 +173,7 @@ policy {
 }
 `, addr, adminAddr, aliceKey)+heldUpstream("t", hold, `timeout = "1s"`)+
 		"upstream \"opt\" {\n  command  = [\"/nonexistent/mcp-server\"]\n  required = false\n}\n")
-	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		children := childPIDs(cmd.Process.Pid)
-		cmd.Process.Signal(interruptSignal())
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("the proxy exited with %v\n%s", err, stderr)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("the proxy did not stop\n%s", stderr)
-		}
-		checkStderr(t, stderr)
-		assertGone(t, children)
-	})
-	waitListening(t, addr, stderr)
-	waitListening(t, adminAddr, stderr)
+	stderr, _ := startProxy(t, cfg, true, addr, adminAddr)
 	base := "http://" + adminAddr
 	ctx := ctxT(t, 120*time.Second)
 

@@ -37,6 +37,15 @@ func startHTTPProxyCmd(t *testing.T, upstreams string) (string, *syncBuffer, *ex
 // log, and that no process it started is left.
 func startProxyAt(t *testing.T, cfg, addr string) (*syncBuffer, *exec.Cmd) {
 	t.Helper()
+	return startProxy(t, cfg, false, addr)
+}
+
+// startProxy runs the proxy on cfg and waits until it listens on every address in
+// addrs. When the test ends it is stopped with SIGINT (killed after 20 s, an error), its
+// stderr is checked and its children must be gone; strict also makes a non-zero exit
+// an error.
+func startProxy(t *testing.T, cfg string, strict bool, addrs ...string) (*syncBuffer, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(proxyBin, "run", "--config", cfg, "--log-level", "debug")
 	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
@@ -49,15 +58,20 @@ func startProxyAt(t *testing.T, cfg, addr string) (*syncBuffer, *exec.Cmd) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil && strict {
+				t.Errorf("the proxy exited with %v\n%s", err, stderr)
+			}
 		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
-			t.Errorf("the HTTP proxy did not stop on SIGINT\n%s", stderr)
+			t.Errorf("the proxy did not stop on SIGINT\n%s", stderr)
 		}
 		checkStderr(t, stderr)
 		assertGone(t, children)
 	})
-	waitListening(t, addr, stderr)
+	for _, a := range addrs {
+		waitListening(t, a, stderr)
+	}
 	return stderr, cmd
 }
 

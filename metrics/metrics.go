@@ -80,6 +80,7 @@ type Metrics struct {
 	pluginLatency  *prometheus.HistogramVec
 	pluginFailures *prometheus.CounterVec
 	configLoaded   prometheus.Gauge
+	reloads        reloadMetrics
 
 	calls     sync.Map           // callKey → *series
 	legs      sync.Map           // legKey → prometheus.Observer
@@ -194,5 +195,6 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // ConfigLoaded records when the running configuration was loaded.
 func (m *Metrics) ConfigLoaded(at time.Time) {
+	m.reloadSeries()
 	m.configLoaded.Set(float64(at.UnixNano()) / 1e9)
 }

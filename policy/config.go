@@ -91,6 +91,9 @@ type BuildOptions struct {
 	// limit changed takes the new rate and burst, see BucketStore), and replicas pass a
 	// shared one.
 	Store BucketStore
+	// Previous is the chain this one replaces (a reload), whose calls in flight count
+	// toward the new per-upstream caps (max_in_flight).
+	Previous *Chain
 }
 
 // BuildWith is Build with options.
@@ -124,7 +127,11 @@ func BuildWith(cfg *config.Config, log zerolog.Logger, opts BuildOptions) (*Chai
 		}
 	}
 	if len(limits) > 0 || len(inflight) > 0 {
-		l, err := NewLimiterWith(limits, inflight, LimiterOptions{Store: opts.Store})
+		lo := LimiterOptions{Store: opts.Store}
+		if opts.Previous != nil {
+			lo.Previous = opts.Previous.Limits
+		}
+		l, err := NewLimiterWith(limits, inflight, lo)
 		if err != nil {
 			return nil, err
 		}

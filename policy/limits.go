@@ -59,6 +59,9 @@ type LimiterOptions struct {
 	// Store keeps the rate limits' buckets. nil: a MemoryBuckets of the limiter's own,
 	// which Close closes; a store given here belongs to the caller, who closes it.
 	Store BucketStore
+	// Previous is the limiter this one replaces (a reload): the calls in flight it
+	// counts toward an upstream's cap still count toward the new cap of that upstream.
+	Previous *Limiter
 }
 
 // takeBuf is one call's batch for the store, and the limit of each of its buckets.
@@ -76,7 +79,7 @@ type compiledLimit struct {
 
 type inflightCap struct {
 	max int64
-	n   atomic.Int64
+	n   *atomic.Int64 // shared with the limiter a reload replaced, so that its calls count
 }
 
 // NewLimiter compiles limits, with buckets in memory; inflight caps calls in flight per
@@ -120,7 +123,13 @@ func NewLimiterWith(limits []Limit, inflight map[string]int, opts LimiterOptions
 	}
 	for name, n := range inflight {
 		if n > 0 {
-			l.inflight[name] = &inflightCap{max: int64(n)}
+			c := &inflightCap{max: int64(n), n: new(atomic.Int64)}
+			if opts.Previous != nil {
+				if old := opts.Previous.inflight[name]; old != nil {
+					c.n = old.n
+				}
+			}
+			l.inflight[name] = c
 		}
 	}
 	if l.store == nil {

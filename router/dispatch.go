@@ -190,9 +190,11 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 
 // send hands one request to b's upstream.
 func (r *Router) send(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+	b.calls.Add(1)
 	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
 		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.Modern},
 		func(resp *jsonrpc.Message, err error) {
+			b.calls.Add(-1)
 			switch {
 			case err != nil:
 				reply(nil, upstreamError(ctx, b, err))
@@ -330,7 +332,7 @@ func (r *Router) resolveResource(uri string) (*Target, *backend, error) {
 // it did not list (dynamic ones) still reach it; nil when there are none or several.
 func (r *Router) soleResourceServer() *backend {
 	var found *backend
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if st, _ := b.up.State(); st == upstream.StateReady && b.up.Info().HasResources() {
 			if found != nil {
 				return nil
@@ -437,7 +439,7 @@ func (r *Router) setLevel(ctx context.Context, req *Request) (json.RawMessage, e
 	}
 	r.logLevel.Store(&level)
 	var wg sync.WaitGroup
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		// The session this client's calls go to (its own, or the one for its
 		// capabilities); one starting now takes the level when it is ready.
 		if t, _, err := r.route(b, req); err == nil {

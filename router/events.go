@@ -41,7 +41,7 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	r.rebuildMu.Lock()
 	defer r.rebuildMu.Unlock()
 	old := r.snap.Load()
-	s := build(r.backends, r.opts.Separator, r.opts.MaxNameLength, r.log)
+	s := build(r.all(), r.opts.Separator, r.opts.MaxNameLength, r.log)
 	if r.presenter != nil {
 		s.present(r.presenter, r)
 	}
@@ -90,7 +90,7 @@ func (r *Router) flushNotifications() {
 // messages and restoring rewritten URIs.
 func (e *events) Notification(u *upstream.Upstream, m *jsonrpc.Message) {
 	r := (*Router)(e)
-	b := r.byUp[u]
+	b := r.backendOf(u)
 	if m.Method == mcp.NotificationTasksStatus && b != nil {
 		r.recordTask(context.Background(), b, m.Params, "")
 	}
@@ -128,7 +128,7 @@ func (r *Router) adaptNotification(b *backend, name string, m *jsonrpc.Message) 
 // cannot be tied to one of them, it is refused with an error rather than guessed.
 func (e *events) Request(ctx context.Context, u *upstream.Upstream, m *jsonrpc.Message) (json.RawMessage, *jsonrpc.Error) {
 	r := (*Router)(e)
-	if b := r.byUp[u]; b != nil {
+	if b := r.backendOf(u); b != nil {
 		input, ok := b.inputFor()
 		if !ok {
 			r.log.Warn().Str("upstream", u.Name()).Str("method", m.Method).

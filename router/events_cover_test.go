@@ -34,7 +34,7 @@ func TestServerRequestAttribution(t *testing.T) {
 	r := New(Options{}, zerolog.Nop())
 	r.Add(u, "u")
 	defer r.Close()
-	b := r.byUp[u]
+	b := r.backendOf(u)
 	ask := func(from *upstream.Upstream) (string, int64) {
 		res, jerr := r.Events().Request(context.Background(), from, jsonrpc.NewRequest(jsonrpc.IntID(1), mcp.MethodRootsList, nil))
 		if jerr != nil {
@@ -134,9 +134,9 @@ func TestUpstreamNotifications(t *testing.T) {
 		{1, "file:///unlisted", "file:///unlisted"},
 	} {
 		m := jsonrpc.NewNotification(mcp.NotificationResourcesUpdated, json.RawMessage(`{"uri":"`+tc.uri+`"}`))
-		got := r.adaptNotification(r.backends[tc.owner], r.backends[tc.owner].name, m)
+		got := r.adaptNotification(r.all()[tc.owner], r.all()[tc.owner].name, m)
 		if want := `{"uri":"` + tc.want + `"}`; string(got) != want {
-			t.Errorf("update of %s from %s: %s, want %s", tc.uri, r.backends[tc.owner].name, got, want)
+			t.Errorf("update of %s from %s: %s, want %s", tc.uri, r.all()[tc.owner].name, got, want)
 		}
 	}
 }

@@ -44,7 +44,7 @@ type Override struct {
 // applied.
 func (r *Router) SetFilter(name string, f Filter) error {
 	var b *backend
-	for _, x := range r.backends {
+	for _, x := range r.all() {
 		if x.name == name {
 			b = x
 		}

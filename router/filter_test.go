@@ -325,7 +325,7 @@ func TestFilterPreparedOncePerFetch(t *testing.T) {
 	r := filteredRouter(t, map[string]Filter{"gh": {Tools: Selection{Exclude: []string{"b"}, Overrides: map[string]Override{
 		"a": {Description: sp("A")}, "later": {Name: "soon"},
 	}}}}, logs, nsUp{gh, "gh"}, nsUp{other, "other"})
-	prepared := func() *named { return &r.backends[0].prepared[filterTools].items[0] }
+	prepared := func() *named { return &r.all()[0].prepared[filterTools].items[0] }
 	first := prepared()
 	for i := range 3 { // other upstreams' changes
 		other.cat = refetched(other.cat, fmt.Sprintf(`{"name":"o%d"}`, i))

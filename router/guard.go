@@ -41,12 +41,26 @@ type Target struct {
 	Forms []string
 }
 
-// SetGuard installs what decides visibility; call it before Start (lists already built
-// for principals are cached in the current catalogue snapshot until it changes).
-func (r *Router) SetGuard(g Guard) { r.guard = g }
+// guardBox holds the installed Guard (an interface cannot be swapped atomically as is).
+type guardBox struct{ g Guard }
+
+// SetGuard installs what decides visibility; call it before Start. A reload uses
+// Reguard, which also drops the lists built for principals with the old one.
+func (r *Router) SetGuard(g Guard) {
+	if g == nil {
+		r.guard.Store(nil)
+		return
+	}
+	r.guard.Store(&guardBox{g})
+}
 
 // Guard returns the installed visibility guard, or nil.
-func (r *Router) Guard() Guard { return r.guard }
+func (r *Router) Guard() Guard {
+	if b := r.guard.Load(); b != nil {
+		return b.g
+	}
+	return nil
+}
 
 // OnClose registers f to run when the router closes, after the upstreams have stopped.
 func (r *Router) OnClose(f func()) { r.onClose = append(r.onClose, f) }
@@ -66,5 +80,6 @@ func UnknownError(kind TargetKind, name string) error {
 
 // visible is Guard.Visible, true without a guard.
 func (r *Router) visible(req *Request, t *Target) bool {
-	return r.guard == nil || r.guard.Visible(req, t)
+	g := r.Guard()
+	return g == nil || g.Visible(req, t)
 }

@@ -65,7 +65,7 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		h := snap.hints[list]
 		out = append(out, `,"ttlMs":`...)
 		out = strconv.AppendInt(out, h.TTLMs, 10)
-		if h.Public && r.guard == nil { // a list filtered per principal is never public
+		if h.Public && r.Guard() == nil { // a list filtered per principal is never public
 			out = append(out, `,"cacheScope":"public"`...)
 		} else {
 			out = append(out, `,"cacheScope":"private"`...)
@@ -102,7 +102,7 @@ func principalClass(req *Request) string {
 // list request: views are cached in the snapshot, which a change replaces.
 func (s *snapshot) view(r *Router, req *Request, list byte) []json.RawMessage {
 	key := viewKey{list, ""}
-	if r.guard != nil {
+	if r.Guard() != nil {
 		key.class = principalClass(req)
 	}
 	if v, ok := s.views.Load(key); ok {
@@ -136,9 +136,10 @@ func (s *snapshot) view(r *Router, req *Request, list byte) []json.RawMessage {
 // visibleOf returns the raw items of a list the request's principal may see.
 func visibleOf[T any](r *Router, req *Request, xs []T, f func(T) (json.RawMessage, Target)) []json.RawMessage {
 	out := make([]json.RawMessage, 0, len(xs))
+	g := r.Guard()
 	for _, x := range xs {
 		raw, t := f(x)
-		if r.guard == nil || r.guard.Visible(req, &t) {
+		if g == nil || g.Visible(req, &t) {
 			out = append(out, raw)
 		}
 	}

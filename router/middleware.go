@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
 // The middleware chain is the one seam every routed request passes through on its way to
@@ -108,5 +110,9 @@ func (r *Router) routeCall(ctx context.Context, c *Call, reply Reply) {
 
 // deliver is the end of the chain: the call goes to its upstream.
 func (r *Router) deliver(ctx context.Context, c *Call, reply Reply) {
+	if c.owner.stopped.Load() { // resolved before a reload removed it, delivered after it stopped
+		reply(nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, c.owner.name, "upstream removed from the configuration by a reload"))
+		return
+	}
 	r.forward(ctx, c.owner, c.Request, c.Params, reply)
 }

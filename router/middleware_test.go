@@ -18,7 +18,7 @@ func TestMiddlewareOnEveryRoutedMethod(t *testing.T) {
 	f.cat.Prompts = []json.RawMessage{json.RawMessage(`{"name":"greet"}`)}
 	f.cat.Resources = []json.RawMessage{json.RawMessage(`{"uri":"res://a","name":"a"}`)}
 	r := newTestRouter(t, Options{}, nsUp{f, "ns"})
-	r.tasks.record("task-1", r.backends[0], "")
+	r.tasks.record("task-1", r.all()[0], "")
 
 	var seen []string
 	refuse := errors.New("refused by the test middleware")

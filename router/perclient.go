@@ -24,19 +24,36 @@ type PerClient struct {
 	New         func(caps json.RawMessage, events upstream.Events) Upstream
 	MaxSessions int           // instances at once; default 64
 	IdleTimeout time.Duration // an instance without calls for this long is closed; default 10m
+	// Eras, for capability sessions, keys them by the client's era as well: an upstream
+	// whose era follows its client's (a child process offered initialize first for a
+	// legacy client, server/discover first for a modern one; see
+	// upstream.Upstream.SetPreferLegacy) gets a session per era in use, so that a legacy
+	// client's calls reach a legacy session that can ask it for input in the middle of a
+	// call, and modern clients share one modern session (stateless: their capabilities
+	// travel with each request).
+	Eras bool
 }
 
 // AddPerClient is Add for a per-client upstream: u is the catalogue instance.
 func (r *Router) AddPerClient(u Upstream, namespace string, pc PerClient) {
+	b := &backend{name: u.Name(), namespace: namespace, up: u}
+	b.pool = newPool(r, b, pc, false)
+	r.add(b)
+}
+
+// newPool makes b's pool of per-client sessions (byCaps false) or capability sessions,
+// with pc's defaults filled in.
+func newPool(r *Router, b *backend, pc PerClient, byCaps bool) *clientPool {
 	if pc.MaxSessions <= 0 {
 		pc.MaxSessions = 64
+		if byCaps {
+			pc.MaxSessions = 16
+		}
 	}
 	if pc.IdleTimeout <= 0 {
 		pc.IdleTimeout = 10 * time.Minute
 	}
-	r.Add(u, namespace)
-	b := r.backends[len(r.backends)-1]
-	b.pool = &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, stop: make(chan struct{})}
+	return &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, byCaps: byCaps, stop: make(chan struct{})}
 }
 
 // clientPool holds the per-client instances of one upstream.
@@ -51,6 +68,13 @@ type clientPool struct {
 	closed   bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
+
+	// With PerClient.Eras: the session that came up in the modern era and serves every
+	// modern client, and whether the upstream turned out to speak only that era (a
+	// session offered initialize first came up modern): legacy clients then share the
+	// catalogue session, whose era is the same.
+	modern     atomic.Pointer[instance]
+	modernOnly atomic.Bool
 }
 
 // poolKey names an instance: a client session's own (per-client upstreams), or the one
@@ -58,6 +82,7 @@ type clientPool struct {
 type poolKey struct {
 	session Client // nil for a capability session
 	caps    string // CapabilitiesKey, for a capability session
+	era     string // with PerClient.Eras: "legacy" or "modern", the era the session is started for
 }
 
 // instance is one client's own session with the upstream. Its backend carries the
@@ -101,6 +126,9 @@ func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instanc
 	inst := &instance{key: key, shared: p.byCaps}
 	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace, session: p.r.tasks.newSessionKey()}
 	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
+	if cs, ok := inst.up.(clientShaped); ok && key.era != "" {
+		cs.SetPreferLegacy(key.era == eraLegacy)
+	}
 	inst.lastUsed.Store(time.Now().UnixNano())
 	p.byClient[key] = inst
 	ctx := p.r.ctx
@@ -150,6 +178,7 @@ func (p *clientPool) evictIdleLocked() bool {
 }
 
 func (p *clientPool) closeAsync(inst *instance, why string) {
+	p.modern.CompareAndSwap(inst, nil)
 	p.r.log.Info().Str("upstream", p.parent.name).Str("reason", why).Msg("per-client upstream session closed")
 	p.wg.Add(1)
 	go func() {
@@ -220,7 +249,7 @@ func (p *clientPool) sessions() int {
 // Release tells the router a client session has ended: per-client upstream sessions it
 // held are closed.
 func (r *Router) Release(client Client) {
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.pool != nil {
 			b.pool.release(client)
 		}
@@ -231,6 +260,9 @@ func (r *Router) Release(client Client) {
 // calling client session's instance (inst is then that instance). Requests without a
 // session (stateless modern clients, the CLI) use the catalogue instance.
 func (r *Router) route(b *backend, req *Request) (target *backend, inst *instance, err error) {
+	if b.capsPool != nil && req.Meta != nil && b.capsPool.pc.Eras {
+		return r.routeByEra(b, req)
+	}
 	if b.capsPool != nil && req.Meta != nil && !b.up.Info().Modern {
 		if key := CapabilitiesKey(req.Meta.Capabilities); key != r.firstCapsKey() {
 			inst, err := b.capsPool.instanceForKey(poolKey{caps: key}, req.Meta.Capabilities)
@@ -250,6 +282,53 @@ func (r *Router) route(b *backend, req *Request) (target *backend, inst *instanc
 	return &inst.backend, inst, nil
 }
 
+// Eras of capability sessions (poolKey.era).
+const (
+	eraLegacy = "legacy"
+	eraModern = "modern"
+)
+
+// routeByEra picks the session of an upstream with capability sessions per era (see
+// PerClient.Eras) for a client of the given era and capabilities:
+//
+//   - a modern client: the catalogue session if it is modern, else the pool's modern
+//     session, else a session started for the modern era with its capabilities (if the
+//     upstream speaks only the legacy era it comes up legacy, and its capabilities
+//     matter: hence the key);
+//   - a legacy client: the catalogue session if it is legacy with the same
+//     capabilities (or the upstream speaks only the modern era), else a legacy session
+//     for its set of capabilities.
+func (r *Router) routeByEra(b *backend, req *Request) (*backend, *instance, error) {
+	p := b.capsPool
+	caps := req.Meta.Capabilities
+	ck := CapabilitiesKey(caps)
+	catModern := b.up.Info().Modern
+	key := poolKey{caps: ck, era: eraLegacy}
+	if req.Modern {
+		if catModern {
+			return b, nil, nil
+		}
+		if inst := p.modern.Load(); inst != nil {
+			return &inst.backend, inst, nil
+		}
+		key.era = eraModern
+	} else if p.modernOnly.Load() || (!catModern && ck == r.firstCapsKey()) {
+		return b, nil, nil
+	}
+	inst, err := p.instanceForKey(key, caps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st, _ := inst.up.State(); st == upstream.StateReady && inst.up.Info().Modern {
+		if key.era == eraModern {
+			p.modern.CompareAndSwap(nil, inst)
+		} else {
+			p.modernOnly.Store(true) // offered initialize first, it answered in the modern era
+		}
+	}
+	return &inst.backend, inst, nil
+}
+
 // instanceEvents receives what one client's instance cannot handle itself: its
 // notifications and server-to-client requests concern that client only, and its
 // catalogue is the catalogue instance's.
@@ -259,10 +338,16 @@ type instanceEvents struct {
 }
 
 // Changed: the catalogue is the catalogue instance's; a session that became ready takes
-// the clients' log level.
+// the clients' log level. A capability session (which serves every client of its era and
+// capabilities) that announces a list change has its announcement passed on: clients list
+// again (and get the catalogue session's list; a server whose lists differ by session is
+// listed as the catalogue session sees it).
 func (e *instanceEvents) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
 	if st, _ := u.State(); st == upstream.StateReady && kinds == upstream.AllKinds {
 		e.p.r.reapplyLogLevel(u)
+	}
+	if kinds != upstream.AllKinds && e.inst.shared {
+		e.p.r.rebuildAnnounced(kinds)
 	}
 }
 
@@ -308,15 +393,9 @@ func (e *instanceEvents) Hold() (release func()) { return e.p.r.holdClients() }
 // SetCapabilitySessions gives the named shared upstream one session per distinct set of
 // client capabilities while it speaks the legacy era. Call it after Add, before Start.
 func (r *Router) SetCapabilitySessions(name string, pc PerClient) {
-	if pc.MaxSessions <= 0 {
-		pc.MaxSessions = 16
-	}
-	if pc.IdleTimeout <= 0 {
-		pc.IdleTimeout = 10 * time.Minute
-	}
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.name == name && b.pool == nil {
-			b.capsPool = &clientPool{r: r, parent: b, pc: pc, byClient: map[poolKey]*instance{}, byCaps: true, stop: make(chan struct{})}
+			b.capsPool = newPool(r, b, pc, true)
 		}
 	}
 }

@@ -258,7 +258,7 @@ func TestInstanceEvents(t *testing.T) {
 // pools returns the per-client pools of r.
 func (r *Router) testPools() []*clientPool {
 	var out []*clientPool
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.pool != nil {
 			out = append(out, b.pool)
 		}
@@ -321,5 +321,88 @@ func TestCapabilitySessions(t *testing.T) {
 	shared.calls = nil
 	if _, err := callAs(r, newChanClient(), `{"roots":{"listChanged":true}}`); err != nil || shared.lastCall() == nil || in.count() != 2 {
 		t.Errorf("a modern upstream: %v, shared called %v, %d instances", err, shared.lastCall() != nil, in.count())
+	}
+}
+
+// eraScript is a script upstream whose era follows SetPreferLegacy, as a child process
+// that speaks both eras does (or that speaks only one).
+type eraScript struct {
+	*scriptUpstream
+	speaks string // "both", "legacy" or "modern"
+}
+
+func (e *eraScript) Info() upstream.Info {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return upstream.Info{Modern: e.speaks == "modern" || (e.speaks == "both" && !e.legacy)}
+}
+
+// TestCapabilitySessionsByEra: with PerClient.Eras, legacy clients get a legacy session
+// per set of capabilities (the catalogue session for the first client's), and modern
+// clients share one modern session, whatever the first client was.
+func TestCapabilitySessionsByEra(t *testing.T) {
+	for _, speaks := range []string{"both", "legacy", "modern"} {
+		t.Run(speaks, func(t *testing.T) {
+			noLeaks(t)
+			cat := &eraScript{newScript("pc", "t"), speaks}
+			var mu sync.Mutex
+			var made []*eraScript
+			newEra := func(caps json.RawMessage, _ upstream.Events) Upstream {
+				mu.Lock()
+				defer mu.Unlock()
+				u := &eraScript{newScript("pc", "t"), speaks}
+				made = append(made, u)
+				return u
+			}
+			r := New(Options{}, zerolog.Nop())
+			r.Add(cat, "pc")
+			r.SetCapabilitySessions("pc", PerClient{New: newEra, Eras: true})
+			r.rebuild()
+			r.SetClientCapabilities(json.RawMessage(`{}`))
+			r.SetPreferLegacy(true) // the first client is legacy
+			r.Start(context.Background())
+			defer r.Close()
+
+			call := func(modern bool, caps string) {
+				t.Helper()
+				req := &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"pc__t"}`), Session: newChanClient(),
+					Meta: &ClientMeta{Capabilities: json.RawMessage(caps)}, Modern: modern}
+				if _, err := r.Call(context.Background(), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(made)
+			}
+			call(false, `{}`) // the first client's own: the catalogue session
+			call(false, `{"elicitation":{}}`)
+			call(false, `{"elicitation":{}}`)
+			call(true, `{"sampling":{}}`)
+			call(true, `{"elicitation":{}}`)
+			call(true, `{}`)
+			want := map[string]int{
+				"both":   2, // a legacy session for elicitation, one modern session for every modern client
+				"legacy": 4, // a legacy session per set of capabilities, modern clients included
+				"modern": 0, // every session would be modern: the catalogue serves all
+			}[speaks]
+			if speaks == "modern" {
+				// The catalogue session is modern: modern clients use it; the legacy
+				// client with other capabilities got one session, which came up
+				// modern, and after that the upstream is known to speak only modern.
+				want = 1
+			}
+			if n := count(); n != want {
+				t.Errorf("%d sessions started, want %d", n, want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, u := range made {
+				if speaks == "both" && i == 1 && u.legacy {
+					t.Errorf("the session for modern clients was offered the legacy era")
+				}
+			}
+		})
 	}
 }

@@ -29,8 +29,17 @@ type Listed struct {
 	Hide     bool
 }
 
-// SetPresenter installs the catalogue's presenter; call it before Start.
-func (r *Router) SetPresenter(p Presenter) { r.presenter = p }
+// SetPresenter installs the catalogue's presenter (nil: none). Before Start it only
+// installs it; after, the catalogue is presented anew (a reload changed the plugins) and
+// clients are told of the lists that came out different.
+func (r *Router) SetPresenter(p Presenter) {
+	r.rebuildMu.Lock()
+	r.presenter = p
+	r.rebuildMu.Unlock()
+	if r.started() {
+		r.rebuild()
+	}
+}
 
 // Represent rebuilds the catalogue for a presenter whose view changed (a plugin that
 // restarted or came back): clients are told of the lists that came out different.

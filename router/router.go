@@ -114,6 +114,9 @@ type backend struct {
 
 	filters  [2]*selection   // tools and prompts (see SetFilter); nil: every item as listed
 	prepared [2]preparedList // what the filters made of the lists last time; guarded by Router.rebuildMu
+
+	calls   atomic.Int64 // requests sent to up and not answered yet (see Reconfigure's drain)
+	stopped atomic.Bool  // removed by Reconfigure and closed: calls still routed here fail clearly
 }
 
 // track records req as in flight on b until the returned function is called.
@@ -156,8 +159,8 @@ type Router struct {
 	log     zerolog.Logger
 	cursors *cursorCodec
 
-	backends []*backend // fixed after Start
-	byUp     map[Upstream]*backend
+	members  atomic.Pointer[members] // the upstreams in config order; replaced whole (see Reconfigure)
+	memberMu sync.Mutex              // serialises changes of members
 
 	snap atomic.Pointer[snapshot]
 
@@ -176,17 +179,43 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	guard     Guard                   // what principals may see; nil when everything is visible
-	presenter Presenter               // how the catalogue is presented (plugins); nil: as merged
-	chain     atomic.Pointer[Handler] // the middleware chain (see Use); nil: none
-	local     atomic.Pointer[Handler] // the local chain (see UseLocal); nil: none
+	guard     atomic.Pointer[guardBox] // what principals may see; nil when everything is visible
+	presenter Presenter                // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
+	chain     atomic.Pointer[Handler]  // the middleware chain (see Use); nil: none
+	local     atomic.Pointer[Handler]  // the local chain (see UseLocal); nil: none
 	onClose   []func()
 
-	clientCaps atomic.Pointer[json.RawMessage] // what the upstreams were started with
+	clientCaps   atomic.Pointer[json.RawMessage] // what the upstreams were started with
+	preferLegacy atomic.Pointer[bool]            // what SetPreferLegacy said, for upstreams added later
 
 	startOnce sync.Once
-	ctx       context.Context // from Start: the lifetime of per-client upstream sessions
+	ctx       context.Context // from Start (set under memberMu): the lifetime of upstreams added later and of per-client sessions
 }
+
+// members is one version of the router's upstreams: the list in config order (earlier
+// upstreams win name collisions) and the index the upstreams' events are looked up in.
+type members struct {
+	list []*backend
+	byUp map[Upstream]*backend
+}
+
+// with returns a copy of m with b added at the end.
+func (m *members) with(b *backend) *members {
+	n := &members{list: append(m.list[:len(m.list):len(m.list)], b), byUp: make(map[Upstream]*backend, len(m.byUp)+1)}
+	for u, x := range m.byUp {
+		n.byUp[u] = x
+	}
+	n.byUp[b.up] = b
+	return n
+}
+
+// all returns the upstreams in config order. The slice is never modified: a change of
+// the upstreams publishes a new one.
+func (r *Router) all() []*backend { return r.members.Load().list }
+
+// backendOf returns the backend of a shared upstream, nil for one the router does not
+// hold (a per-client session's, or one removed by a reload).
+func (r *Router) backendOf(u Upstream) *backend { return r.members.Load().byUp[u] }
 
 // changeSet records which merged lists changed since the last notification, and the
 // sequence number of the latest of those changes.
@@ -219,9 +248,9 @@ func New(opts Options, log zerolog.Logger) *Router {
 		opts:    opts,
 		log:     log,
 		cursors: newCursorCodec(opts.CursorKey),
-		byUp:    map[Upstream]*backend{},
 		clients: map[Client]uint64{},
 	}
+	r.members.Store(&members{byUp: map[Upstream]*backend{}})
 	r.tasks.init(opts.Tasks, log)
 	r.snap.Store(&snapshot{toolByName: map[string]*entry{}, promptByName: map[string]*entry{},
 		resByURI: map[string]*resource{}, resByCanon: map[string]*resource{}, rewritten: map[ownerURI]string{}})
@@ -231,15 +260,20 @@ func New(opts Options, log zerolog.Logger) *Router {
 // Add registers an upstream under namespace ("" exposes its names unprefixed). Call it
 // before Start, in config order: earlier upstreams win name collisions.
 func (r *Router) Add(u Upstream, namespace string) {
-	b := &backend{name: u.Name(), namespace: namespace, up: u}
-	r.backends = append(r.backends, b)
-	r.byUp[u] = b
+	r.add(&backend{name: u.Name(), namespace: namespace, up: u})
+}
+
+func (r *Router) add(b *backend) {
+	r.memberMu.Lock()
+	defer r.memberMu.Unlock()
+	r.members.Store(r.members.Load().with(b))
 }
 
 // SetPreferLegacy tells the upstreams the client that starts them speaks the legacy era
 // (see upstream.Upstream.SetPreferLegacy).
 func (r *Router) SetPreferLegacy(legacy bool) {
-	for _, b := range r.backends {
+	r.preferLegacy.Store(&legacy)
+	for _, b := range r.all() {
 		if cs, ok := b.up.(clientShaped); ok {
 			cs.SetPreferLegacy(legacy)
 		}
@@ -250,7 +284,7 @@ func (r *Router) SetPreferLegacy(legacy bool) {
 // to what the proxy relays); it applies to upstreams started or restarted afterwards.
 func (r *Router) SetClientCapabilities(caps json.RawMessage) {
 	r.clientCaps.Store(&caps)
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if cs, ok := b.up.(clientShaped); ok {
 			cs.SetClientCapabilities(caps)
 		}
@@ -260,18 +294,25 @@ func (r *Router) SetClientCapabilities(caps json.RawMessage) {
 // Start starts every upstream. It returns at once, and does nothing the second time.
 func (r *Router) Start(ctx context.Context) {
 	r.startOnce.Do(func() {
+		r.memberMu.Lock()
 		r.ctx = ctx
-		for _, b := range r.backends {
-			for _, p := range []*clientPool{b.pool, b.capsPool} {
-				if p != nil {
-					p.wg.Add(1)
-					go p.sweep()
-				}
-			}
+		for _, b := range r.all() {
+			b.startSweepers()
 		}
+		r.memberMu.Unlock()
 	})
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		b.up.Start(ctx)
+	}
+}
+
+// startSweepers starts the idle sweepers of b's session pools.
+func (b *backend) startSweepers() {
+	for _, p := range []*clientPool{b.pool, b.capsPool} {
+		if p != nil {
+			p.wg.Add(1)
+			go p.sweep()
+		}
 	}
 }
 
@@ -282,7 +323,7 @@ func (r *Router) WaitReady(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if err := b.up.WaitFirstAttempt(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -300,7 +341,8 @@ func (r *Router) Settled() bool { return r.settled.Load() }
 // Close stops every upstream (concurrently) and waits for them.
 func (r *Router) Close() error {
 	var wg sync.WaitGroup
-	for _, b := range r.backends {
+	list := r.all()
+	for _, b := range list {
 		for _, p := range []*clientPool{b.pool, b.capsPool} {
 			if p != nil {
 				wg.Add(1)
@@ -311,8 +353,8 @@ func (r *Router) Close() error {
 			}
 		}
 	}
-	errs := make([]error, len(r.backends))
-	for i, b := range r.backends {
+	errs := make([]error, len(list))
+	for i, b := range list {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -386,8 +428,9 @@ func (r *Router) notifyChanged(method string, seq uint64) {
 
 // Upstreams returns the upstreams' names, states and handshake info in config order.
 func (r *Router) Upstreams() []UpstreamStatus {
-	out := make([]UpstreamStatus, len(r.backends))
-	for i, b := range r.backends {
+	list := r.all()
+	out := make([]UpstreamStatus, len(list))
+	for i, b := range list {
 		st, err := b.up.State()
 		out[i] = UpstreamStatus{Name: b.name, Namespace: b.namespace, State: st, Err: err, Info: b.up.Info()}
 		if b.pool != nil {
@@ -413,7 +456,7 @@ type UpstreamStatus struct {
 // (notifications/roots/list_changed: the modern era has no such notification, its
 // servers ask for roots per request).
 func (r *Router) NotifyAll(client Client, method string, params json.RawMessage) {
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.pool != nil {
 			b.pool.mu.Lock()
 			inst := b.pool.byClient[poolKey{session: client}]
@@ -465,8 +508,9 @@ func (r *Router) ToolHeaders(name string) (headers []mcp.ParamHeader, ok bool) {
 // called: a front end that is about to handle a burst of requests already in its buffer
 // uses it so that the burst reaches each upstream in one system call.
 func (r *Router) CorkUpstreams() (uncork func()) {
-	uncorks := make([]func(), 0, len(r.backends))
-	for _, b := range r.backends {
+	list := r.all()
+	uncorks := make([]func(), 0, len(list))
+	for _, b := range list {
 		if c, ok := b.up.(corker); ok {
 			uncorks = append(uncorks, c.Cork())
 		}

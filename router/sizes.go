@@ -12,9 +12,10 @@ type Sizes struct {
 // that contributes nothing is listed with zeros). It walks the snapshot: for a metrics
 // scrape or a status page, not for the request path.
 func (r *Router) Sizes() []Sizes {
-	out := make([]Sizes, len(r.backends))
-	at := make(map[*backend]int, len(r.backends))
-	for i, b := range r.backends {
+	list := r.all()
+	out := make([]Sizes, len(list))
+	at := make(map[*backend]int, len(list))
+	for i, b := range list {
 		out[i].Upstream = b.name
 		at[b] = i
 	}

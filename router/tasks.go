@@ -93,7 +93,7 @@ func (r *Router) recordTask(ctx context.Context, b *backend, task json.RawMessag
 // taskOwner resolves a task's owner to the backend its requests go to; the error is
 // what the client is told.
 func (r *Router) taskOwner(id string, o TaskOwner) (*backend, error) {
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		if b.name != o.Upstream {
 			continue
 		}
@@ -169,7 +169,7 @@ func (r *Router) callTask(ctx context.Context, req *Request, reply Reply) {
 		return
 	}
 	// Under a policy a task belongs to the principal that created it.
-	if !known || (r.guard != nil && (o.Principal == "" || o.Principal != principalName(req))) {
+	if !known || (r.Guard() != nil && (o.Principal == "" || o.Principal != principalName(req))) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown task: %s", id))
 		return
 	}
@@ -193,7 +193,7 @@ func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, 
 		all []json.RawMessage
 		wg  sync.WaitGroup
 	)
-	for _, b := range r.backends {
+	for _, b := range r.all() {
 		l, ok := b.up.(lister)
 		if st, _ := b.up.State(); !ok || st != upstream.StateReady || !b.up.Info().HasTaskList() {
 			continue
@@ -208,7 +208,7 @@ func (r *Router) listTasks(ctx context.Context, req *Request) (json.RawMessage, 
 			mine := items[:0:0]
 			for _, it := range items {
 				id, ok := r.recordTask(ctx, b, it, "")
-				if r.guard == nil || (ok && r.createdBy(ctx, id, principalName(req))) {
+				if r.Guard() == nil || (ok && r.createdBy(ctx, id, principalName(req))) {
 					mine = append(mine, it)
 				}
 			}

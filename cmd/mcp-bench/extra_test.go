@@ -112,3 +112,28 @@ func TestReportExtra(t *testing.T) {
 		}
 	}
 }
+
+// The reload mode's two versions are valid configurations and its broken one is not;
+// the versions differ in what the probes check.
+func TestReloadVersions(t *testing.T) {
+	o := &options{upstream: []string{"/bin/testserver", "-fast"}, dir: t.TempDir()}
+	for _, v := range []struct {
+		b, broken bool
+		want      []string
+	}{
+		{false, false, []string{`tools  = ["other__echo"]`}},
+		{true, false, []string{`upstream "extra"`, `tools  = ["nothing__here"]`}},
+		{true, true, nil},
+	} {
+		src := reloadVersion(o, "127.0.0.1:1", "127.0.0.1:2", v.b, v.broken)
+		_, diags := config.Parse([]byte(src), "v.hcl", o.dir)
+		if diags.HasErrors() != v.broken {
+			t.Errorf("version b=%v broken=%v: errors %v\n%s", v.b, v.broken, diags, src)
+		}
+		for _, w := range v.want {
+			if !strings.Contains(src, w) {
+				t.Errorf("version b=%v lacks %q:\n%s", v.b, w, src)
+			}
+		}
+	}
+}

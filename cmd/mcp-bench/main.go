@@ -72,14 +72,15 @@ type options struct {
 	concurrency   []int
 	idleUpstreams int
 	rounds        int
-	mode          string   // modeStdio or modeHTTP
-	httpUpstream  bool     // -mode http: also measure the proxy with an HTTP upstream
-	sessions      int      // -mode http: sessions of the many-sessions phase (0 skips it)
-	sessionCalls  int      // tools/call per session in that phase
-	idleSessions  int      // -mode http: idle sessions held open on every target during the phases
-	plugin        []string // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
-	pluginHops    int      // plugin process crossings per call, to divide the added figures by
-	extraHCL      string   // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
+	mode          string        // modeStdio or modeHTTP
+	httpUpstream  bool          // -mode http: also measure the proxy with an HTTP upstream
+	sessions      int           // -mode http: sessions of the many-sessions phase (0 skips it)
+	sessionCalls  int           // tools/call per session in that phase
+	idleSessions  int           // -mode http: idle sessions held open on every target during the phases
+	plugin        []string      // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
+	pluginHops    int           // plugin process crossings per call, to divide the added figures by
+	extraHCL      string        // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
+	reloadEvery   time.Duration // -reload-every: the reload-under-load mode (reload.go); 0: the comparison
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -165,6 +166,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&plugin, "plugin", "", "-mode stdio: plugin command and arguments, split on spaces; adds the target proxy+plugin")
 	fs.StringVar(&o.extraHCL, "extra-hcl", "", "-mode stdio: file of HCL appended verbatim to the proxy's config (e.g. admin and telemetry blocks; an admin address may use port 0); adds the target proxy+extra; not with -plugin")
 	fs.IntVar(&o.pluginHops, "plugin-hops", 2, "plugin process crossings per call (2 for a plugin with before and after hooks), to report the added figures per hop")
+	fs.DurationVar(&o.reloadEvery, "reload-every", 0, "-mode http: instead of the comparison, reload the proxy's configuration this often for -duration while the first -concurrency level of sessions calls the tool (reload.go)")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
@@ -208,6 +210,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.extraHCL == "" || o.mode == modeStdio, "-extra-hcl needs -mode stdio (the proxy+extra target is measured over stdio only)")
 	check(o.extraHCL == "" || len(o.plugin) == 0, "-extra-hcl and -plugin cannot be combined: run them separately")
 	check(o.pluginHops >= 1 && o.pluginHops <= maxPluginHops, "-plugin-hops must be in [1, %d]", maxPluginHops)
+	check(o.reloadEvery == 0 || o.mode == modeHTTP, "-reload-every needs -mode http")
+	check(o.reloadEvery == 0 || (o.reloadEvery >= 100*time.Millisecond && o.reloadEvery < o.duration), "-reload-every must be in [100ms, -duration)")
 	if len(errs) > 0 {
 		return nil, usageError{strings.Join(errs, "; ")}
 	}
@@ -282,6 +286,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("creating a temporary directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	if o.reloadEvery > 0 {
+		return runReloadMode(ctx, o, params, tmp, stdout, errw)
+	}
 	env := &roundEnv{o: o, params: params, tmp: tmp, errw: errw}
 	env.mainCfg = filepath.Join(tmp, "bench.hcl")
 	ups := []upstreamBlock{{Label: "bench", Command: o.upstream, Cwd: o.dir, Namespace: ""}}

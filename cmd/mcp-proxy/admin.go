@@ -1,11 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"os"
-	"path/filepath"
+	"context"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -43,6 +39,14 @@ func newObservers(cfg *config.Config) *observers {
 	}
 	m.Upstreams(names...)
 	return &observers{metrics: m}
+}
+
+// metricsOrNil returns the metrics, nil when nothing is measured.
+func (o *observers) metricsOrNil() *metrics.Metrics {
+	if o == nil {
+		return nil
+	}
+	return o.metrics
 }
 
 // upstream is the observer of the shared upstreams (never a typed nil).
@@ -102,66 +106,52 @@ func localStages(tr *telemetry.Tracing, o *observers) []router.Middleware {
 	return out
 }
 
-// startAdmin starts the admin listener of the configuration's admin block over r; stop
-// closes it (nil when there is no admin block). authn is the front end's authenticator
-// (nil in stdio mode): with an auth block, the admin endpoints take its credentials.
-func startAdmin(cfg *config.Config, source string, r *router.Router, o *observers, authn *auth.Authenticator,
-	log zerolog.Logger) (stop func(), draining func(), err error) {
+// startAdmin starts the admin listener of the configuration's admin block over the
+// engine e; stop closes it (nil server and no-op functions when there is no admin block).
+// authn is the front end's authenticator (nil in stdio mode, or without auth): with an
+// auth block, the admin endpoints take its credentials, and in stdio mode the listener
+// makes an authenticator of its own, returned for reloads to replace.
+func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch,
+	log zerolog.Logger) (srv *admin.Server, own *auth.Switch, stop func(), draining func(), err error) {
+	o := e.obs
 	if cfg.Admin == nil || o == nil || o.metrics == nil {
-		return func() {}, func() {}, nil
+		return nil, nil, func() {}, func() {}, nil
 	}
-	var own *auth.Authenticator // one made here, closed with the listener
 	if authn == nil && cfg.Auth != nil {
 		// The stdio front end has no authenticator of its own: make one for the admin
 		// listener. (Whether its address may go without auth is the config's check.)
-		if own, err = newAuthenticator(cfg, config.Listen{InsecureNoAuth: true}, log); err != nil {
-			return nil, nil, err
+		a, err := newAuthenticator(cfg, config.Listen{InsecureNoAuth: true}, log)
+		if err != nil {
+			return nil, nil, nil, nil, err
 		}
+		own = new(auth.Switch)
+		own.Store(a)
 		authn = own
 	}
 	m := o.metrics
-	m.SetCatalogue(r)
-	info := admin.ConfigInfo{Path: source, LoadedAt: time.Now()}
-	if abs, aerr := filepath.Abs(source); aerr == nil {
-		info.Path = abs
-	}
-	if b, rerr := os.ReadFile(source); rerr == nil {
-		sum := sha256.Sum256(b)
-		info.SHA256 = hex.EncodeToString(sum[:])
-	}
+	m.SetCatalogue(e.r)
+	info := configInfo(source, time.Now())
 	m.ConfigLoaded(info.LoadedAt)
-	var ups []admin.UpstreamConfig
-	for _, u := range cfg.Upstreams {
-		t := admin.TransportStdio
-		switch {
-		case u.URL == "":
-		case u.Transport == config.TransportStreamableHTTP:
-			t = admin.TransportStreamableHTTP
-		case u.Transport == config.TransportSSE:
-			t = admin.TransportSSE
-		default:
-			t = admin.TransportHTTP
-		}
-		ups = append(ups, admin.UpstreamConfig{Name: u.Name, Transport: t, Required: u.Required, Disabled: u.Disabled})
-	}
-	opts := admin.Options{Address: cfg.Admin.Address, Engine: r, Metrics: m, Upstreams: ups, Config: info,
-		Version: buildVersion(), Log: log}
+	opts := admin.Options{Address: cfg.Admin.Address, Engine: e.r, Metrics: m, Upstreams: upstreamConfigs(cfg), Config: info,
+		Version: buildVersion(), Log: log,
+		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin") }}
 	if authn != nil {
-		opts.Auth = func(h http.Handler) http.Handler { return authn.Middleware(h) }
+		opts.Auth = authn.Middleware
 	}
-	srv := admin.New(opts)
-	if err := srv.Start(); err != nil {
+	srv = admin.New(opts)
+	closeOwn := func() {
 		if own != nil {
-			own.Close()
+			own.Load().Close()
 		}
-		return nil, nil, exitError{code: 1, msg: err.Error()}
 	}
-	return func() {
+	if err := srv.Start(); err != nil {
+		closeOwn()
+		return nil, nil, nil, nil, exitError{code: 1, msg: err.Error()}
+	}
+	return srv, own, func() {
 		if err := srv.Close(); err != nil {
 			log.Warn().Err(err).Msg("closing the admin listener")
 		}
-		if own != nil {
-			own.Close()
-		}
+		closeOwn()
 	}, srv.Drain, nil
 }

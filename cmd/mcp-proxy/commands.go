@@ -68,17 +68,20 @@ func serveStdio(ctx context.Context, cfg *config.Config, source string, log zero
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
 	log = traceLogs(log, tr)
 	obs := newObservers(cfg)
-	r, err := newEngine(ctx, cfg, log, false, tr, obs)
+	e, err := buildEngine(ctx, cfg, log, false, tr, obs)
 	if err != nil {
 		return err
 	}
+	r := e.r
 	defer r.Close()
 	srv := newServer(cfg, r, log, obs)
-	stopAdmin, _, err := startAdmin(cfg, source, r, obs, nil, log)
+	adm, authn, stopAdmin, _, err := startAdmin(cfg, source, e, nil, log)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
+	e.attach(source, authn, config.Listen{InsecureNoAuth: true}, adm)
+	e.watchReloads(ctx)
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")
 	err = srv.ServeStream(ctx, stdin, stdout)

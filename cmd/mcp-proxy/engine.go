@@ -8,11 +8,16 @@ import (
 	"io"
 	"os/user"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/admin"
+	"github.com/mcp-proxy/mcp-proxy/auth"
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/plugins"
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
@@ -44,52 +49,119 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 // client the two coincide). tr, when not nil, traces every routed call: its middlewares
 // go first and last in the chain; obs, when not nil, watches it (metrics).
 func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*router.Router, error) {
-	r, err := newRouter(cfg, log, manyClients, obs)
+	e, err := buildEngine(ctx, cfg, log, manyClients, tr, obs)
 	if err != nil {
 		return nil, err
 	}
+	return e.r, nil
+}
+
+// engine is the part of a running proxy that a configuration makes and a reload changes
+// (reload.go): the router with its upstreams, and the chain every routed call passes.
+type engine struct {
+	r     *router.Router
+	log   zerolog.Logger
+	many  bool
+	tr    *telemetry.Tracing
+	obs   *observers
+	store *policy.MemoryBuckets // the rate limits' buckets: they outlive reloads
+
+	mu      sync.Mutex // serialises reloads; guards the fields below
+	cfg     *config.Config
+	chain   *policy.Chain
+	host    *plugins.Host
+	gates   map[string]*gatedObserver // by upstream name: the running upstream's observer
+	auth    *auth.Switch              // the front end's authenticator (nil without one)
+	listen  config.Listen             // the front end's listen block (HTTP mode)
+	admin   *admin.Server             // nil without an admin listener
+	source  string                    // the configuration file
+	retired map[*sync.Once]func()     // closes what reloads replaced, at the latest when the engine closes
+	closed  bool
+}
+
+// buildEngine is newEngine, returning the engine a reload works on.
+func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*engine, error) {
+	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{},
+		store: policy.NewMemoryBuckets(0, 0)}
+	r, err := e.newRouter(cfg)
+	if err != nil {
+		e.store.Close()
+		return nil, err
+	}
+	e.r = r
+	r.OnClose(e.close)
 	host, err := startPlugins(ctx, cfg, r, log, obs)
 	if err != nil {
 		r.Close()
 		return nil, err
 	}
-	chain, err := policy.Build(cfg, log)
+	chain, err := policy.BuildWith(cfg, log, policy.BuildOptions{Store: e.store})
 	if err != nil { // policy.Check has vetted the configuration: this is not expected
 		log.Error().Err(err).Msg("building the policy chain; every routed call will be refused")
 		chain = &policy.Chain{Rules: denyAll}
 	}
-	obs.watchPolicy(chain)
-	if tr != nil && chain != nil {
-		chain.TraceIDs = telemetry.IDs // audit records name the call's trace
-	}
-	// One chain, in the documented order: audit → rules → limits → plugins (before hooks
-	// in file order, after hooks in reverse) → upstream.
-	var stages []router.Middleware
-	if chain != nil {
-		stages = chain.Stages()
-	}
+	e.chain, e.host = chain, host
 	if host != nil {
-		stages = append(stages, host.Stages()...)
+		if p := host.Presenter(); p != nil {
+			r.SetPresenter(p)
+		}
 	}
-	stages = tr.Wrap(stages)    // tracing: request span → the stages above → upstream span
-	stages = obs.around(stages) // metrics: counted outermost, the upstream leg timed innermost
-	if len(stages) > 0 {
-		r.Use(stages...)
-	}
+	e.install()
 	if local := localStages(tr, obs); len(local) > 0 {
-		r.UseLocal(local...) // lists and initialize: counted and traced too
+		r.UseLocal(local...) // lists and initialize: counted and traced too (not changed by a reload)
 	}
 	if chain != nil {
 		r.SetGuard(chain)
-		r.OnClose(func() {
-			if err := chain.Close(); err != nil {
-				log.Error().Err(err).Msg("closing the audit trail")
-			}
-		})
 		log.Info().Bool("rules", chain.Rules != nil).Bool("limits", chain.Limits != nil).Bool("audit", chain.Audit != nil).
 			Msg("policy chain active")
 	}
-	return r, nil
+	return e, nil
+}
+
+// install makes the chain of e.chain and e.host the router's, in the documented order:
+// metrics → request span → audit → rules → limits → plugins (before hooks in file order,
+// after hooks in reverse) → upstream span → upstream leg. A call keeps the chain it
+// started with; the next one takes the new.
+func (e *engine) install() {
+	e.obs.watchPolicy(e.chain)
+	if e.tr != nil && e.chain != nil {
+		e.chain.TraceIDs = telemetry.IDs // audit records name the call's trace
+	}
+	var stages []router.Middleware
+	if e.chain != nil {
+		stages = e.chain.Stages()
+	}
+	if e.host != nil {
+		stages = append(stages, e.host.Stages()...)
+	}
+	stages = e.tr.Wrap(stages)    // tracing: request span → the stages above → upstream span
+	stages = e.obs.around(stages) // metrics: counted outermost, the upstream leg timed innermost
+	e.r.Use(stages...)
+}
+
+// close ends what the engine holds besides the upstreams (the router's OnClose): the
+// plugins, the audit trail, the buckets, and whatever reloads replaced.
+func (e *engine) close() {
+	e.mu.Lock()
+	e.closed = true
+	retired := e.retired
+	e.retired = nil
+	chain, host := e.chain, e.host
+	e.mu.Unlock()
+	for once, f := range retired {
+		once.Do(f)
+	}
+	if host != nil {
+		if err := host.Close(); err != nil {
+			e.log.Error().Err(err).Msg("stopping the plugins")
+		}
+	}
+	if chain != nil {
+		if err := chain.Close(); err != nil {
+			e.log.Error().Err(err).Msg("closing the audit trail")
+		}
+	}
+	e.store.Close()
 }
 
 // denyAll refuses everything: what a policy that failed to build falls back to.
@@ -103,62 +175,33 @@ func guardOf(r *router.Router) *policy.Chain {
 
 // newRouter fails, starting nothing, when an upstream cannot be set up as configured (its
 // OAuth client, say): an upstream is never started with less than its configuration asks.
-func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool, obs *observers) (*router.Router, error) {
+func (e *engine) newRouter(cfg *config.Config) (*router.Router, error) {
 	r := router.New(router.Options{
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
 		MaxNameLength: cfg.Proxy.MaxNameLength,
-	}, log)
+	}, e.log)
 	var setupErrs []error
 	for _, uc := range cfg.Upstreams {
 		if uc.Disabled {
-			log.Info().Str("upstream", uc.Name).Msg("upstream disabled in config; not started")
+			e.log.Info().Str("upstream", uc.Name).Msg("upstream disabled in config; not started")
 			continue
 		}
-		spec := upstream.Spec{
-			Name:           uc.Name,
-			Command:        uc.Command,
-			Env:            uc.Env,
-			Dir:            uc.Cwd,
-			Timeout:        uc.Timeout,
-			StartupTimeout: uc.StartupTimeout,
-			MaxMessage:     uc.MaxMessageSize,
-			Protocol:       uc.Protocol,
-			URL:            uc.URL,
-			Headers:        uc.Headers,
-			Transport:      uc.Transport,
-			ClientName:     proxyName(cfg),
-			ClientVersion:  buildVersion(),
-			Observer:       obs.upstream(),
-		}
-		if uc.URL != "" {
-			o, err := newOAuth(cfg, uc, log)
-			if err != nil {
-				setupErrs = append(setupErrs, fmt.Errorf("upstream %q: configuring OAuth: %w", uc.Name, err))
-				continue
-			}
-			spec.OAuth = o
-		}
-		u := upstream.New(spec, log, r.Events())
-		newInstance := func(caps json.RawMessage, events upstream.Events) router.Upstream {
-			s := spec
-			s.ClientCapabilities = caps
-			s.Observer = nil // a client's own session starts and stops with it: not the upstream's state
-			return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
-		}
-		if uc.Session != config.SessionPerClient || !manyClients {
-			r.Add(u, uc.Namespace)
-			if manyClients && uc.URL != "" {
-				// A shared legacy HTTP session per distinct set of client capabilities.
-				r.SetCapabilitySessions(uc.Name, router.PerClient{New: newInstance})
-			}
+		m, gate, err := e.member(cfg, uc, r.Events())
+		e.gates[uc.Name] = gate
+		if err != nil {
+			setupErrs = append(setupErrs, err)
 			continue
 		}
-		r.AddPerClient(u, uc.Namespace, router.PerClient{
-			New:         newInstance,
-			MaxSessions: uc.MaxSessions,
-			IdleTimeout: uc.IdleTimeout,
-		})
+		switch {
+		case m.PerClient != nil:
+			r.AddPerClient(m.Up, m.Namespace, *m.PerClient)
+		default:
+			r.Add(m.Up, m.Namespace)
+			if m.Capabilities != nil {
+				r.SetCapabilitySessions(uc.Name, *m.Capabilities)
+			}
+		}
 	}
 	if len(setupErrs) == 0 { // an upstream left out already fails the setup
 		if err := applyFilters(r, cfg); err != nil {
@@ -170,6 +213,72 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool, obs *ob
 		return nil, errors.Join(setupErrs...)
 	}
 	return r, nil
+}
+
+// member makes the upstream of one enabled upstream block, as the router takes it.
+func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.Events) (router.Member, *gatedObserver, error) {
+	log := e.log
+	gate := &gatedObserver{o: e.obs.upstream()}
+	spec := upstream.Spec{
+		Name:           uc.Name,
+		Command:        uc.Command,
+		Env:            uc.Env,
+		Dir:            uc.Cwd,
+		Timeout:        uc.Timeout,
+		StartupTimeout: uc.StartupTimeout,
+		MaxMessage:     uc.MaxMessageSize,
+		Protocol:       uc.Protocol,
+		URL:            uc.URL,
+		Headers:        uc.Headers,
+		Transport:      uc.Transport,
+		ClientName:     proxyName(cfg),
+		ClientVersion:  buildVersion(),
+	}
+	if gate.o != nil {
+		spec.Observer = gate
+	}
+	if uc.URL != "" {
+		o, err := newOAuth(cfg, uc, log)
+		if err != nil {
+			return router.Member{}, gate, fmt.Errorf("upstream %q: configuring OAuth: %w", uc.Name, err)
+		}
+		spec.OAuth = o
+	}
+	m := router.Member{Up: upstream.New(spec, log, events), Namespace: uc.Namespace}
+	if !isZeroFilter(&uc.Tools) || !isZeroFilter(&uc.Prompts) {
+		m.Filter = &router.Filter{Tools: selectionOf(&uc.Tools), Prompts: selectionOf(&uc.Prompts)}
+	}
+	newInstance := func(caps json.RawMessage, events upstream.Events) router.Upstream {
+		s := spec
+		s.ClientCapabilities = caps
+		s.Observer = nil // a client's own session starts and stops with it: not the upstream's state
+		return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
+	}
+	switch {
+	case uc.Session == config.SessionPerClient && e.many:
+		m.PerClient = &router.PerClient{New: newInstance, MaxSessions: uc.MaxSessions, IdleTimeout: uc.IdleTimeout}
+	case e.many && uc.URL != "":
+		// A shared legacy HTTP session per distinct set of client capabilities.
+		m.Capabilities = &router.PerClient{New: newInstance}
+	case e.many:
+		// A shared child process per era and (legacy) set of client capabilities in use:
+		// every client gets what it declared, whoever came first.
+		m.Capabilities = &router.PerClient{New: newInstance, Eras: true}
+	}
+	return m, gate, nil
+}
+
+// gatedObserver passes an upstream's events on until it is shut: the observer of an
+// upstream a reload replaced must not report its stopping as the state of its successor.
+type gatedObserver struct {
+	o    upstream.Observer
+	shut atomic.Bool
+}
+
+func (g *gatedObserver) UpstreamEvent(ev upstream.Event) {
+	if !g.shut.Load() {
+		g.o.UpstreamEvent(ev)
+	}
 }
 
 // newOAuth makes the OAuth client of an HTTP upstream (one per upstream block: its

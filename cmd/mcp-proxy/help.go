@@ -84,6 +84,18 @@ is not ready (a required upstream is not up) or cannot be reached.`,
 		example: `mcp-proxy status --admin http://127.0.0.1:9090 --json`,
 	},
 	{
+		name: "reload",
+		uses: []use{{"[--admin URL | --config FILE] [--json]", "make a running proxy reload its configuration file"}},
+		desc: `Ask a running proxy's admin listener to read its configuration file again and apply
+what changed (as SIGHUP does): upstreams added, removed or changed, the policy, limits,
+audit, auth keys and plugins, without dropping a client session. A file with errors is
+refused and the running configuration stays; the errors are printed at file:line and
+the exit status is 1. Settings that cannot change while the proxy runs (listen, admin,
+telemetry, the proxy block) are listed as needing a restart. The admin listener is
+found as for status; MCP_PROXY_API_KEY carries its key behind the auth block.`,
+		example: `mcp-proxy reload --config proxy.hcl`,
+	},
+	{
 		name: "import",
 		uses: []use{{"[-o FILE [--force]] [--workspace DIR] FILE...", "convert IDE server lists (JSON) into a config"}},
 		desc: `Convert the MCP server lists of client configuration files into one mcp-proxy

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/auth"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/h1"
 	"github.com/mcp-proxy/mcp-proxy/server"
@@ -20,12 +21,15 @@ import (
 // sessions and stops the upstreams.
 func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger) error {
 	l := cfg.Listen[0]
-	authn, err := newAuthenticator(cfg, l, log)
+	a, err := newAuthenticator(cfg, l, log)
 	if err != nil {
 		return err
 	}
-	if authn != nil {
-		defer authn.Close()
+	var authn *auth.Switch // a reload may replace the authenticator
+	if a != nil {
+		authn = new(auth.Switch)
+		authn.Store(a)
+		defer func() { authn.Load().Close() }()
 	}
 	tr, err := startTracing(ctx, cfg, log)
 	if err != nil {
@@ -34,17 +38,20 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
 	log = traceLogs(log, tr)
 	obs := newObservers(cfg)
-	r, err := newEngine(ctx, cfg, log, true, tr, obs)
+	e, err := buildEngine(ctx, cfg, log, true, tr, obs)
 	if err != nil {
 		return err
 	}
+	r := e.r
 	defer r.Close()
 	srv := newServer(cfg, r, log, obs)
-	stopAdmin, drainAdmin, err := startAdmin(cfg, source, r, obs, authn, log)
+	adm, _, stopAdmin, drainAdmin, err := startAdmin(cfg, source, e, authn, log)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
+	e.attach(source, authn, l, adm)
+	e.watchReloads(ctx)
 	// Sessions and upstreams outlive ctx (the signal) until requests in flight are
 	// drained; base ends them afterwards.
 	base, endBase := context.WithCancel(context.WithoutCancel(ctx))

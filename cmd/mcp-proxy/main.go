@@ -80,6 +80,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdBridge(ctx, rest, stdin, stdout, stderr)
 	case "status":
 		return cmdStatus(ctx, rest, stdout, stderr)
+	case "reload":
+		return cmdReload(ctx, rest, stdout, stderr)
 	case "hash-key":
 		return cmdHashKey(rest, stdin, stdout, stderr)
 	case "completion":

@@ -31,8 +31,9 @@ func pluginSpecs(cfg *config.Config) []plugins.Spec {
 	return specs
 }
 
-// startPlugins starts the configured plugins for r: their catalogue hooks become r's
-// presenter and they stop when r closes. nil when none is configured. A plugin that
+// startPlugins starts the configured plugins for r; the caller makes their catalogue
+// hooks r's presenter (Host.Presenter), and stops them (Close). nil when none is
+// configured. A plugin that
 // cannot start (its program, its sha256, its config block) fails the whole start, with
 // the problems at their file:line: a proxy never runs with less policy than configured.
 func startPlugins(ctx context.Context, cfg *config.Config, r *router.Router, log zerolog.Logger, obs *observers) (*plugins.Host, error) {
@@ -48,14 +49,6 @@ func startPlugins(ctx context.Context, cfg *config.Config, r *router.Router, log
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("starting the plugins:\n%s", config.FormatDiagnostics(diags))
 	}
-	if p := host.Presenter(); p != nil {
-		r.SetPresenter(p)
-	}
-	r.OnClose(func() {
-		if err := host.Close(); err != nil {
-			log.Error().Err(err).Msg("stopping the plugins")
-		}
-	})
 	return host, nil
 }
 

@@ -122,25 +122,48 @@ func runMain(args []string) int {
 		return 2
 	}
 
+	// A job is one run, or the runs of a long-lived group, which share one proxy.
+	var jobs [][]*run
+	groups := map[string]int{}
+	for _, r := range runs {
+		if i, ok := groups[r.group]; ok && r.group != "" {
+			jobs[i] = append(jobs[i], r)
+			continue
+		}
+		if r.group != "" {
+			groups[r.group] = len(jobs)
+		}
+		jobs = append(jobs, []*run{r})
+	}
 	fmt.Printf("conformance: %d runs, %d at a time, output in %s\n", len(runs), o.parallel, env.out)
 	start := time.Now()
 	sem := make(chan struct{}, max(1, o.parallel))
 	var wg sync.WaitGroup
-	for _, r := range runs {
+	for _, job := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			abort := func() {
+				for _, r := range job {
+					r.res = &result{status: "ABORT", note: "interrupted"}
+				}
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				r.res = &result{status: "ABORT", note: "interrupted"}
+				abort()
 				return
 			}
 			defer func() { <-sem }()
 			if ctx.Err() != nil {
-				r.res = &result{status: "ABORT", note: "interrupted"}
+				abort()
 				return
 			}
+			if job[0].group != "" {
+				env.runGroup(ctx, job)
+				return
+			}
+			r := job[0]
 			t0 := time.Now()
 			fmt.Printf("  start %s\n", r.id)
 			r.res = env.execute(ctx, r)

@@ -47,6 +47,16 @@ type run struct {
 	variant string // server mode: the fixture variant
 	direct  bool   // no proxy: the suite talks to the fixture (server mode) or the client to the mock (client mode)
 	res     *result
+
+	// Long-lived runs: the runs of one group share one proxy (and fixture), which warm-up
+	// clients of both eras and several capability sets have used first; step orders them
+	// (runs of the same step run at once, interleaved). baseline names the baseline file
+	// when it is another run's: a long-lived run expects exactly what a fresh proxy's run
+	// of the same suite and variant does.
+	group     string
+	step      int
+	baseline  string
+	sharedURL string // set by the group before the run
 }
 
 // matrix is every run the harness knows, in table order.
@@ -55,6 +65,18 @@ func matrix() []*run {
 	for _, s := range []suite{suite01, suite202511, suite202607} {
 		for _, v := range []string{variantStdio, variantStateful, variantStateless} {
 			rs = append(rs, &run{id: "server-" + s.name + "-" + v, mode: modeServer, suite: s, variant: v})
+		}
+	}
+	// One proxy per variant for all three suites, one after another and then two at once.
+	for _, v := range []string{variantStdio, variantStateful, variantStateless} {
+		g := "long-" + v
+		for i, s := range []suite{suite01, suite202511, suite202607} {
+			rs = append(rs, &run{id: g + "-" + s.name, mode: modeServer, suite: s, variant: v, group: g, step: i,
+				baseline: "server-" + s.name + "-" + v})
+		}
+		for _, s := range []suite{suite202511, suite202607} {
+			rs = append(rs, &run{id: g + "-interleaved-" + s.name, mode: modeServer, suite: s, variant: v, group: g, step: 3,
+				baseline: "server-" + s.name + "-" + v})
 		}
 	}
 	rs = append(rs,
@@ -92,7 +114,11 @@ func (e *environment) execute(ctx context.Context, r *run) *result {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.runTimeout)
 	defer cancel()
 
-	base, err := loadBaseline(filepath.Join(e.baselineDir, r.id+".yml"))
+	baseID := r.id
+	if r.baseline != "" {
+		baseID = r.baseline
+	}
+	base, err := loadBaseline(filepath.Join(e.baselineDir, baseID+".yml"))
 	if err != nil {
 		return &result{status: "ERROR", note: err.Error()}
 	}
@@ -129,9 +155,43 @@ func (e *environment) execute(ctx context.Context, r *run) *result {
 	return res
 }
 
-// serverRun: fixture (HTTP variants), proxy, catalogue check, suite.
+// serverRun: fixture (HTTP variants), proxy, catalogue check, suite; or, for a run of a
+// long-lived group, the suite against the group's proxy.
 func (e *environment) serverRun(ctx context.Context, r *run, dir, efPath string) *result {
+	if r.sharedURL != "" {
+		res := &result{}
+		args := append([]string{e.suites[r.suite.pkg], "server", "--url", r.sharedURL, "-o", filepath.Join(dir, "results"),
+			"--expected-failures", efPath}, e.suiteArgs(r)...)
+		res.exitCode, res.suiteErr = e.runSuite(ctx, dir, exec.Command(e.node, args...))
+		return res
+	}
+	url, stop, err := e.startServerTarget(ctx, r, dir)
+	if err != nil {
+		return &result{status: "ERROR", note: err.Error()}
+	}
+	defer stop()
 	res := &result{}
+	// The catalogue check doubles as the wait for every upstream to be ready.
+	cat := checkCatalogue(ctx, url, !r.direct, r.suite.revision == "2026-07-28", 60*time.Second)
+	res.catalogue = cat
+	_ = os.WriteFile(filepath.Join(dir, "catalogue.txt"), []byte(cat.String()+"\n"), 0o644)
+
+	args := append([]string{e.suites[r.suite.pkg], "server", "--url", url, "-o", filepath.Join(dir, "results"),
+		"--expected-failures", efPath}, e.suiteArgs(r)...)
+	res.exitCode, res.suiteErr = e.runSuite(ctx, dir, exec.Command(e.node, args...))
+	return res
+}
+
+// startServerTarget starts what the suite of a server-mode run talks to: the fixture
+// (HTTP variants) and the proxy in front of it (not for a direct run), with their logs
+// in dir. stop ends both.
+func (e *environment) startServerTarget(ctx context.Context, r *run, dir string) (url string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
 	upstreamURL := ""
 	if r.variant != variantStdio {
 		stateless := strconv.FormatBool(r.variant == variantStateless)
@@ -141,13 +201,13 @@ func (e *environment) serverRun(ctx context.Context, r *run, dir, efPath string)
 			return c, nil
 		})
 		if err != nil {
-			return &result{status: "ERROR", note: err.Error()}
+			return "", stop, err
 		}
-		defer fixture.stop(5 * time.Second)
+		stops = append(stops, func() { fixture.stop(5 * time.Second) })
 		upstreamURL = "http://" + addr + "/mcp" // the fixture's handler serves every path
 	}
 
-	url := upstreamURL
+	url = upstreamURL
 	if !r.direct {
 		cfgPath := filepath.Join(dir, "proxy.hcl")
 		proxy, addr, err := startListening(ctx, "mcp-proxy", filepath.Join(dir, "proxy.log"), func(addr string) (*exec.Cmd, error) {
@@ -159,21 +219,13 @@ func (e *environment) serverRun(ctx context.Context, r *run, dir, efPath string)
 			return c, nil
 		})
 		if err != nil {
-			return &result{status: "ERROR", note: err.Error()}
+			stop()
+			return "", func() {}, err
 		}
-		defer proxy.stop(10 * time.Second)
+		stops = append(stops, func() { proxy.stop(10 * time.Second) })
 		url = "http://" + addr + "/mcp"
 	}
-
-	// The catalogue check doubles as the wait for every upstream to be ready.
-	cat := checkCatalogue(ctx, url, !r.direct, r.suite.revision == "2026-07-28", 60*time.Second)
-	res.catalogue = cat
-	_ = os.WriteFile(filepath.Join(dir, "catalogue.txt"), []byte(cat.String()+"\n"), 0o644)
-
-	args := append([]string{e.suites[r.suite.pkg], "server", "--url", url, "-o", filepath.Join(dir, "results"),
-		"--expected-failures", efPath}, e.suiteArgs(r)...)
-	res.exitCode, res.suiteErr = e.runSuite(ctx, dir, exec.Command(e.node, args...))
-	return res
+	return url, stop, nil
 }
 
 // clientRun: the suite in a private network namespace, running this program's drive

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/admin"
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
+
+// TestReloadDiff reloads an engine that has not started its upstreams (a stdio proxy
+// before its client initializes) through a series of files, and checks what each reload
+// says it changed, what it says needs a restart, and that a broken file changes nothing.
+func TestReloadDiff(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "proxy.hcl")
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := func(name, extra string) string {
+		return "upstream \"" + name + "\" {\n  command = [\"/bin/true\", \"" + name + "\"]\n" + extra + "}\n"
+	}
+	write(up("a", "") + up("b", "") + `
+policy {
+  default = "allow"
+  rule "r" {
+    effect = "deny"
+    tools  = ["a__x"]
+  }
+}
+`)
+	cfg, err := loadConfig(path, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e, err := buildEngine(ctx, cfg, zerolog.Nop(), true, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.r.Close()
+	e.attach(path, nil, config.Listen{}, nil)
+
+	for _, step := range []struct {
+		file    string
+		outcome string
+		changes []string
+		restart []string
+	}{
+		{ // nothing but positions
+			file: "\n\n" + up("a", "") + up("b", "") + `
+policy {
+  default = "allow"
+  rule "r" {
+    effect = "deny"
+    tools  = ["a__x"]
+  }
+}
+`,
+			outcome: admin.ReloadUnchanged,
+		},
+		{ // b removed, c added, a's filter only, the rule changed
+			file: up("a", "  tools {\n    exclude = [\"y\"]\n  }\n") + up("c", "") + `
+policy {
+  default = "allow"
+  rule "r" {
+    effect = "deny"
+    tools  = ["a__y"]
+  }
+}
+`,
+			outcome: admin.ReloadApplied,
+			changes: []string{"policy", "upstream filters changed: a", "upstream added: c", "upstream removed: b"},
+		},
+		{ // a's command changed: replaced; a listen block: needs a restart; required
+			file: "upstream \"a\" {\n  command = [\"/bin/true\", \"other\"]\n  tools {\n    exclude = [\"y\"]\n  }\n}\n" + up("c", "  required = false\n") +
+				"listen \"http\" {\n  address = \"127.0.0.1:0\"\n}\n" + `
+policy {
+  default = "allow"
+  rule "r" {
+    effect = "deny"
+    tools  = ["a__y"]
+  }
+}
+`,
+			outcome: admin.ReloadApplied,
+			changes: []string{"upstream replaced: a", "upstream c: required = false"},
+			restart: []string{"listen"},
+		},
+		{ // broken: nothing changes
+			file:    up("a", "") + "upstream \"x\" {\n  command = \n}\n",
+			outcome: admin.ReloadRejected,
+		},
+	} {
+		write(step.file)
+		out := e.reload(ctx, "test")
+		if out.Outcome != step.outcome || !slices.Equal(out.Changes, step.changes) || !slices.Equal(out.RestartRequired, step.restart) {
+			t.Errorf("reload of\n%s\n= %s %q restart %q errors %q; want %s %q restart %q",
+				step.file, out.Outcome, out.Changes, out.RestartRequired, out.Errors, step.outcome, step.changes, step.restart)
+		}
+		if step.outcome == admin.ReloadRejected && (len(out.Errors) == 0 || !strings.Contains(out.Errors[0], "proxy.hcl:")) {
+			t.Errorf("a rejected reload's errors lack file:line: %q", out.Errors)
+		}
+	}
+	var names []string
+	for _, u := range e.r.Upstreams() {
+		names = append(names, u.Name)
+	}
+	if !slices.Equal(names, []string{"a", "c"}) {
+		t.Errorf("upstreams after the reloads: %v, want [a c]", names)
+	}
+}
