@@ -58,4 +58,3 @@ func TestSIGKILLLeavesNoChild(t *testing.T) {
 	assertGone(t, procs)
 	checkStderr(t, stderr)
 }
-
