@@ -498,10 +498,13 @@ func processCount(proxyPID int) (live, zombies int, err error) {
 	return live, zombies, nil
 }
 
-// settled snapshots the proxy. With a baseline it polls (up to settleTimeout) until the
-// goroutines, descriptors and processes are back to it, and returns the last snapshot.
+// settled snapshots the proxy. Without a baseline it polls until two snapshots 200 ms
+// apart agree on goroutines and descriptors (what the warm-up's closing sessions still
+// held is gone), so that the baseline is not inflated; with one, until the goroutines,
+// descriptors and processes are back to it. Either way for at most settleTimeout.
 func settled(ctx context.Context, pid int, debugAddr string, base *procSnapshot, baseProcs int) (procSnapshot, int, int, error) {
 	deadline := time.Now().Add(settleTimeout)
+	var prev *procSnapshot
 	for {
 		snap, err := snapshot(ctx, pid, debugAddr)
 		if err != nil {
@@ -511,10 +514,16 @@ func settled(ctx context.Context, pid int, debugAddr string, base *procSnapshot,
 		if err != nil {
 			return snap, 0, 0, err
 		}
-		if base == nil || (snap.Goroutines <= base.Goroutines && snap.FDs <= base.FDs && live <= baseProcs && zombies == 0) ||
-			time.Now().After(deadline) || sleepCtx(ctx, 200*time.Millisecond) != nil {
+		var ok bool
+		if base == nil {
+			ok = prev != nil && prev.Goroutines == snap.Goroutines && prev.FDs == snap.FDs
+		} else {
+			ok = snap.Goroutines <= base.Goroutines && snap.FDs <= base.FDs && live <= baseProcs && zombies == 0
+		}
+		if ok || time.Now().After(deadline) || sleepCtx(ctx, 200*time.Millisecond) != nil {
 			return snap, live, zombies, nil
 		}
+		prev = &snap
 	}
 }
 
