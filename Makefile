@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-reload run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-reload load-chaos load-soak run tools clean conformance dist
 
 all: build
 
@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
 	$(GO) test -run='^$$' -fuzz=FuzzSkipString -fuzztime=$(FUZZTIME) ./internal/jsonx/
+	$(GO) test -run='^$$' -fuzz=FuzzConnInterleavings -fuzztime=$(FUZZTIME) ./upstream/
 	$(GO) test -run='^$$' -fuzz=FuzzMetaContext -fuzztime=$(FUZZTIME) ./telemetry/
 	$(GO) test -run='^$$' -fuzz=FuzzJSON -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
 	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
@@ -119,6 +120,21 @@ load-reload:
 	$(GO) build -o $(BIN)/testserver ./internal/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -upstream "$(BIN)/testserver -fast" -reload-every 5s -duration 60s -concurrency 16
+
+# Faults under load: five upstreams, 64 calls in flight, an upstream killed (kill -9) or
+# its connections reset every ~3 s; and a soak (SOAK=30m in development).
+SOAK ?= 2m
+load-chaos:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -upstream $(BIN)/testserver -chaos-every 3s -duration 60s -concurrency 64
+
+load-soak:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -upstream $(BIN)/testserver -soak $(SOAK) -concurrency 64
 
 bench: bench-go load
 

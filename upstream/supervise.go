@@ -10,10 +10,23 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
-// stableAfter is how long a child must stay up for the restart backoff to reset.
+// stableAfter is how long a child must stay up for the restart backoff to reset even
+// if it answered nothing.
 const stableAfter = time.Minute
 
 // supervise starts the child and restarts it with exponential backoff until ctx ends.
+//
+// The backoff protects against crash loops: a child that cannot start, or that dies
+// before it has done any work, is retried ever more slowly. A child that became ready
+// and then answered at least one call is not in a crash loop: its configuration,
+// binary and handshake are known to work, and its death came from outside (kill -9, an
+// OOM kill, one request that crashed it). Such an exit resets the backoff to BackoffMin,
+// as staying up for stableAfter does, so repeated external faults each cost one short
+// restart instead of an ever longer outage (four kills 2 s apart used to leave the
+// upstream down most of the time). A child that crashes on every call it receives never
+// answers one, so its backoff still grows; and a child that answers one call and then
+// dies on the next is restarted at most once per call it is given, which is bounded by
+// the work clients send, not a spin.
 func (u *Upstream) supervise(ctx context.Context) {
 	delay := u.spec.BackoffMin
 	defer u.observe(Event{Kind: EventStopped})
@@ -36,17 +49,19 @@ func (u *Upstream) supervise(ctx context.Context) {
 			u.restarts++
 			u.mu.Unlock()
 			recoverClose(u.firstDone)
+			answeredAtReady := c.answered.Load() // the handshake's and catalogue's answers
 			exitErr := u.serve(ctx, c)
 			if ctx.Err() != nil {
 				u.setDown(nil, StateStopped)
 				return
 			}
-			u.log.Error().Err(exitErr).Dur("retry_in", delay).Msg("upstream exited; restarting")
-			u.observe(Event{Kind: EventExited, Err: exitErr})
-			u.setDown(exitErr, StateDown)
-			if time.Since(began) > stableAfter {
+			served := c.answered.Load() - answeredAtReady
+			if served > 0 || time.Since(began) > stableAfter {
 				delay = u.spec.BackoffMin
 			}
+			u.log.Error().Err(exitErr).Int64("answered", served).Dur("retry_in", delay).Msg("upstream exited; restarting")
+			u.observe(Event{Kind: EventExited, Err: exitErr})
+			u.setDown(exitErr, StateDown)
 		}
 		recoverClose(u.firstDone)
 		// Sleep with ±20% jitter so many upstreams do not restart in lockstep.

@@ -81,6 +81,8 @@ type options struct {
 	pluginHops    int           // plugin process crossings per call, to divide the added figures by
 	extraHCL      string        // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
 	reloadEvery   time.Duration // -reload-every: the reload-under-load mode (reload.go); 0: the comparison
+	chaosEvery    time.Duration // -chaos-every: the chaos mode (chaos.go); 0: off
+	soak          time.Duration // -soak: the soak mode (chaos.go); 0: off
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -167,6 +169,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.extraHCL, "extra-hcl", "", "-mode stdio: file of HCL appended verbatim to the proxy's config (e.g. admin and telemetry blocks; an admin address may use port 0); adds the target proxy+extra; not with -plugin")
 	fs.IntVar(&o.pluginHops, "plugin-hops", 2, "plugin process crossings per call (2 for a plugin with before and after hooks), to report the added figures per hop")
 	fs.DurationVar(&o.reloadEvery, "reload-every", 0, "-mode http: instead of the comparison, reload the proxy's configuration this often for -duration while the first -concurrency level of sessions calls the tool (reload.go)")
+	fs.DurationVar(&o.chaosEvery, "chaos-every", 0, "instead of the comparison, the chaos mode (chaos.go): five upstreams (-upstream must be the testserver), -concurrency sessions calling them for -duration, and every ~D one upstream killed (kill -9) or its connections reset")
+	fs.DurationVar(&o.soak, "soak", 0, "instead of the comparison, the soak mode (chaos.go): the chaos mode's load without faults for this long; the proxy's RSS, goroutines and fds at start and end")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
@@ -212,6 +216,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.pluginHops >= 1 && o.pluginHops <= maxPluginHops, "-plugin-hops must be in [1, %d]", maxPluginHops)
 	check(o.reloadEvery == 0 || o.mode == modeHTTP, "-reload-every needs -mode http")
 	check(o.reloadEvery == 0 || (o.reloadEvery >= 100*time.Millisecond && o.reloadEvery < o.duration), "-reload-every must be in [100ms, -duration)")
+	check(o.chaosEvery == 0 || o.chaosEvery >= 100*time.Millisecond, "-chaos-every must be at least 100ms")
+	check(o.soak >= 0 && o.soak <= maxSoak, "-soak must be in [0, %v]", maxSoak)
+	check(o.soak == 0 || o.chaosEvery == 0, "-soak and -chaos-every cannot be combined")
 	if len(errs) > 0 {
 		return nil, usageError{strings.Join(errs, "; ")}
 	}
@@ -288,6 +295,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer os.RemoveAll(tmp)
 	if o.reloadEvery > 0 {
 		return runReloadMode(ctx, o, params, tmp, stdout, errw)
+	}
+	if o.chaosEvery > 0 || o.soak > 0 {
+		return runChaosMode(ctx, o, tmp, stdout, errw)
 	}
 	env := &roundEnv{o: o, params: params, tmp: tmp, errw: errw}
 	env.mainCfg = filepath.Join(tmp, "bench.hcl")
