@@ -255,10 +255,15 @@ func (u *Upstream) exitError(p transport.Link) error {
 	}
 }
 
-// setDown records that the upstream is not serving and publishes an empty catalogue.
+// setDown records that the upstream is not serving. An upstream that was serving and
+// exited keeps its catalogue while it restarts: its items stay listed and routable, and
+// a call to one is refused with the proxy's "unavailable" error (-31000, which a client
+// may retry) rather than "Unknown tool", and clients are not sent two list changes per
+// crash. The catalogue goes (and clients are told) when the restart fails or the
+// upstream stops.
 func (u *Upstream) setDown(err error, state State) {
 	u.mu.Lock()
-	wasReady := u.state == StateReady
+	keep := u.state == StateReady && state == StateDown
 	u.cur = nil
 	if u.state != StateStopped {
 		u.state = state
@@ -266,9 +271,12 @@ func (u *Upstream) setDown(err error, state State) {
 	if err != nil {
 		u.lastErr = err
 	}
-	u.catalogue = &Catalogue{}
+	had := !u.catalogue.empty()
+	if !keep {
+		u.catalogue = &Catalogue{}
+	}
 	u.mu.Unlock()
-	if wasReady {
+	if had && !keep {
 		u.events.Changed(u, AllKinds)
 	}
 }
