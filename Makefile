@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-plugin load-ops run tools clean conformance dist
 
 all: build
 
@@ -90,6 +90,17 @@ load-http:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -concurrency 1,16,64 -sessions 1000 -idle-upstreams 0 -json $(BIN)/load-http.json
+
+# The load tool over HTTP with every path's floor in the same run: direct HTTP, the proxy
+# (HTTP front end; stdio and HTTP upstreams; stdio client with an HTTP upstream) and the
+# no-logic floor forwarder of each path (mcp-bench floor: the proxy's own parts), so that
+# the proxy's CPU per call reads as a multiple of its floor's.
+load-floor:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
+		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-floor.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one

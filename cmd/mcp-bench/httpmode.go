@@ -21,9 +21,19 @@ import (
 //	direct        the upstream itself serving HTTP (testserver -http)
 //	proxy         mcp-proxy's HTTP front end, with the upstream over stdio
 //	proxy-httpup  mcp-proxy's HTTP front end, with the upstream over HTTP (-http-upstream)
+//	stdio-httpup  mcp-proxy over stdio, with the upstream over HTTP (-stdio-httpup)
+//	floor, floor-httpup, floor-stdio-httpup
+//	              the floor forwarder of proxy, proxy-httpup and stdio-httpup (-floor)
 
 const (
 	targetProxyHTTPUp = "proxy-httpup"
+	// targetStdioHTTPUp is mcp-proxy spoken to over stdio, with the upstream over HTTP
+	// (the remote-server use).
+	targetStdioHTTPUp = "stdio-httpup"
+	// The floor forwarders (-floor): the no-logic forwarder of each path.
+	targetFloor            = "floor"              // HTTP front end, upstream over its pipes
+	targetFloorHTTPUp      = "floor-httpup"       // HTTP front end, upstream over HTTP
+	targetFloorStdioHTTPUp = "floor-stdio-httpup" // stdio front end, upstream over HTTP
 
 	mcpPath = "/mcp"
 	// proxyMinSessions is the proxy's default cap on HTTP sessions; generated configs
@@ -246,7 +256,119 @@ func startHTTPTargetsBare(ctx context.Context, o *options, tmp string, round int
 		}
 		ts = append(ts, p)
 	}
+	if o.stdioHTTPUp {
+		p, err := startStdioHTTPUpstream(ctx, o, tmp, round, targetStdioHTTPUp, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		ts = append(ts, p)
+	}
+	if o.floor {
+		f, err := startFloorHTTP(ctx, o, tmp, round, false, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		ts = append(ts, f)
+		if o.httpUpstream {
+			f, err := startFloorHTTP(ctx, o, tmp, round, true, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ts = append(ts, f)
+		}
+		if o.stdioHTTPUp {
+			f, err := startStdioHTTPUpstream(ctx, o, tmp, round, targetFloorStdioHTTPUp, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ts = append(ts, f)
+		}
+	}
 	return ts, nil
+}
+
+// startUpstreamHTTP spawns a copy of the upstream serving HTTP; base is http://ADDR.
+func startUpstreamHTTP(ctx context.Context, o *options, tmp, name string, round int, stderr io.Writer) (up *child, base string, err error) {
+	addrFile := filepath.Join(tmp, fmt.Sprintf("%s-up-%d.addr", name, round))
+	up, err = startServerChild(name+"-upstream", httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := waitAddrFile(ctx, addrFile, up)
+	if err != nil {
+		return nil, "", errors.Join(err, up.Close())
+	}
+	return up, "http://" + addr, nil
+}
+
+// startStdioHTTPUpstream starts a copy of the upstream serving HTTP, then, spoken to
+// over stdin/stdout, the proxy with it as a url upstream (stdio-httpup) or the floor
+// forwarder with it (floor-stdio-httpup).
+func startStdioHTTPUpstream(ctx context.Context, o *options, tmp string, round int, name string, stderr io.Writer) (*target, error) {
+	up, base, err := startUpstreamHTTP(ctx, o, tmp, name, round, stderr)
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	if name == targetFloorStdioHTTPUp {
+		argv = []string{o.self, "floor", "-upstream-url", base + mcpPath}
+	} else {
+		path := filepath.Join(tmp, fmt.Sprintf("%s-%d.hcl", name, round))
+		cfg := proxyConfig([]upstreamBlock{{Label: "bench", URL: base + mcpPath, Namespace: ""}})
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			return nil, errors.Join(fmt.Errorf("writing the proxy config: %w", err), up.Close())
+		}
+		argv = proxyArgv(o, path)
+	}
+	t, err := startTarget(ctx, name, argv, o.dir, true, stderr)
+	if err != nil {
+		return nil, errors.Join(err, up.Close())
+	}
+	t.upstream, t.upstreamBase = up, base
+	return t, nil
+}
+
+// startFloorHTTP starts the floor forwarder serving HTTP, in front of the upstream over
+// its pipes (floor) or over HTTP (floor-httpup, a copy of the upstream serving HTTP).
+func startFloorHTTP(ctx context.Context, o *options, tmp string, round int, httpUp bool, stderr io.Writer) (*target, error) {
+	name := targetFloor
+	argv := []string{o.self, "floor", "-listen", "127.0.0.1:0", "-addr-file", ""}
+	var up *child
+	base := ""
+	if httpUp {
+		name = targetFloorHTTPUp
+		var err error
+		if up, base, err = startUpstreamHTTP(ctx, o, tmp, name, round, stderr); err != nil {
+			return nil, err
+		}
+	}
+	addrFile := filepath.Join(tmp, fmt.Sprintf("%s-%d.addr", name, round))
+	argv[5] = addrFile
+	if httpUp {
+		argv = append(argv, "-upstream-url", base+mcpPath)
+	} else {
+		argv = append(argv, o.upstream...)
+	}
+	closeUp := func(err error) (*target, error) {
+		if up != nil {
+			err = errors.Join(err, up.Close())
+		}
+		return nil, err
+	}
+	c, err := startServerChild(name, argv, o.dir, nil, stderr)
+	if err != nil {
+		return closeUp(err)
+	}
+	addr, err := waitAddrFile(ctx, addrFile, c)
+	if err != nil {
+		return closeUp(errors.Join(err, c.Close()))
+	}
+	t := &target{name: name, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o)), upstream: up, upstreamBase: base}
+	t.sampler = startSampler(c.pid(), 50*time.Millisecond)
+	if _, err := t.callers(ctx, 1, o.timeout); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
 }
 
 // upstreamStats is the part of the test server's GET /stats that mcp-bench reads.
@@ -288,7 +410,7 @@ type connCount struct {
 }
 
 func startConnCount(ctx context.Context, t *target) (*connCount, error) {
-	if t.http == nil {
+	if t.http == nil && t.upstreamBase == "" {
 		return nil, nil
 	}
 	c := &connCount{t: t, dials: t.dials()}
