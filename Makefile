@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-plugin load-ops run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-plugin load-ops run tools clean conformance dist
 
 all: build
 
@@ -101,6 +101,16 @@ load-floor:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
 		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-floor.json
+
+# The same over HTTPS upstreams: every upstream serving HTTP serves HTTPS (a self-signed
+# loopback certificate made for the run, HTTP/2 offered); the proxies' front ends stay
+# plain HTTP.
+load-tls:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -tls -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
+		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-tls.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one

@@ -76,3 +76,60 @@ func TestRunFloor(t *testing.T) {
 		}
 	}
 }
+
+// TestRunTLS: with -tls the upstreams serve HTTPS with the run's own certificate; the
+// proxies (through SSL_CERT_FILE), the floors and mcp-bench all trust it, calls succeed,
+// the proxies' POSTs to the upstream go over HTTP/2, and no phase opens a connection
+// (so no TLS handshake) per call.
+func TestRunTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the proxy")
+	}
+	dir := t.TempDir()
+	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testserver": "testserver"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", pkg, err, b)
+		}
+	}
+	jsonPath := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{
+		"-proxy", filepath.Join(dir, "mcp-proxy"), "-upstream", filepath.Join(dir, "testserver") + " -fast",
+		"-mode", "http", "-tls", "-floor", "-stdio-httpup", "-duration", "200ms", "-latency-calls", "50", "-warmup", "10",
+		"-concurrency", "4", "-idle-upstreams", "0", "-json", jsonPath,
+	}, nil, &stdout, &lockedWriter{w: &stderr})
+	if err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+	var rep report
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Summary.Errors != 0 || !rep.Settings.TLS {
+		t.Fatalf("summary = %+v\n%s", rep.Summary, stdout.String())
+	}
+	seen := 0
+	for _, rr := range rep.Rounds {
+		for _, p := range rr.Phases {
+			h := p.HTTP
+			if h == nil || h.UpstreamHTTP2Pct == nil {
+				continue
+			}
+			seen++
+			if *h.UpstreamHTTP2Pct != 100 {
+				t.Errorf("%s %s: %.0f%% of the upstream's POSTs over HTTP/2", p.Target, p.key(), *h.UpstreamHTTP2Pct)
+			}
+			if *h.UpstreamNewConns != 0 {
+				t.Errorf("%s %s: %d new connections to the upstream during the phase", p.Target, p.key(), *h.UpstreamNewConns)
+			}
+		}
+	}
+	if seen < 4 {
+		t.Errorf("upstream HTTP/2 figures for %d phases\n%s", seen, stderr.String())
+	}
+}

@@ -46,8 +46,29 @@ const (
 
 // httpServerArgv is the upstream command serving HTTP on a free loopback port, writing
 // the bound address to addrFile.
-func httpServerArgv(upstream []string, addrFile string) []string {
-	return append(slices.Clone(upstream), "-http", "127.0.0.1:0", "-http-addr-file", addrFile)
+func httpServerArgv(o *options, addrFile string) []string {
+	argv := append(slices.Clone(o.upstream), "-http", "127.0.0.1:0", "-http-addr-file", addrFile)
+	if o.tls != nil {
+		argv = append(argv, "-tls-cert", o.tls.certFile, "-tls-key", o.tls.keyFile)
+	}
+	return argv
+}
+
+// upstreamScheme is how the upstream serving HTTP is reached: https:// with -tls.
+func upstreamScheme(o *options) string {
+	if o.tls != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// childEnv is what the proxies and floor forwarders add to their environment: with -tls,
+// the run's certificate as their only trusted root (Go reads SSL_CERT_FILE).
+func childEnv(o *options) []string {
+	if o.tls != nil {
+		return []string{"SSL_CERT_FILE=" + o.tls.certFile}
+	}
+	return nil
 }
 
 // freeLoopbackAddr returns a loopback host:port that was free a moment ago.
@@ -113,7 +134,7 @@ func idleConns(o *options) int {
 // startDirectHTTP spawns the upstream serving HTTP and opens a first session.
 func startDirectHTTP(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) (*target, error) {
 	addrFile := filepath.Join(tmp, fmt.Sprintf("direct-%d.addr", round))
-	c, err := startServerChild(targetDirect, httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	c, err := startServerChild(targetDirect, httpServerArgv(o, addrFile), o.dir, nil, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +142,7 @@ func startDirectHTTP(ctx context.Context, o *options, tmp string, round int, std
 	if err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	t := &target{name: targetDirect, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o))}
+	t := &target{name: targetDirect, child: c, http: newHTTPClientTLS(upstreamScheme(o)+addr+mcpPath, idleConns(o), o.tls.pool())}
 	if _, err := t.callers(ctx, 1, o.timeout); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
@@ -188,7 +209,7 @@ func startProxyStdioUpstream(ctx context.Context, o *options, tmp string, stderr
 // with that upstream as a url upstream.
 func startProxyHTTPUpstream(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) (*target, error) {
 	addrFile := filepath.Join(tmp, fmt.Sprintf("httpup-%d.addr", round))
-	up, err := startServerChild("httpup", httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	up, err := startServerChild("httpup", httpServerArgv(o, addrFile), o.dir, nil, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -196,12 +217,12 @@ func startProxyHTTPUpstream(ctx context.Context, o *options, tmp string, round i
 	if err != nil {
 		return nil, errors.Join(err, up.Close())
 	}
-	ups := []upstreamBlock{{Label: "bench", URL: "http://" + addr + mcpPath, Namespace: ""}}
-	t, err := startProxyHTTP(ctx, o, tmp, proxyHTTPSpec{name: targetProxyHTTPUp, ups: ups, maxSessions: proxyMaxSessions(o), sample: true}, stderr)
+	ups := []upstreamBlock{{Label: "bench", URL: upstreamScheme(o) + addr + mcpPath, Namespace: ""}}
+	t, err := startProxyHTTP(ctx, o, tmp, proxyHTTPSpec{name: targetProxyHTTPUp, ups: ups, maxSessions: proxyMaxSessions(o), sample: true, env: childEnv(o)}, stderr)
 	if err != nil {
 		return nil, errors.Join(err, up.Close())
 	}
-	t.upstream, t.upstreamBase = up, "http://"+addr
+	t.upstream, t.upstreamBase, t.statsHC = up, upstreamScheme(o)+addr, o.tls.statsClient()
 	return t, nil
 }
 
@@ -290,7 +311,7 @@ func startHTTPTargetsBare(ctx context.Context, o *options, tmp string, round int
 // startUpstreamHTTP spawns a copy of the upstream serving HTTP; base is http://ADDR.
 func startUpstreamHTTP(ctx context.Context, o *options, tmp, name string, round int, stderr io.Writer) (up *child, base string, err error) {
 	addrFile := filepath.Join(tmp, fmt.Sprintf("%s-up-%d.addr", name, round))
-	up, err = startServerChild(name+"-upstream", httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	up, err = startServerChild(name+"-upstream", httpServerArgv(o, addrFile), o.dir, nil, stderr)
 	if err != nil {
 		return nil, "", err
 	}
@@ -298,7 +319,7 @@ func startUpstreamHTTP(ctx context.Context, o *options, tmp, name string, round 
 	if err != nil {
 		return nil, "", errors.Join(err, up.Close())
 	}
-	return up, "http://" + addr, nil
+	return up, upstreamScheme(o) + addr, nil
 }
 
 // startStdioHTTPUpstream starts a copy of the upstream serving HTTP, then, spoken to
@@ -320,11 +341,11 @@ func startStdioHTTPUpstream(ctx context.Context, o *options, tmp string, round i
 		}
 		argv = proxyArgv(o, path)
 	}
-	t, err := startTarget(ctx, name, argv, o.dir, true, stderr)
+	t, err := startTargetEnv(ctx, name, argv, o.dir, childEnv(o), true, stderr)
 	if err != nil {
 		return nil, errors.Join(err, up.Close())
 	}
-	t.upstream, t.upstreamBase = up, base
+	t.upstream, t.upstreamBase, t.statsHC = up, base, o.tls.statsClient()
 	return t, nil
 }
 
@@ -355,7 +376,7 @@ func startFloorHTTP(ctx context.Context, o *options, tmp string, round int, http
 		}
 		return nil, err
 	}
-	c, err := startServerChild(name, argv, o.dir, nil, stderr)
+	c, err := startServerChild(name, argv, o.dir, childEnv(o), stderr)
 	if err != nil {
 		return closeUp(err)
 	}
@@ -363,7 +384,7 @@ func startFloorHTTP(ctx context.Context, o *options, tmp string, round int, http
 	if err != nil {
 		return closeUp(errors.Join(err, c.Close()))
 	}
-	t := &target{name: name, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o)), upstream: up, upstreamBase: base}
+	t := &target{name: name, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o)), upstream: up, upstreamBase: base, statsHC: o.tls.statsClient()}
 	t.sampler = startSampler(c.pid(), 50*time.Millisecond)
 	if _, err := t.callers(ctx, 1, o.timeout); err != nil {
 		return nil, errors.Join(err, t.Close())
@@ -375,19 +396,24 @@ func startFloorHTTP(ctx context.Context, o *options, tmp string, round int, http
 type upstreamStats struct {
 	MCPConnections int64 `json:"mcp_connections"`
 	ToolCalls      int64 `json:"tool_calls"`
+	Posts          int64 `json:"posts"`
+	HTTP2Posts     int64 `json:"http2_posts"`
 }
 
 // statsClient reads /stats; it is not the measured client, so its connections are not
 // counted (and the server counts only connections that carried /mcp requests).
 var statsClient = &http.Client{Timeout: 5 * time.Second}
 
-func fetchStats(ctx context.Context, base string) (upstreamStats, error) {
+func fetchStats(ctx context.Context, hc *http.Client, base string) (upstreamStats, error) {
 	var st upstreamStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/stats", nil)
 	if err != nil {
 		return st, err
 	}
-	resp, err := statsClient.Do(req)
+	if hc == nil {
+		hc = statsClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return st, fmt.Errorf("reading the upstream's /stats: %w", err)
 	}
@@ -416,7 +442,7 @@ func startConnCount(ctx context.Context, t *target) (*connCount, error) {
 	c := &connCount{t: t, dials: t.dials()}
 	if t.upstreamBase != "" {
 		var err error
-		if c.up, err = fetchStats(ctx, t.upstreamBase); err != nil {
+		if c.up, err = fetchStats(ctx, t.statsHC, t.upstreamBase); err != nil {
 			return nil, err
 		}
 	}
@@ -433,7 +459,7 @@ func (c *connCount) stop(ctx context.Context, calls int) (*httpPhaseStats, error
 		st.NewConnsPerCall = float64(st.NewConns) / float64(calls)
 	}
 	if c.t.upstreamBase != "" {
-		up, err := fetchStats(ctx, c.t.upstreamBase)
+		up, err := fetchStats(ctx, c.t.statsHC, c.t.upstreamBase)
 		if err != nil {
 			return nil, err
 		}
@@ -443,6 +469,10 @@ func (c *connCount) stop(ctx context.Context, calls int) (*httpPhaseStats, error
 			pct = 100 * float64(conns) / float64(n)
 		}
 		st.UpstreamNewConns, st.UpstreamToolCalls, st.UpstreamNewConnPct = &conns, &n, &pct
+		if posts := up.Posts - c.up.Posts; posts > 0 {
+			h2 := 100 * float64(up.HTTP2Posts-c.up.HTTP2Posts) / float64(posts)
+			st.UpstreamHTTP2Pct = &h2
+		}
 	}
 	return st, nil
 }

@@ -72,17 +72,19 @@ type options struct {
 	concurrency   []int
 	idleUpstreams int
 	rounds        int
-	mode          string   // modeStdio or modeHTTP
-	httpUpstream  bool     // -mode http: also measure the proxy with an HTTP upstream
-	stdioHTTPUp   bool     // -mode http: also measure the proxy over stdio with an HTTP upstream
-	floor         bool     // -mode http: also measure the floor forwarder of each path
-	self          string   // this program (the floor forwarder is "mcp-bench floor")
-	sessions      int      // -mode http: sessions of the many-sessions phase (0 skips it)
-	sessionCalls  int      // tools/call per session in that phase
-	idleSessions  int      // -mode http: idle sessions held open on every target during the phases
-	plugin        []string // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
-	pluginHops    int      // plugin process crossings per call, to divide the added figures by
-	extraHCL      string   // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
+	mode          string    // modeStdio or modeHTTP
+	httpUpstream  bool      // -mode http: also measure the proxy with an HTTP upstream
+	stdioHTTPUp   bool      // -mode http: also measure the proxy over stdio with an HTTP upstream
+	floor         bool      // -mode http: also measure the floor forwarder of each path
+	useTLS        bool      // -mode http: the upstreams serve HTTPS
+	tls           *tlsFiles // -tls: the run's certificate, made once the temporary directory exists
+	self          string    // this program (the floor forwarder is "mcp-bench floor")
+	sessions      int       // -mode http: sessions of the many-sessions phase (0 skips it)
+	sessionCalls  int       // tools/call per session in that phase
+	idleSessions  int       // -mode http: idle sessions held open on every target during the phases
+	plugin        []string  // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
+	pluginHops    int       // plugin process crossings per call, to divide the added figures by
+	extraHCL      string    // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -171,6 +173,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
 	fs.BoolVar(&o.stdioHTTPUp, "stdio-httpup", false, "-mode http: also measure the proxy spoken to over stdio with the upstream over HTTP (target stdio-httpup)")
+	fs.BoolVar(&o.useTLS, "tls", false, "-mode http: every upstream serving HTTP (direct, and the proxies' and floors' HTTP upstreams) serves HTTPS with a self-signed loopback certificate made for the run, HTTP/2 offered; the proxies' front ends stay plain HTTP")
 	fs.BoolVar(&o.floor, "floor", false, "-mode http: also measure the floor forwarder (the proxy's parts, no logic) of each path: floor, floor-httpup, floor-stdio-httpup")
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
 	fs.IntVar(&o.sessionCalls, "session-calls", 3, "-mode http: tools/call made by each session of the -sessions phase")
@@ -204,6 +207,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.idleSessions >= 0 && o.idleSessions <= maxSessions, "-idle-sessions must be in [0, %d]", maxSessions)
 	check(o.idleSessions == 0 || o.mode == modeHTTP, "-idle-sessions needs -mode http")
 	check(!o.floor || o.mode == modeHTTP, "-floor needs -mode http")
+	check(!o.useTLS || o.mode == modeHTTP, "-tls needs -mode http")
 	check(!o.stdioHTTPUp || o.mode == modeHTTP, "-stdio-httpup needs -mode http")
 	levels, err := parseConcurrency(conc)
 	check(err == nil, "%v", err)
@@ -294,6 +298,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("creating a temporary directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	if o.useTLS {
+		if o.tls, err = makeLoopbackCert(tmp); err != nil {
+			return err
+		}
+	}
 	env := &roundEnv{o: o, params: params, tmp: tmp, errw: errw}
 	env.mainCfg = filepath.Join(tmp, "bench.hcl")
 	ups := []upstreamBlock{{Label: "bench", Command: o.upstream, Cwd: o.dir, Namespace: ""}}
@@ -438,6 +447,9 @@ func runRound(ctx context.Context, round int, env *roundEnv) (roundResult, error
 				conns = fmt.Sprintf("  new conns %d", h.NewConns)
 				if h.UpstreamNewConns != nil {
 					conns += fmt.Sprintf(", to upstream %d", *h.UpstreamNewConns)
+				}
+				if h.UpstreamHTTP2Pct != nil && o.tls != nil {
+					conns += fmt.Sprintf(" (%.0f%% of its POSTs over HTTP/2)", *h.UpstreamHTTP2Pct)
 				}
 			}
 			split := ""

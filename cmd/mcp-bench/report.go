@@ -44,6 +44,7 @@ type settings struct {
 	HTTPUpstream  bool     `json:"http_upstream,omitempty"`
 	StdioHTTPUp   bool     `json:"stdio_httpup,omitempty"`
 	Floor         bool     `json:"floor,omitempty"`
+	TLS           bool     `json:"tls,omitempty"`
 	Sessions      int      `json:"sessions,omitempty"`
 	SessionCalls  int      `json:"session_calls,omitempty"`
 	IdleSessions  int      `json:"idle_sessions,omitempty"`
@@ -233,6 +234,7 @@ func newReport(o *options) *report {
 			HTTPUpstream:  o.mode == modeHTTP && o.httpUpstream,
 			StdioHTTPUp:   o.stdioHTTPUp,
 			Floor:         o.floor,
+			TLS:           o.useTLS,
 			Sessions:      o.sessions,
 			SessionCalls:  o.sessionCalls,
 			IdleSessions:  o.idleSessions,
@@ -506,6 +508,9 @@ func (r *report) writeText(w io.Writer) error {
 		}
 		if st.StdioHTTPUp {
 			b.WriteString(";\n          stdio-httpup = mcp-proxy over stdio, upstream over HTTP")
+		}
+		if st.TLS {
+			b.WriteString(";\n          -tls: the upstream serving HTTP (direct, and every HTTP upstream) serves HTTPS\n          (self-signed loopback certificate, HTTP/2 offered)")
 		}
 		if st.Floor {
 			b.WriteString(";\n          floor* = the floor forwarder of each path (h1 front end or stdio, the codec, one pipe\n          with a pending map or the lean HTTP client; no logic)")
