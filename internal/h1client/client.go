@@ -19,6 +19,7 @@ package h1client
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -316,7 +317,7 @@ func (c *conn) readResponse(req *http.Request, stop func() bool) (*http.Response
 			if resp.StatusCode/100 == 1 && resp.StatusCode != http.StatusSwitchingProtocols && informational < maxInformational {
 				continue
 			}
-			resp.Body = &fallbackBody{rc: resp.Body, c: c, stop: stop, reusable: !resp.Close && resp.ProtoAtLeast(1, 1) && !resp.Uncompressed}
+			resp.Body = &fallbackBody{rc: resp.Body, c: c, stop: stop, reusable: !resp.Close && !req.Close && resp.ProtoAtLeast(1, 1)}
 			return resp, nil
 		}
 		if _, err := c.br.Discard(n); err != nil {
@@ -342,7 +343,7 @@ func (c *conn) readResponse(req *http.Request, stop func() bool) (*http.Response
 		if h.idleFor > 0 {
 			c.maxAge = time.Now().Add(time.Duration(h.idleFor)*time.Second - keepAliveMargin)
 		}
-		b := &body{c: c, stop: stop, left: h.length, chunked: h.chunked, reusable: !h.close}
+		b := &body{c: c, stop: stop, left: h.length, chunked: h.chunked, reusable: !h.close && !req.Close}
 		switch {
 		case h.status == http.StatusNoContent || h.status == http.StatusNotModified || req.Method == http.MethodHead:
 			b.left, b.chunked = 0, false
@@ -369,7 +370,9 @@ func (c *conn) readResponse(req *http.Request, stop func() bool) (*http.Response
 }
 
 // readHead waits for a whole head in the read buffer and parses it. n is its length,
-// or -1 when net/http must read it (an unusual or oversized head).
+// or -1 when net/http must read it (an unusual head, which is then in the buffer whole,
+// so that net/http's reader, which has no limit of its own, reads no more than the
+// buffer's size). A head larger than the buffer is refused.
 func (c *conn) readHead() (head, int, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return head{}, 0, fmt.Errorf("reading the response: %w", err)
@@ -378,7 +381,9 @@ func (c *conn) readHead() (head, int, error) {
 		buf, _ := c.br.Peek(c.br.Buffered())
 		switch n := indexHeadEnd(buf); {
 		case n == -2:
-			return head{}, -1, nil
+			if bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\n\r\n")) {
+				return head{}, -1, nil // bare LFs, but all there: net/http reads those
+			}
 		case n > 0:
 			h, ok := parseHead(buf[:n])
 			if !ok {
@@ -387,7 +392,7 @@ func (c *conn) readHead() (head, int, error) {
 			return h, n, nil
 		}
 		if len(buf) >= c.br.Size() {
-			return head{}, -1, nil
+			return head{}, 0, fmt.Errorf("the response head exceeds %d bytes", c.br.Size())
 		}
 		if _, err := c.br.Peek(len(buf) + 1); err != nil {
 			return head{}, 0, fmt.Errorf("reading the response head: %w", err)

@@ -413,3 +413,29 @@ func TestHTTPSGoesToFallback(t *testing.T) {
 		t.Errorf("%q tls=%v dials=%d", b, resp.TLS != nil, tr.Stats().Dials)
 	}
 }
+
+// TestHugeHeadRefused: a response head larger than the read buffer fails the request
+// instead of growing without bound (net/http's reader has no limit of its own), also when
+// its lines end in bare LFs.
+func TestHugeHeadRefused(t *testing.T) {
+	leaktest.Check(t, 5*time.Second)
+	for _, eol := range []string{"\r\n", "\n"} {
+		addr, _ := rawServer(t, func(c net.Conn) {
+			br := bufio.NewReader(c)
+			if _, _, err := readRequest(br); err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.1 200 OK"+eol)
+			for i := 0; i < 2000; i++ {
+				if _, err := fmt.Fprintf(c, "X-Filler-%d: %s%s", i, strings.Repeat("x", 20), eol); err != nil {
+					return
+				}
+			}
+		})
+		tr := newTransport(t)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/", strings.NewReader("x"))
+		if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "exceeds") {
+			t.Errorf("eol %q: err %v", eol, err)
+		}
+	}
+}
