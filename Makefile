@@ -73,7 +73,7 @@ fuzz:
 
 # Go benchmarks of the per-message hot path.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/
 
 # The load tool: proxy vs direct, in one run.
 load:
