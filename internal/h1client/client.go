@@ -111,6 +111,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.Fallback.RoundTrip(req)
 	}
 	ctx := req.Context()
+	if err := ctx.Err(); err != nil {
+		return nil, err // not sent: a pooled connection's write would race the cancellation
+	}
 	key := hostPort(req.URL.Host)
 	body, err := readBody(req)
 	if err != nil {
