@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-reload load-chaos load-soak run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-plugin load-ops load-reload load-chaos load-soak run tools clean conformance dist
 
 all: build
 
@@ -59,6 +59,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzHeaderValue -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParamHeaders -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/h1/
+	$(GO) test -run='^$$' -fuzz=FuzzParseHead -fuzztime=$(FUZZTIME) ./internal/h1client/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckUnique -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
@@ -73,7 +74,7 @@ fuzz:
 
 # Go benchmarks of the per-message hot path.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/
 
 # The load tool: proxy vs direct, in one run.
 load:
@@ -90,6 +91,27 @@ load-http:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -concurrency 1,16,64 -sessions 1000 -idle-upstreams 0 -json $(BIN)/load-http.json
+
+# The load tool over HTTP with every path's floor in the same run: direct HTTP, the proxy
+# (HTTP front end; stdio and HTTP upstreams; stdio client with an HTTP upstream) and the
+# no-logic floor forwarder of each path (mcp-bench floor: the proxy's own parts), so that
+# the proxy's CPU per call reads as a multiple of its floor's.
+load-floor:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
+		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-floor.json
+
+# The same over HTTPS upstreams: every upstream serving HTTP serves HTTPS (a self-signed
+# loopback certificate made for the run, HTTP/2 offered); the proxies' front ends stay
+# plain HTTP.
+load-tls:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -tls -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
+		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-tls.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one

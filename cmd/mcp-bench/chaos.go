@@ -151,7 +151,7 @@ func runChaosMode(ctx context.Context, o *options, tmp string, stdout, errw io.W
 		u.name = fmt.Sprintf("h%d", i-chaosChildren)
 		argv[2] = u.name
 		addrFile := filepath.Join(tmp, u.name+".addr")
-		srv, err := startServerChild(u.name, httpServerArgv(argv, addrFile), o.dir, nil, errw)
+		srv, err := startServerChild(u.name, append(argv, "-http", "127.0.0.1:0", "-http-addr-file", addrFile), o.dir, nil, errw)
 		if err != nil {
 			return err
 		}
