@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops load-ops-traced load-reload run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-plugin load-ops load-ops-traced load-reload load-chaos load-soak run tools clean conformance dist
 
 all: build
 
@@ -59,10 +59,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzHeaderValue -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParamHeaders -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/h1/
+	$(GO) test -run='^$$' -fuzz=FuzzParseHead -fuzztime=$(FUZZTIME) ./internal/h1client/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckUnique -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
 	$(GO) test -run='^$$' -fuzz=FuzzSkipString -fuzztime=$(FUZZTIME) ./internal/jsonx/
+	$(GO) test -run='^$$' -fuzz=FuzzConnInterleavings -fuzztime=$(FUZZTIME) ./upstream/
 	$(GO) test -run='^$$' -fuzz=FuzzMetaContext -fuzztime=$(FUZZTIME) ./telemetry/
 	$(GO) test -run='^$$' -fuzz=FuzzJSON -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
 	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
@@ -72,7 +74,7 @@ fuzz:
 
 # Go benchmarks of the per-message hot path.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./cmd/mcp-proxy/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./cmd/mcp-proxy/
 
 # The load tool: proxy vs direct, in one run.
 load:
@@ -89,6 +91,27 @@ load-http:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -concurrency 1,16,64 -sessions 1000 -idle-upstreams 0 -json $(BIN)/load-http.json
+
+# The load tool over HTTP with every path's floor in the same run: direct HTTP, the proxy
+# (HTTP front end; stdio and HTTP upstreams; stdio client with an HTTP upstream) and the
+# no-logic floor forwarder of each path (mcp-bench floor: the proxy's own parts), so that
+# the proxy's CPU per call reads as a multiple of its floor's.
+load-floor:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
+		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-floor.json
+
+# The same over HTTPS upstreams: every upstream serving HTTP serves HTTPS (a self-signed
+# loopback certificate made for the run, HTTP/2 offered); the proxies' front ends stay
+# plain HTTP.
+load-tls:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -tls -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
+		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-tls.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one
@@ -135,6 +158,21 @@ load-reload:
 	$(GO) build -o $(BIN)/testserver ./internal/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -upstream "$(BIN)/testserver -fast" -reload-every 5s -duration 60s -concurrency 16
+
+# Faults under load: five upstreams, 64 calls in flight, an upstream killed (kill -9) or
+# its connections reset every ~3 s; and a soak (SOAK=30m in development).
+SOAK ?= 2m
+load-chaos:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -upstream $(BIN)/testserver -chaos-every 3s -duration 60s -concurrency 64
+
+load-soak:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -upstream $(BIN)/testserver -soak $(SOAK) -concurrency 64
 
 bench: bench-go load
 

@@ -76,7 +76,20 @@ type Proxy struct {
 	PrincipalGroups []string
 	// Watch reloads the configuration when the file changes (as SIGHUP does).
 	Watch bool
+	// MaxClientBuffer caps the bytes one client session (stdio, or an HTTP session's
+	// event stream) may leave unread before it is disconnected; default 16 MiB; >= 64 KiB.
+	MaxClientBuffer int
+	// MaxClientInFlight caps the requests one client session has in flight; more are
+	// refused with -31006; default 1024; >= 1.
+	MaxClientInFlight int
 }
+
+// Defaults and minimums of the client session caps.
+const (
+	DefaultMaxClientBuffer   = 16 << 20
+	DefaultMaxClientInFlight = 1024
+	minMaxClientBuffer       = 64 << 10
+)
 
 // Upstream describes one MCP server the proxy spawns and talks to over stdio.
 type Upstream struct {

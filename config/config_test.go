@@ -97,6 +97,9 @@ upstream "defaults" {
 			PageSize:      50,
 			MaxNameLength: 64,
 			Instructions:  "Use the tools.",
+
+			MaxClientBuffer:   DefaultMaxClientBuffer,
+			MaxClientInFlight: DefaultMaxClientInFlight,
 		},
 		Upstreams: []Upstream{
 			{
@@ -155,7 +158,8 @@ upstream "defaults" {
 
 func TestParseDefaultsWithoutProxyBlock(t *testing.T) {
 	cfg := mustParse(t, `upstream "a" { command = ["a"] }`, Options{})
-	want := Proxy{Name: "mcp-proxy", Separator: "__", PageSize: 100, MaxNameLength: 128}
+	want := Proxy{Name: "mcp-proxy", Separator: "__", PageSize: 100, MaxNameLength: 128,
+		MaxClientBuffer: 16 << 20, MaxClientInFlight: 1024}
 	if !reflect.DeepEqual(cfg.Proxy, want) {
 		t.Errorf("Proxy = %+v, want %+v", cfg.Proxy, want)
 	}

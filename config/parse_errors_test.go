@@ -179,6 +179,14 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`p.hcl:2:21: error: Invalid max_name_length; "max_name_length" must be between 16 and 128, got 15.`},
 		},
 		{
+			name: "max_client_buffer and max_client_in_flight too small",
+			src:  "proxy {\n  max_client_buffer = 1000\n  max_client_in_flight = 0\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{
+				`p.hcl:2:23: error: Invalid max_client_buffer; "max_client_buffer" must be at least 65536 bytes, got 1000.`,
+				`p.hcl:3:26: error: Invalid max_client_in_flight; "max_client_in_flight" must be at least 1, got 0.`,
+			},
+		},
+		{
 			name: "max_message_size too small",
 			src:  "upstream \"a\" {\n  " + cmd + "\n  max_message_size = 1023\n}\n",
 			want: []string{`p.hcl:3:22: error: Invalid max_message_size; "max_message_size" must be at least 1024 bytes, got 1023.`},

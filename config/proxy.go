@@ -36,6 +36,9 @@ func defaultProxy() Proxy {
 		Separator:     DefaultSeparator,
 		PageSize:      DefaultPageSize,
 		MaxNameLength: DefaultMaxNameLength,
+
+		MaxClientBuffer:   DefaultMaxClientBuffer,
+		MaxClientInFlight: DefaultMaxClientInFlight,
 	}
 }
 
@@ -87,6 +90,22 @@ func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
 				"\"max_name_length\" must be between %d and %d, got %d.", minMaxNameLength, maxMaxNameLength, n)
 		} else {
 			p.MaxNameLength = n
+		}
+	}
+	if n, ok := e.int(raw.MaxClientBuffer); ok {
+		if n < minMaxClientBuffer {
+			e.errorf(raw.MaxClientBuffer, "Invalid max_client_buffer",
+				"\"max_client_buffer\" must be at least %d bytes, got %d.", minMaxClientBuffer, n)
+		} else {
+			p.MaxClientBuffer = n
+		}
+	}
+	if n, ok := e.int(raw.MaxClientInFlight); ok {
+		if n < 1 {
+			e.errorf(raw.MaxClientInFlight, "Invalid max_client_in_flight",
+				"\"max_client_in_flight\" must be at least 1, got %d.", n)
+		} else {
+			p.MaxClientInFlight = n
 		}
 	}
 	return p

@@ -37,6 +37,9 @@ type rawProxy struct {
 	Groups        *hcl.Attribute `hcl:"principal_groups,optional"`
 	Watch         *hcl.Attribute `hcl:"watch,optional"`
 
+	MaxClientBuffer   *hcl.Attribute `hcl:"max_client_buffer,optional"`
+	MaxClientInFlight *hcl.Attribute `hcl:"max_client_in_flight,optional"`
+
 	DefRange hcl.Range `hcl:",def_range"`
 }
 

@@ -68,6 +68,7 @@ type httpSession struct {
 	version   string               // negotiated at initialize
 	ss        *session
 	get       *eventSink // the client's GET stream sink
+	out       *outbox    // between the session's writers and get
 	ctx       context.Context
 	cancel    context.CancelFunc
 	lastUsed  atomic.Int64

@@ -122,11 +122,31 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	hs := &httpSession{id: id, events: h.opts.Events, log: h.s.log.With().Str("session", id[:8]).Logger()}
 	hs.get = newEventSink(newEventStream(getStreamID, hs.keeper(getStreamID)), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
-	hs.ss = newSession(h.s, transport.NewOutputStream(hs.get), hs.log)
+	hs.out = newOutbox(hs.get, h.s.opts.MaxClientBuffer, func() { h.stuck(hs) })
+	hs.ss = newSession(h.s, transport.NewOutputStream(hs.out), hs.log)
+	hs.ss.maxInFlight = h.s.maxClientInFlight()
 	hs.ss.corkless = true
 	hs.ss.transport, hs.ss.id = TransportStreamableHTTP, id
 	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs
+}
+
+// stuck ends a session whose client left more than MaxClientBuffer bytes of its event
+// stream unread: the GET stream's connection is aborted (its blocked write fails) and
+// the session closed, as a DELETE would. It is called from a writer of the session's,
+// which must not wait for it.
+func (h *HTTPHandler) stuck(hs *httpSession) {
+	hs.log.Error().Int("max_client_buffer", h.s.maxClientBuffer()).
+		Msg("the client is not reading its event stream: more than max_client_buffer bytes unread; session ended")
+	go func() {
+		hs.get.abort()
+		h.mu.Lock()
+		if h.sessions[hs.id] == hs {
+			delete(h.sessions, hs.id)
+		}
+		h.mu.Unlock()
+		hs.close()
+	}()
 }
 
 // expire ends legacy sessions idle for longer than SessionIdle.
@@ -173,4 +193,5 @@ func (hs *httpSession) close() {
 	if err := hs.events.DeleteSession(context.Background(), hs.id); err != nil {
 		hs.log.Warn().Err(err).Msg("event store: could not delete the session's events")
 	}
+	hs.out.Close(0) // its goroutine ends once the queue is out, or its connection failed
 }

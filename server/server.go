@@ -10,6 +10,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -46,7 +47,20 @@ type Options struct {
 	// another. At least router.MinKeyLen bytes; check it with CheckStateKey (New panics
 	// on a shorter one).
 	StateKey []byte
+	// MaxClientBuffer caps the bytes a client session may leave unread (its stdout, or
+	// its GET event stream); a client over it is disconnected, with a log line, so that it
+	// neither holds memory nor stalls the upstreams and clients it shares. 0 means
+	// DefaultMaxClientBuffer (see outbox).
+	MaxClientBuffer int
+	// MaxClientInFlight caps the requests one client session has in flight; more are
+	// refused at once with -31006 (data.limit "max_client_in_flight"). 0 means
+	// DefaultMaxClientInFlight; the stateless modern HTTP requests, which have no
+	// session, are not counted.
+	MaxClientInFlight int
 }
+
+// DefaultMaxClientInFlight is the default of Options.MaxClientInFlight.
+const DefaultMaxClientInFlight = 1024
 
 // CheckStateKey reports what is wrong with a StateKey: empty is fine (a random key per
 // process), otherwise it must have at least router.MinKeyLen bytes. The wiring calls it,
@@ -111,12 +125,43 @@ func (s *Server) startUpstreams(caps json.RawMessage, legacy bool) {
 // in flight then are cancelled upstream.
 func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) error {
 	s.baseCtx = ctx
-	sess := newSession(s, transport.NewStream(in, out, s.opts.MaxMessage), s.log.With().Str("session", "stdio").Logger())
+	log := s.log.With().Str("session", "stdio").Logger()
+	ctx, disconnect := context.WithCancelCause(ctx)
+	defer disconnect(nil)
+	ob := newOutbox(out, s.opts.MaxClientBuffer, func() {
+		log.Error().Int("max_client_buffer", s.maxClientBuffer()).
+			Msg("the client is not reading its stdout: more than max_client_buffer bytes unread; disconnecting it")
+		disconnect(errClientStuck)
+	})
+	sess := newSession(s, transport.NewStream(in, ob, s.opts.MaxMessage), log)
 	sess.transport = TransportStdio
+	sess.maxInFlight = s.maxClientInFlight()
 	if s.opts.Principal != nil && principal.From(ctx) == nil {
 		ctx = principal.With(ctx, s.opts.Principal) // the one user of a stdio front end
 	}
-	return sess.serve(ctx)
+	err := sess.serve(ctx)
+	ob.Close(outboxDrain) // the last answers go out, unless the client reads nothing
+	if cause := context.Cause(ctx); errors.Is(cause, errClientStuck) {
+		return fmt.Errorf("stdio client: %w", cause)
+	}
+	return err
+}
+
+// outboxDrain bounds how long a closing session waits for its unwritten output.
+const outboxDrain = 5 * time.Second
+
+func (s *Server) maxClientBuffer() int {
+	if s.opts.MaxClientBuffer > 0 {
+		return s.opts.MaxClientBuffer
+	}
+	return DefaultMaxClientBuffer
+}
+
+func (s *Server) maxClientInFlight() int {
+	if s.opts.MaxClientInFlight > 0 {
+		return s.opts.MaxClientInFlight
+	}
+	return DefaultMaxClientInFlight
 }
 
 // capabilities merges the ready upstreams' declared capabilities into the proxy's own

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,8 @@ type session struct {
 	clientID router.ClientID // who the session's requests come from, for the router
 
 	corkless bool // an HTTP session (see Corkless)
+
+	maxInFlight int // requests in flight at most (0: no cap); set before serving
 
 	// For the session observer: how the client reaches the session, its id, and what
 	// initialize said (opened is zero until then).
@@ -289,6 +292,11 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		reply(nil)
 		return
 	}
+	if ss.maxInFlight > 0 && len(ss.inflight) >= ss.maxInFlight {
+		ss.mu.Unlock()
+		reply(jsonrpc.NewErrorResponse(msg.ID, tooManyInFlight(ss.maxInFlight)))
+		return
+	}
 	ss.wg.Add(1) // under mu, as track does
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
@@ -333,6 +341,14 @@ func (ss *session) initializeLocal(ctx context.Context, msg *jsonrpc.Message, rp
 		done <- out // the answer as initialize made it
 	})
 	return <-done
+}
+
+// tooManyInFlight is the refusal of a request over the session's cap.
+func tooManyInFlight(limit int) *jsonrpc.Error {
+	e := mcp.ProxyError(mcp.CodeRateLimited, "", fmt.Sprintf(
+		"mcp-proxy: this session already has %d requests in flight (max_client_in_flight); retry when some have been answered", limit))
+	e.Data, _ = jsonx.Marshal(map[string]any{"origin": "mcp-proxy", "limit": "max_client_in_flight", "retryAfterMs": 100})
+	return e
 }
 
 // responseFor turns a Dispatch outcome into the response message.

@@ -89,6 +89,12 @@ func (o *streamOut) comment() {
 	}
 }
 
+// abort makes a write blocked on a client that reads nothing fail, by setting the
+// connection's write deadline in the past; it does not take mu, which that write holds.
+func (o *streamOut) abort() {
+	_ = http.NewResponseController(o.w).SetWriteDeadline(time.Unix(1, 0))
+}
+
 func (o *streamOut) close() {
 	o.mu.Lock()
 	o.closed = true
@@ -544,6 +550,16 @@ func (e *eventSink) Write(p []byte) (int, error) {
 		e.es.send(line, false)
 	}
 	return len(p), nil
+}
+
+// abort aborts the connection carrying the GET stream, if any (see streamOut.abort).
+func (e *eventSink) abort() {
+	e.mu.Lock()
+	out := e.out
+	e.mu.Unlock()
+	if out != nil {
+		out.abort()
+	}
 }
 
 // serve carries the GET stream on this request until the client or the session ends

@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/h1client"
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -73,13 +75,32 @@ var sharedTransport = &http.Transport{
 	ForceAttemptHTTP2:   true,
 }
 
+// leanTransport carries plain-http requests to upstreams with the lean HTTP/1.1 client
+// (no goroutine pair per connection, no header sorting); anything else it hands to
+// sharedTransport.
+var leanTransport = &h1client.Transport{Fallback: sharedTransport, MaxIdlePerHost: 256, IdleTimeout: 90 * time.Second}
+
+// transportFor picks the client for an upstream URL: the lean one for plain http that
+// no proxy from the environment (HTTP_PROXY, NO_PROXY) applies to; net/http (HTTP/2 over
+// TLS, proxies) for the rest.
+func transportFor(rawURL string) http.RoundTripper {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return sharedTransport
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
+		return sharedTransport
+	}
+	return leanTransport
+}
+
 // DialHTTP returns a link to a Streamable HTTP endpoint; nothing is sent yet.
 func DialHTTP(spec HTTPSpec) *HTTPLink {
 	ctx, cancel := context.WithCancel(context.Background())
 	if spec.MaxMessage <= 0 {
 		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
 	}
-	return &HTTPLink{spec: spec, client: &http.Client{Transport: sharedTransport}, oauth: spec.OAuth, ctx: ctx, cancel: cancel,
+	return &HTTPLink{spec: spec, client: &http.Client{Transport: transportFor(spec.URL)}, oauth: spec.OAuth, ctx: ctx, cancel: cancel,
 		in: make(chan []byte, 1024), done: make(chan struct{}), getReady: make(chan struct{})}
 }
 
@@ -262,7 +283,7 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)
 	case strings.HasPrefix(ct, "text/event-stream"):
 		l.readAnswerStream(resp.Body, m, emit)
 	default:
-		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(l.spec.MaxMessage)+1))
+		b, err := readAnswer(resp, l.spec.MaxMessage)
 		switch {
 		case err != nil:
 			l.failRequest(m, fmt.Errorf("reading the answer from %s: %w", l.spec.URL, err))
@@ -284,6 +305,19 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)
 			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		}
 	}
+}
+
+// readAnswer reads a JSON answer of at most max bytes (one byte more tells that it is
+// too large): into a buffer of its exact size when the server gave its length.
+func readAnswer(resp *http.Response, max int) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= int64(max) {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(resp.Body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
 }
 
 func jsonish(b []byte) bool {

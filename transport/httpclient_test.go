@@ -159,3 +159,18 @@ func readLineTimeout(l *HTTPLink, d time.Duration) ([]byte, error) {
 		return nil, fmt.Errorf("no message within %s", d)
 	}
 }
+
+// TestTransportFor: plain http goes to the lean client, https (HTTP/2, TLS) and
+// anything unparsable to net/http.
+func TestTransportFor(t *testing.T) {
+	for url, want := range map[string]http.RoundTripper{
+		"http://127.0.0.1:8080/mcp": leanTransport,
+		"https://example.com/mcp":   sharedTransport,
+		"http:///nohost":            sharedTransport,
+		"::bad":                     sharedTransport,
+	} {
+		if got := transportFor(url); got != want {
+			t.Errorf("%s: got %T %p", url, got, got)
+		}
+	}
+}

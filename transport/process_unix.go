@@ -9,9 +9,10 @@ import (
 )
 
 // ownProcessGroup makes cmd's child the leader of a new process group, so that signals
-// to the group reach whatever it starts too.
+// to the group reach whatever it starts too, and (on Linux) has it killed with the proxy.
 func ownProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // terminateGroup sends SIGTERM to p's process group.

@@ -26,7 +26,8 @@ type conn struct {
 	proc transport.Link
 	log  zerolog.Logger
 
-	nextID atomic.Int64
+	nextID   atomic.Int64
+	answered atomic.Int64 // responses the upstream sent to the proxy's requests (the restart backoff reads it)
 
 	mu       sync.Mutex // guards pending, progress and closed
 	pending  map[int64]*pendingCall
@@ -417,6 +418,7 @@ func (c *conn) deliver(msg *jsonrpc.Message) {
 		c.log.Warn().Str("id", msg.ID.String()).Msg("upstream sent a response with an id the proxy never used; dropped")
 		return
 	}
+	c.answered.Add(1) // late or not, the upstream is answering
 	pc := c.take(id)
 	if pc == nil {
 		c.log.Debug().Int64("id", id).Msg("late response for a cancelled or timed-out request; dropped")

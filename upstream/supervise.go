@@ -10,10 +10,23 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
-// stableAfter is how long a child must stay up for the restart backoff to reset.
+// stableAfter is how long a child must stay up for the restart backoff to reset even
+// if it answered nothing.
 const stableAfter = time.Minute
 
 // supervise starts the child and restarts it with exponential backoff until ctx ends.
+//
+// The backoff protects against crash loops: a child that cannot start, or that dies
+// before it has done any work, is retried ever more slowly. A child that became ready
+// and then answered at least one call is not in a crash loop: its configuration,
+// binary and handshake are known to work, and its death came from outside (kill -9, an
+// OOM kill, one request that crashed it). Such an exit resets the backoff to BackoffMin,
+// as staying up for stableAfter does, so repeated external faults each cost one short
+// restart instead of an ever longer outage (four kills 2 s apart used to leave the
+// upstream down most of the time). A child that crashes on every call it receives never
+// answers one, so its backoff still grows; and a child that answers one call and then
+// dies on the next is restarted at most once per call it is given, which is bounded by
+// the work clients send, not a spin.
 func (u *Upstream) supervise(ctx context.Context) {
 	delay := u.spec.BackoffMin
 	defer u.observe(Event{Kind: EventStopped})
@@ -36,17 +49,19 @@ func (u *Upstream) supervise(ctx context.Context) {
 			u.restarts++
 			u.mu.Unlock()
 			recoverClose(u.firstDone)
+			answeredAtReady := c.answered.Load() // the handshake's and catalogue's answers
 			exitErr := u.serve(ctx, c)
 			if ctx.Err() != nil {
 				u.setDown(nil, StateStopped)
 				return
 			}
-			u.log.Error().Err(exitErr).Dur("retry_in", delay).Msg("upstream exited; restarting")
-			u.observe(Event{Kind: EventExited, Err: exitErr})
-			u.setDown(exitErr, StateDown)
-			if time.Since(began) > stableAfter {
+			served := c.answered.Load() - answeredAtReady
+			if served > 0 || time.Since(began) > stableAfter {
 				delay = u.spec.BackoffMin
 			}
+			u.log.Error().Err(exitErr).Int64("answered", served).Dur("retry_in", delay).Msg("upstream exited; restarting")
+			u.observe(Event{Kind: EventExited, Err: exitErr})
+			u.setDown(exitErr, StateDown)
 		}
 		recoverClose(u.firstDone)
 		// Sleep with ±20% jitter so many upstreams do not restart in lockstep.
@@ -240,10 +255,15 @@ func (u *Upstream) exitError(p transport.Link) error {
 	}
 }
 
-// setDown records that the upstream is not serving and publishes an empty catalogue.
+// setDown records that the upstream is not serving. An upstream that was serving and
+// exited keeps its catalogue while it restarts: its items stay listed and routable, and
+// a call to one is refused with the proxy's "unavailable" error (-31000, which a client
+// may retry) rather than "Unknown tool", and clients are not sent two list changes per
+// crash. The catalogue goes (and clients are told) when the restart fails or the
+// upstream stops.
 func (u *Upstream) setDown(err error, state State) {
 	u.mu.Lock()
-	wasReady := u.state == StateReady
+	keep := u.state == StateReady && state == StateDown
 	u.cur = nil
 	if u.state != StateStopped {
 		u.state = state
@@ -251,9 +271,12 @@ func (u *Upstream) setDown(err error, state State) {
 	if err != nil {
 		u.lastErr = err
 	}
-	u.catalogue = &Catalogue{}
+	had := !u.catalogue.empty()
+	if !keep {
+		u.catalogue = &Catalogue{}
+	}
 	u.mu.Unlock()
-	if wasReady {
+	if had && !keep {
 		u.events.Changed(u, AllKinds)
 	}
 }

@@ -23,7 +23,8 @@ func init() {
 
 // coverServer is a legacy MCP server on stdin/stdout. Modes: "exit" ends at once with
 // status 5 (it never starts); "crash" serves one tool, crash, which ends the process
-// with status 3 without answering; both say hello on stderr.
+// with status 3 without answering (a call to any other name, echo, is answered); both
+// say hello on stderr.
 func coverServer(mode string) int {
 	fmt.Fprintln(os.Stderr, "hello from the child")
 	if mode == "exit" {
@@ -47,6 +48,10 @@ func coverServer(mode string) int {
 		case "tools/list":
 			result = `{"tools":[{"name":"crash","inputSchema":{}}]}`
 		case "tools/call":
+			if m.Params.Name == "echo" {
+				result = `{"content":[{"type":"text","text":"echo"}]}`
+				break
+			}
 			return 3
 		default:
 			fmt.Printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32601,\"message\":\"Method not found\"}}\n", m.ID)
@@ -95,8 +100,7 @@ func TestSuperviseRestartsAfterCrash(t *testing.T) {
 	if code := proxyCode(err); err == nil || (code != -31002 && !strings.Contains(err.Error(), "exited")) {
 		t.Errorf("the call in flight when the child crashed: %v", err)
 	}
-	recvT(t, ev.changed) // down
-	recvT(t, ev.changed) // ready again
+	recvT(t, ev.changed) // ready again (the catalogue was kept while it restarted)
 	if st, _ := u.State(); st != StateReady {
 		t.Errorf("after the restart: %v", st)
 	}

@@ -146,6 +146,11 @@ type Catalogue struct {
 	Hints struct{ Tools, Prompts, Resources, Templates CacheHint }
 }
 
+// empty reports whether c lists nothing (a nil c included).
+func (c *Catalogue) empty() bool {
+	return c == nil || len(c.Tools)+len(c.Prompts)+len(c.Resources)+len(c.Templates) == 0
+}
+
 // Upstream is one configured MCP server. Create it with New, then Start; Close stops it.
 // All methods are safe for concurrent use.
 type Upstream struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -53,6 +54,7 @@ type target struct {
 	idle         *idleSessions  // -idle-sessions: held open while the phases run
 	upstream     *child         // proxy-httpup: the HTTP upstream the proxy calls
 	upstreamBase string         // proxy-httpup: http://ADDR of that upstream, for /stats
+	statsHC      *http.Client   // reads that /stats (nil: statsClient; -tls: one trusting the run's certificate)
 
 	// proxy+plugin only: finds the plugin processes whose CPU time counts with the proxy's.
 	plugin *pluginFinder
@@ -156,6 +158,8 @@ type httpPhaseStats struct {
 	UpstreamNewConns   *int64   `json:"upstream_new_conns,omitempty"`
 	UpstreamToolCalls  *int64   `json:"upstream_tool_calls,omitempty"`
 	UpstreamNewConnPct *float64 `json:"upstream_new_conn_pct,omitempty"`
+	// UpstreamHTTP2Pct is the percentage of the upstream's POSTs that came over HTTP/2.
+	UpstreamHTTP2Pct *float64 `json:"upstream_http2_pct,omitempty"`
 }
 
 // key identifies a phase across targets and rounds.
@@ -521,7 +525,12 @@ func (r *phaseResult) fill(lat []time.Duration, elapsed time.Duration, cpu cpuUs
 
 // startTarget spawns a target and performs the MCP handshake.
 func startTarget(ctx context.Context, name string, argv []string, dir string, sample bool, stderr io.Writer) (*target, error) {
-	c, err := startChild(name, argv, dir, stderr)
+	return startTargetEnv(ctx, name, argv, dir, nil, sample, stderr)
+}
+
+// startTargetEnv is startTarget with env added to the child's environment.
+func startTargetEnv(ctx context.Context, name string, argv []string, dir string, env []string, sample bool, stderr io.Writer) (*target, error) {
+	c, err := startChild(name, argv, dir, env, stderr)
 	if err != nil {
 		return nil, err
 	}

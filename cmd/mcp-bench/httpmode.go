@@ -21,9 +21,19 @@ import (
 //	direct        the upstream itself serving HTTP (testserver -http)
 //	proxy         mcp-proxy's HTTP front end, with the upstream over stdio
 //	proxy-httpup  mcp-proxy's HTTP front end, with the upstream over HTTP (-http-upstream)
+//	stdio-httpup  mcp-proxy over stdio, with the upstream over HTTP (-stdio-httpup)
+//	floor, floor-httpup, floor-stdio-httpup
+//	              the floor forwarder of proxy, proxy-httpup and stdio-httpup (-floor)
 
 const (
 	targetProxyHTTPUp = "proxy-httpup"
+	// targetStdioHTTPUp is mcp-proxy spoken to over stdio, with the upstream over HTTP
+	// (the remote-server use).
+	targetStdioHTTPUp = "stdio-httpup"
+	// The floor forwarders (-floor): the no-logic forwarder of each path.
+	targetFloor            = "floor"              // HTTP front end, upstream over its pipes
+	targetFloorHTTPUp      = "floor-httpup"       // HTTP front end, upstream over HTTP
+	targetFloorStdioHTTPUp = "floor-stdio-httpup" // stdio front end, upstream over HTTP
 
 	mcpPath = "/mcp"
 	// proxyMinSessions is the proxy's default cap on HTTP sessions; generated configs
@@ -36,8 +46,29 @@ const (
 
 // httpServerArgv is the upstream command serving HTTP on a free loopback port, writing
 // the bound address to addrFile.
-func httpServerArgv(upstream []string, addrFile string) []string {
-	return append(slices.Clone(upstream), "-http", "127.0.0.1:0", "-http-addr-file", addrFile)
+func httpServerArgv(o *options, addrFile string) []string {
+	argv := append(slices.Clone(o.upstream), "-http", "127.0.0.1:0", "-http-addr-file", addrFile)
+	if o.tls != nil {
+		argv = append(argv, "-tls-cert", o.tls.certFile, "-tls-key", o.tls.keyFile)
+	}
+	return argv
+}
+
+// upstreamScheme is how the upstream serving HTTP is reached: https:// with -tls.
+func upstreamScheme(o *options) string {
+	if o.tls != nil {
+		return "https://"
+	}
+	return "http://"
+}
+
+// childEnv is what the proxies and floor forwarders add to their environment: with -tls,
+// the run's certificate as their only trusted root (Go reads SSL_CERT_FILE).
+func childEnv(o *options) []string {
+	if o.tls != nil {
+		return []string{"SSL_CERT_FILE=" + o.tls.certFile}
+	}
+	return nil
 }
 
 // freeLoopbackAddr returns a loopback host:port that was free a moment ago.
@@ -103,7 +134,7 @@ func idleConns(o *options) int {
 // startDirectHTTP spawns the upstream serving HTTP and opens a first session.
 func startDirectHTTP(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) (*target, error) {
 	addrFile := filepath.Join(tmp, fmt.Sprintf("direct-%d.addr", round))
-	c, err := startServerChild(targetDirect, httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	c, err := startServerChild(targetDirect, httpServerArgv(o, addrFile), o.dir, nil, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +142,7 @@ func startDirectHTTP(ctx context.Context, o *options, tmp string, round int, std
 	if err != nil {
 		return nil, errors.Join(err, c.Close())
 	}
-	t := &target{name: targetDirect, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o))}
+	t := &target{name: targetDirect, child: c, http: newHTTPClientTLS(upstreamScheme(o)+addr+mcpPath, idleConns(o), o.tls.pool())}
 	if _, err := t.callers(ctx, 1, o.timeout); err != nil {
 		return nil, errors.Join(err, t.Close())
 	}
@@ -178,7 +209,7 @@ func startProxyStdioUpstream(ctx context.Context, o *options, tmp string, stderr
 // with that upstream as a url upstream.
 func startProxyHTTPUpstream(ctx context.Context, o *options, tmp string, round int, stderr io.Writer) (*target, error) {
 	addrFile := filepath.Join(tmp, fmt.Sprintf("httpup-%d.addr", round))
-	up, err := startServerChild("httpup", httpServerArgv(o.upstream, addrFile), o.dir, nil, stderr)
+	up, err := startServerChild("httpup", httpServerArgv(o, addrFile), o.dir, nil, stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +217,12 @@ func startProxyHTTPUpstream(ctx context.Context, o *options, tmp string, round i
 	if err != nil {
 		return nil, errors.Join(err, up.Close())
 	}
-	ups := []upstreamBlock{{Label: "bench", URL: "http://" + addr + mcpPath, Namespace: ""}}
-	t, err := startProxyHTTP(ctx, o, tmp, proxyHTTPSpec{name: targetProxyHTTPUp, ups: ups, maxSessions: proxyMaxSessions(o), sample: true}, stderr)
+	ups := []upstreamBlock{{Label: "bench", URL: upstreamScheme(o) + addr + mcpPath, Namespace: ""}}
+	t, err := startProxyHTTP(ctx, o, tmp, proxyHTTPSpec{name: targetProxyHTTPUp, ups: ups, maxSessions: proxyMaxSessions(o), sample: true, env: childEnv(o)}, stderr)
 	if err != nil {
 		return nil, errors.Join(err, up.Close())
 	}
-	t.upstream, t.upstreamBase = up, "http://"+addr
+	t.upstream, t.upstreamBase, t.statsHC = up, upstreamScheme(o)+addr, o.tls.statsClient()
 	return t, nil
 }
 
@@ -246,26 +277,143 @@ func startHTTPTargetsBare(ctx context.Context, o *options, tmp string, round int
 		}
 		ts = append(ts, p)
 	}
+	if o.stdioHTTPUp {
+		p, err := startStdioHTTPUpstream(ctx, o, tmp, round, targetStdioHTTPUp, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		ts = append(ts, p)
+	}
+	if o.floor {
+		f, err := startFloorHTTP(ctx, o, tmp, round, false, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		ts = append(ts, f)
+		if o.httpUpstream {
+			f, err := startFloorHTTP(ctx, o, tmp, round, true, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ts = append(ts, f)
+		}
+		if o.stdioHTTPUp {
+			f, err := startStdioHTTPUpstream(ctx, o, tmp, round, targetFloorStdioHTTPUp, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ts = append(ts, f)
+		}
+	}
 	return ts, nil
+}
+
+// startUpstreamHTTP spawns a copy of the upstream serving HTTP; base is http://ADDR.
+func startUpstreamHTTP(ctx context.Context, o *options, tmp, name string, round int, stderr io.Writer) (up *child, base string, err error) {
+	addrFile := filepath.Join(tmp, fmt.Sprintf("%s-up-%d.addr", name, round))
+	up, err = startServerChild(name+"-upstream", httpServerArgv(o, addrFile), o.dir, nil, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := waitAddrFile(ctx, addrFile, up)
+	if err != nil {
+		return nil, "", errors.Join(err, up.Close())
+	}
+	return up, upstreamScheme(o) + addr, nil
+}
+
+// startStdioHTTPUpstream starts a copy of the upstream serving HTTP, then, spoken to
+// over stdin/stdout, the proxy with it as a url upstream (stdio-httpup) or the floor
+// forwarder with it (floor-stdio-httpup).
+func startStdioHTTPUpstream(ctx context.Context, o *options, tmp string, round int, name string, stderr io.Writer) (*target, error) {
+	up, base, err := startUpstreamHTTP(ctx, o, tmp, name, round, stderr)
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	if name == targetFloorStdioHTTPUp {
+		argv = []string{o.self, "floor", "-upstream-url", base + mcpPath}
+	} else {
+		path := filepath.Join(tmp, fmt.Sprintf("%s-%d.hcl", name, round))
+		cfg := proxyConfig([]upstreamBlock{{Label: "bench", URL: base + mcpPath, Namespace: ""}})
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			return nil, errors.Join(fmt.Errorf("writing the proxy config: %w", err), up.Close())
+		}
+		argv = proxyArgv(o, path)
+	}
+	t, err := startTargetEnv(ctx, name, argv, o.dir, childEnv(o), true, stderr)
+	if err != nil {
+		return nil, errors.Join(err, up.Close())
+	}
+	t.upstream, t.upstreamBase, t.statsHC = up, base, o.tls.statsClient()
+	return t, nil
+}
+
+// startFloorHTTP starts the floor forwarder serving HTTP, in front of the upstream over
+// its pipes (floor) or over HTTP (floor-httpup, a copy of the upstream serving HTTP).
+func startFloorHTTP(ctx context.Context, o *options, tmp string, round int, httpUp bool, stderr io.Writer) (*target, error) {
+	name := targetFloor
+	argv := []string{o.self, "floor", "-listen", "127.0.0.1:0", "-addr-file", ""}
+	var up *child
+	base := ""
+	if httpUp {
+		name = targetFloorHTTPUp
+		var err error
+		if up, base, err = startUpstreamHTTP(ctx, o, tmp, name, round, stderr); err != nil {
+			return nil, err
+		}
+	}
+	addrFile := filepath.Join(tmp, fmt.Sprintf("%s-%d.addr", name, round))
+	argv[5] = addrFile
+	if httpUp {
+		argv = append(argv, "-upstream-url", base+mcpPath)
+	} else {
+		argv = append(argv, o.upstream...)
+	}
+	closeUp := func(err error) (*target, error) {
+		if up != nil {
+			err = errors.Join(err, up.Close())
+		}
+		return nil, err
+	}
+	c, err := startServerChild(name, argv, o.dir, childEnv(o), stderr)
+	if err != nil {
+		return closeUp(err)
+	}
+	addr, err := waitAddrFile(ctx, addrFile, c)
+	if err != nil {
+		return closeUp(errors.Join(err, c.Close()))
+	}
+	t := &target{name: name, child: c, http: newHTTPClient("http://"+addr+mcpPath, idleConns(o)), upstream: up, upstreamBase: base, statsHC: o.tls.statsClient()}
+	t.sampler = startSampler(c.pid(), 50*time.Millisecond)
+	if _, err := t.callers(ctx, 1, o.timeout); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
 }
 
 // upstreamStats is the part of the test server's GET /stats that mcp-bench reads.
 type upstreamStats struct {
 	MCPConnections int64 `json:"mcp_connections"`
 	ToolCalls      int64 `json:"tool_calls"`
+	Posts          int64 `json:"posts"`
+	HTTP2Posts     int64 `json:"http2_posts"`
 }
 
 // statsClient reads /stats; it is not the measured client, so its connections are not
 // counted (and the server counts only connections that carried /mcp requests).
 var statsClient = &http.Client{Timeout: 5 * time.Second}
 
-func fetchStats(ctx context.Context, base string) (upstreamStats, error) {
+func fetchStats(ctx context.Context, hc *http.Client, base string) (upstreamStats, error) {
 	var st upstreamStats
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/stats", nil)
 	if err != nil {
 		return st, err
 	}
-	resp, err := statsClient.Do(req)
+	if hc == nil {
+		hc = statsClient
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return st, fmt.Errorf("reading the upstream's /stats: %w", err)
 	}
@@ -288,13 +436,13 @@ type connCount struct {
 }
 
 func startConnCount(ctx context.Context, t *target) (*connCount, error) {
-	if t.http == nil {
+	if t.http == nil && t.upstreamBase == "" {
 		return nil, nil
 	}
 	c := &connCount{t: t, dials: t.dials()}
 	if t.upstreamBase != "" {
 		var err error
-		if c.up, err = fetchStats(ctx, t.upstreamBase); err != nil {
+		if c.up, err = fetchStats(ctx, t.statsHC, t.upstreamBase); err != nil {
 			return nil, err
 		}
 	}
@@ -311,7 +459,7 @@ func (c *connCount) stop(ctx context.Context, calls int) (*httpPhaseStats, error
 		st.NewConnsPerCall = float64(st.NewConns) / float64(calls)
 	}
 	if c.t.upstreamBase != "" {
-		up, err := fetchStats(ctx, c.t.upstreamBase)
+		up, err := fetchStats(ctx, c.t.statsHC, c.t.upstreamBase)
 		if err != nil {
 			return nil, err
 		}
@@ -321,6 +469,10 @@ func (c *connCount) stop(ctx context.Context, calls int) (*httpPhaseStats, error
 			pct = 100 * float64(conns) / float64(n)
 		}
 		st.UpstreamNewConns, st.UpstreamToolCalls, st.UpstreamNewConnPct = &conns, &n, &pct
+		if posts := up.Posts - c.up.Posts; posts > 0 {
+			h2 := 100 * float64(up.HTTP2Posts-c.up.HTTP2Posts) / float64(posts)
+			st.UpstreamHTTP2Pct = &h2
+		}
 	}
 	return st, nil
 }

@@ -74,6 +74,11 @@ type options struct {
 	rounds        int
 	mode          string        // modeStdio or modeHTTP
 	httpUpstream  bool          // -mode http: also measure the proxy with an HTTP upstream
+	stdioHTTPUp   bool          // -mode http: also measure the proxy over stdio with an HTTP upstream
+	floor         bool          // -mode http: also measure the floor forwarder of each path
+	useTLS        bool          // -mode http: the upstreams serve HTTPS
+	tls           *tlsFiles     // -tls: the run's certificate, made once the temporary directory exists
+	self          string        // this program (the floor forwarder is "mcp-bench floor")
 	sessions      int           // -mode http: sessions of the many-sessions phase (0 skips it)
 	sessionCalls  int           // tools/call per session in that phase
 	idleSessions  int           // -mode http: idle sessions held open on every target during the phases
@@ -81,6 +86,8 @@ type options struct {
 	pluginHops    int           // plugin process crossings per call, to divide the added figures by
 	extraHCL      string        // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
 	reloadEvery   time.Duration // -reload-every: the reload-under-load mode (reload.go); 0: the comparison
+	chaosEvery    time.Duration // -chaos-every: the chaos mode (chaos.go); 0: off
+	soak          time.Duration // -soak: the soak mode (chaos.go); 0: off
 	timeout       time.Duration
 	jsonPath      string
 	dir           string // working directory of the children
@@ -167,8 +174,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.extraHCL, "extra-hcl", "", "-mode stdio: file of HCL appended verbatim to the proxy's config (e.g. admin and telemetry blocks; an admin address may use port 0); adds the target proxy+extra; not with -plugin")
 	fs.IntVar(&o.pluginHops, "plugin-hops", 2, "plugin process crossings per call (2 for a plugin with before and after hooks), to report the added figures per hop")
 	fs.DurationVar(&o.reloadEvery, "reload-every", 0, "-mode http: instead of the comparison, reload the proxy's configuration this often for -duration while the first -concurrency level of sessions calls the tool (reload.go)")
+	fs.DurationVar(&o.chaosEvery, "chaos-every", 0, "instead of the comparison, the chaos mode (chaos.go): five upstreams (-upstream must be the testserver), -concurrency sessions calling them for -duration, and every ~D one upstream killed (kill -9) or its connections reset")
+	fs.DurationVar(&o.soak, "soak", 0, "instead of the comparison, the soak mode (chaos.go): the chaos mode's load without faults for this long; the proxy's RSS, goroutines and fds at start and end")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
+	fs.BoolVar(&o.stdioHTTPUp, "stdio-httpup", false, "-mode http: also measure the proxy spoken to over stdio with the upstream over HTTP (target stdio-httpup)")
+	fs.BoolVar(&o.useTLS, "tls", false, "-mode http: every upstream serving HTTP (direct, and the proxies' and floors' HTTP upstreams) serves HTTPS with a self-signed loopback certificate made for the run, HTTP/2 offered; the proxies' front ends stay plain HTTP")
+	fs.BoolVar(&o.floor, "floor", false, "-mode http: also measure the floor forwarder (the proxy's parts, no logic) of each path: floor, floor-httpup, floor-stdio-httpup")
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
 	fs.IntVar(&o.sessionCalls, "session-calls", 3, "-mode http: tools/call made by each session of the -sessions phase")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "-mode http: hold this many extra idle sessions, each with its GET stream open, on every target during the phases")
@@ -200,6 +212,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.sessionCalls >= 0 && o.sessionCalls <= maxSessionCalls, "-session-calls must be in [0, %d]", maxSessionCalls)
 	check(o.idleSessions >= 0 && o.idleSessions <= maxSessions, "-idle-sessions must be in [0, %d]", maxSessions)
 	check(o.idleSessions == 0 || o.mode == modeHTTP, "-idle-sessions needs -mode http")
+	check(!o.floor || o.mode == modeHTTP, "-floor needs -mode http")
+	check(!o.useTLS || o.mode == modeHTTP, "-tls needs -mode http")
+	check(!o.stdioHTTPUp || o.mode == modeHTTP, "-stdio-httpup needs -mode http")
 	levels, err := parseConcurrency(conc)
 	check(err == nil, "%v", err)
 	o.concurrency = levels
@@ -212,6 +227,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.pluginHops >= 1 && o.pluginHops <= maxPluginHops, "-plugin-hops must be in [1, %d]", maxPluginHops)
 	check(o.reloadEvery == 0 || o.mode == modeHTTP, "-reload-every needs -mode http")
 	check(o.reloadEvery == 0 || (o.reloadEvery >= 100*time.Millisecond && o.reloadEvery < o.duration), "-reload-every must be in [100ms, -duration)")
+	check(o.chaosEvery == 0 || o.chaosEvery >= 100*time.Millisecond, "-chaos-every must be at least 100ms")
+	check(o.soak >= 0 && o.soak <= maxSoak, "-soak must be in [0, %v]", maxSoak)
+	check(o.soak == 0 || o.chaosEvery == 0, "-soak and -chaos-every cannot be combined")
 	if len(errs) > 0 {
 		return nil, usageError{strings.Join(errs, "; ")}
 	}
@@ -261,11 +279,16 @@ func resolveProgram(p string) (string, error) {
 
 // run is the whole program behind main.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	_ = stdin // the benchmark reads nothing from its own stdin
-	errw := &lockedWriter{w: stderr}
+	if len(args) > 0 && args[0] == "floor" {
+		return runFloor(ctx, args[1:], stdin, stdout, stderr)
+	}
+	errw := &lockedWriter{w: stderr} // the benchmark reads nothing from its own stdin
 	o, err := parseOptions(args, errw)
 	if err != nil {
 		return err
+	}
+	if o.self, err = os.Executable(); err != nil {
+		return fmt.Errorf("finding mcp-bench itself (for the floor forwarder): %w", err)
 	}
 	if o.proxyPath, err = resolveProgram(o.proxyPath); err != nil {
 		return fmt.Errorf("finding the proxy (build it: go build -o bin/mcp-proxy ./cmd/mcp-proxy): %w", err)
@@ -288,6 +311,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer os.RemoveAll(tmp)
 	if o.reloadEvery > 0 {
 		return runReloadMode(ctx, o, params, tmp, stdout, errw)
+	}
+	if o.chaosEvery > 0 || o.soak > 0 {
+		return runChaosMode(ctx, o, tmp, stdout, errw)
+	}
+	if o.useTLS {
+		if o.tls, err = makeLoopbackCert(tmp); err != nil {
+			return err
+		}
 	}
 	env := &roundEnv{o: o, params: params, tmp: tmp, errw: errw}
 	env.mainCfg = filepath.Join(tmp, "bench.hcl")
@@ -433,6 +464,9 @@ func runRound(ctx context.Context, round int, env *roundEnv) (roundResult, error
 				conns = fmt.Sprintf("  new conns %d", h.NewConns)
 				if h.UpstreamNewConns != nil {
 					conns += fmt.Sprintf(", to upstream %d", *h.UpstreamNewConns)
+				}
+				if h.UpstreamHTTP2Pct != nil && o.tls != nil {
+					conns += fmt.Sprintf(" (%.0f%% of its POSTs over HTTP/2)", *h.UpstreamHTTP2Pct)
 				}
 			}
 			split := ""

@@ -40,8 +40,8 @@ type child struct {
 // startChild spawns argv in its own process group with its stdout connected to a
 // pipelined JSON-RPC client. The child's stderr is copied to stderr (which should be a
 // lockedWriter when shared), each line prefixed with the child's name.
-func startChild(name string, argv []string, dir string, stderr io.Writer) (*child, error) {
-	cmd, err := newCommand(name, argv, dir, nil, stderr)
+func startChild(name string, argv []string, dir string, env []string, stderr io.Writer) (*child, error) {
+	cmd, err := newCommand(name, argv, dir, env, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ type settings struct {
 	TimeoutSec    float64  `json:"timeout_sec"`
 	Mode          string   `json:"mode"`
 	HTTPUpstream  bool     `json:"http_upstream,omitempty"`
+	StdioHTTPUp   bool     `json:"stdio_httpup,omitempty"`
+	Floor         bool     `json:"floor,omitempty"`
+	TLS           bool     `json:"tls,omitempty"`
 	Sessions      int      `json:"sessions,omitempty"`
 	SessionCalls  int      `json:"session_calls,omitempty"`
 	IdleSessions  int      `json:"idle_sessions,omitempty"`
@@ -115,6 +118,45 @@ type phaseSummary struct {
 	// -extra-hcl: the proxy with the extra config (compared with proxy in
 	// summary.extra_config).
 	ProxyExtra *figures `json:"proxy_extra,omitempty"`
+	// -stdio-httpup, -floor: the further targets, in start order, with their ratios to
+	// direct.
+	Others []otherFigures `json:"others,omitempty"`
+}
+
+// otherFigures are one further target's figures in a phase.
+type otherFigures struct {
+	Target          string  `json:"target"`
+	Figures         figures `json:"figures"`
+	P50Ratio        float64 `json:"p50_ratio"`
+	ThroughputRatio float64 `json:"throughput_ratio"`
+}
+
+// floorPairs names, for each proxy target, the floor forwarder of its path.
+var floorPairs = [][2]string{
+	{targetProxy, targetFloor},
+	{targetProxyHTTPUp, targetFloorHTTPUp},
+	{targetStdioHTTPUp, targetFloorStdioHTTPUp},
+}
+
+// otherTargets are the targets summarized in phaseSummary.Others, in report order.
+var otherTargets = []string{targetStdioHTTPUp, targetFloor, targetFloorHTTPUp, targetFloorStdioHTTPUp}
+
+// figuresOf returns the figures of target name in p, nil when it was not measured.
+func (p *phaseSummary) figuresOf(name string) *figures {
+	switch name {
+	case targetDirect:
+		return &p.Direct
+	case targetProxy:
+		return &p.Proxy
+	case targetProxyHTTPUp:
+		return p.ProxyHTTPUp
+	}
+	for i := range p.Others {
+		if p.Others[i].Target == name {
+			return &p.Others[i].Figures
+		}
+	}
+	return nil
 }
 
 // sessionsSummary condenses the sessions phases of all rounds: medians, except where
@@ -190,6 +232,9 @@ func newReport(o *options) *report {
 			TimeoutSec:    o.timeout.Seconds(),
 			Mode:          o.mode,
 			HTTPUpstream:  o.mode == modeHTTP && o.httpUpstream,
+			StdioHTTPUp:   o.stdioHTTPUp,
+			Floor:         o.floor,
+			TLS:           o.useTLS,
 			Sessions:      o.sessions,
 			SessionCalls:  o.sessionCalls,
 			IdleSessions:  o.idleSessions,
@@ -267,6 +312,13 @@ func (r *report) summarize() {
 			f := medianFigures(pp)
 			ps.ProxyPlugin = &f
 			s.PluginHops = append(s.PluginHops, summarizePluginHop(k.kind, k.conc, r.Settings.PluginHops, r.Rounds, &ps.Proxy, &f))
+		}
+		for _, name := range otherTargets {
+			if rs := byKey[k][name]; len(rs) > 0 {
+				f := medianFigures(rs)
+				ps.Others = append(ps.Others, otherFigures{Target: name, Figures: f,
+					P50Ratio: ratio(f.P50US, ps.Direct.P50US), ThroughputRatio: ratio(f.CallsPerSec, ps.Direct.CallsPerSec)})
+			}
 		}
 		if pe := byKey[k][targetProxyExtra]; len(pe) > 0 {
 			f := medianFigures(pe)
@@ -454,6 +506,15 @@ func (r *report) writeText(w io.Writer) error {
 		if st.HTTPUpstream {
 			b.WriteString(";\n          proxy-httpup = mcp-proxy HTTP front end, upstream over HTTP")
 		}
+		if st.StdioHTTPUp {
+			b.WriteString(";\n          stdio-httpup = mcp-proxy over stdio, upstream over HTTP")
+		}
+		if st.TLS {
+			b.WriteString(";\n          -tls: the upstream serving HTTP (direct, and every HTTP upstream) serves HTTPS\n          (self-signed loopback certificate, HTTP/2 offered)")
+		}
+		if st.Floor {
+			b.WriteString(";\n          floor* = the floor forwarder of each path (h1 front end or stdio, the codec, one pipe\n          with a pending map or the lean HTTP client; no logic)")
+		}
 		b.WriteString("\n")
 		if st.IdleSessions > 0 {
 			fmt.Fprintf(&b, "          every target holds %d extra idle sessions with open GET streams\n", st.IdleSessions)
@@ -466,7 +527,7 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	b.WriteString("\n\n")
 
-	const row = "%-16s %-19s %8s %6s %9s %8s %8s %8s %9s %9s %8s %8s\n"
+	const row = "%-16s %-31s %8s %6s %9s %8s %8s %8s %9s %9s %8s %8s\n"
 	fmt.Fprintf(&b, row, "phase", "target", "calls", "errors", "calls/s", "p50 µs", "p90 µs", "p99 µs", "max µs", "mean µs", "CPU µs", "bench µs")
 	type col struct {
 		name string
@@ -484,6 +545,9 @@ func (r *report) writeText(w io.Writer) error {
 		if p.ProxyExtra != nil {
 			cols = append(cols, col{targetProxyExtra, p.ProxyExtra})
 		}
+		for i := range p.Others {
+			cols = append(cols, col{p.Others[i].Target, &p.Others[i].Figures})
+		}
 		for _, c := range cols {
 			f := c.f
 			fmt.Fprintf(&b, row, name, c.name, fmt.Sprintf("%.0f", f.Calls), fmt.Sprint(f.Errors),
@@ -498,6 +562,16 @@ func (r *report) writeText(w io.Writer) error {
 				fmtRatio(ratio(x.CallsPerSec, d.CallsPerSec)), fmtRatio(ratio(x.P50US, d.P50US)), fmtRatio(ratio(x.P90US, d.P90US)),
 				fmtRatio(ratio(x.P99US, d.P99US)), fmtRatio(ratio(x.MaxUS, d.MaxUS)), fmtRatio(ratio(x.MeanUS, d.MeanUS)),
 				fmtRatio(ratio(x.CPUPerCallUS, d.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, d.BenchCPUPerCallUS)))
+		}
+		for _, pair := range floorPairs {
+			x, y := p.figuresOf(pair[0]), p.figuresOf(pair[1])
+			if x == nil || y == nil {
+				continue
+			}
+			fmt.Fprintf(&b, row, "", pair[0]+"/"+pair[1], "", "",
+				fmtRatio(ratio(x.CallsPerSec, y.CallsPerSec)), fmtRatio(ratio(x.P50US, y.P50US)), fmtRatio(ratio(x.P90US, y.P90US)),
+				fmtRatio(ratio(x.P99US, y.P99US)), fmtRatio(ratio(x.MaxUS, y.MaxUS)), fmtRatio(ratio(x.MeanUS, y.MeanUS)),
+				fmtRatio(ratio(x.CPUPerCallUS, y.CPUPerCallUS)), fmtRatio(ratio(x.BenchCPUPerCallUS, y.BenchCPUPerCallUS)))
 		}
 		for _, c := range cols[2:] {
 			if c.name != targetProxyPlugin && c.name != targetProxyExtra {
@@ -529,13 +603,16 @@ func (r *report) writeText(w io.Writer) error {
 
 	if st.Mode == modeHTTP {
 		b.WriteString("TCP connections opened during the measured part of each phase, per call\n")
-		const crow = "%-16s %-14s %16s %26s\n"
+		const crow = "%-16s %-19s %16s %26s\n"
 		fmt.Fprintf(&b, crow, "phase", "target", "client->target", "proxy->HTTP upstream")
 		for _, p := range r.Summary.Phases {
 			name := fmt.Sprintf("%s c=%d", p.Kind, p.Concurrency)
 			cols := []col{{targetDirect, &p.Direct}, {targetProxy, &p.Proxy}}
 			if p.ProxyHTTPUp != nil {
 				cols = append(cols, col{targetProxyHTTPUp, p.ProxyHTTPUp})
+			}
+			for i := range p.Others {
+				cols = append(cols, col{p.Others[i].Target, &p.Others[i].Figures})
 			}
 			for _, c := range cols {
 				client, up := "n/a", "n/a"
@@ -573,6 +650,32 @@ func (r *report) writeText(w io.Writer) error {
 			}
 		}
 	}
+	for _, p := range s.Phases {
+		for _, o := range p.Others {
+			if p.Kind == kindLatency {
+				fmt.Fprintf(sw, "  p50 latency %s/direct at c=%d\t%s (%.1f µs vs %.1f µs)\n", o.Target, p.Concurrency, fmtRatio(o.P50Ratio), o.Figures.P50US, p.Direct.P50US)
+			} else {
+				fmt.Fprintf(sw, "  throughput %s/direct at c=%d\t%s (%.0f vs %.0f calls/s)\n", o.Target, p.Concurrency, fmtRatio(o.ThroughputRatio), o.Figures.CallsPerSec, p.Direct.CallsPerSec)
+			}
+		}
+	}
+	for _, pair := range floorPairs {
+		var parts []string
+		for _, p := range s.Phases {
+			x, y := p.figuresOf(pair[0]), p.figuresOf(pair[1])
+			if x == nil || y == nil {
+				continue
+			}
+			label := fmt.Sprintf("c=%d", p.Concurrency)
+			if p.Kind == kindLatency {
+				label = "latency"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (%.1f vs %.1f µs)", label, fmtRatio(ratio(x.CPUPerCallUS, y.CPUPerCallUS)), x.CPUPerCallUS, y.CPUPerCallUS))
+		}
+		if len(parts) > 0 {
+			fmt.Fprintf(sw, "  CPU per call %s/%s\t%s\n", pair[0], pair[1], strings.Join(parts, ", "))
+		}
+	}
 	var cpu, cpuUp, cpuPlugin []string
 	for _, p := range s.Phases {
 		label := fmt.Sprintf("c=%d", p.Concurrency)
@@ -603,7 +706,11 @@ func (r *report) writeText(w io.Writer) error {
 	var worstClient, worstUp float64
 	haveUp := false
 	for _, p := range s.Phases {
-		for _, f := range []*figures{&p.Proxy, p.ProxyHTTPUp} {
+		fs := []*figures{&p.Proxy, p.ProxyHTTPUp}
+		for i := range p.Others {
+			fs = append(fs, &p.Others[i].Figures)
+		}
+		for _, f := range fs {
 			if f == nil {
 				continue
 			}

@@ -331,6 +331,9 @@ func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *ob
 		Version:      proxyVersion(cfg),
 		Instructions: cfg.Proxy.Instructions,
 		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
+
+		MaxClientBuffer:   cfg.Proxy.MaxClientBuffer,
+		MaxClientInFlight: cfg.Proxy.MaxClientInFlight,
 	}, log)
 }
 

@@ -15,7 +15,7 @@ var (
 		{"github.com/rs/zerolog", "structured logs to stderr (the house logger)"},
 		{"github.com/mattn/go-colorable", "zerolog's console writer"},
 		{"github.com/mattn/go-isatty", "zerolog's console writer"},
-		{"golang.org/x/sys", "zerolog's terminal check; the child's unread-input check (FIONREAD)"},
+		{"golang.org/x/sys", "zerolog's terminal check; the child's unread-input check (FIONREAD); h1client's pooled-connection peek"},
 	}
 	hcl = []reason{
 		{"github.com/hashicorp/hcl/v2", "the configuration language, and policy conditions in it"},
@@ -97,13 +97,14 @@ var modules = map[string][]reason{
 	"jsonrpc":              nil,
 	"internal/jsonx":       nil,
 	"internal/h1":          nil,
+	"internal/h1client":    {{"golang.org/x/sys", "the non-blocking peek that checks a pooled connection is still open (MSG_PEEK)"}},
 	"internal/glob":        nil,
 	"internal/clock":       nil,
 	"internal/leaktest":    nil,
 	"internal/testserver":  nil, // must build anywhere, with nothing but Go
 	"principal":            nil,
 	"mcp":                  nil,
-	"cmd/mcp-bench":        nil,
+	"cmd/mcp-bench":        {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek)"}},
 	"config":               hcl,
 	"internal/importer":    hcl, // writes HCL with hclwrite
 	"transport":            logging,

@@ -165,6 +165,11 @@ func (w *response) fail() {
 	}
 }
 
+// SetWriteDeadline sets the connection's write deadline (for http.ResponseController):
+// a time in the past makes a write blocked on a client that reads nothing fail, which
+// ends the request. It does not take mu, which such a write holds.
+func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
+
 // Flush sends what is held back and buffered; a body still open afterwards is a stream,
 // so the connection is watched for the client going away from now on.
 func (w *response) Flush() {

@@ -24,6 +24,8 @@ type config struct {
 
 	httpAddr      string        // serve Streamable HTTP on this host:port instead of stdio
 	httpAddrFile  string        // write the bound host:port here once listening
+	tlsCert       string        // with httpAddr: serve HTTPS (HTTP/2 offered) with this PEM certificate
+	tlsKey        string        // and this PEM key
 	httpKeepAlive time.Duration // comment lines on idle GET streams
 	httpGet       bool          // serve GET streams; false answers 405
 
@@ -32,6 +34,7 @@ type config struct {
 	files string // also serve this directory's files as resources and through read_file
 
 	echoMeta bool // the echo_meta tool; over HTTP, log the traceparent header of every request
+	flood    bool // the flood tool
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -55,12 +58,15 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.httpAddr, "http", "", "serve Streamable HTTP at http://`ADDR`/mcp (host:port; port 0 picks a free one) instead of stdin/stdout;\n"+
 		"GET /stats answers JSON counters (connections accepted, requests, sessions)")
 	fs.StringVar(&cfg.httpAddrFile, "http-addr-file", "", "with -http: write the bound host:port to this `file` once listening (written atomically)")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "with -http: serve HTTPS (HTTP/2 offered by ALPN) with this PEM certificate `file` (needs -tls-key)")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "with -tls-cert: the certificate's PEM private key `file`")
 	fs.DurationVar(&cfg.httpKeepAlive, "http-keepalive", 15*time.Second, "with -http: interval of the ': keep-alive' comments on idle GET streams")
 	fs.BoolVar(&cfg.httpGet, "http-get", true, "with -http: serve the GET event stream of a session (false answers 405)")
 	fs.StringVar(&cfg.files, "files", "", "also be a naive file server: list `DIR`'s files as file:// resources, read any file: URI\n"+
 		"(percent-decoded) and add a read_file tool; it checks nothing itself")
 	fs.BoolVar(&cfg.echoMeta, "echo-meta", false, "add an echo_meta tool that returns the _meta of its call; with -http, also log\n"+
 		"the traceparent and tracestate headers of every request to stderr")
+	fs.BoolVar(&cfg.flood, "flood", false, "add a flood tool that sends count log notifications of bytes characters each as fast as it can, then answers")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `file` (for comparing a benchmark's direct target with the proxy)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: misbehave [flags]\n\n"+
@@ -93,6 +99,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.httpAddr == "" && cfg.httpAddrFile != "" {
 		problems = append(problems, errors.New("-http-addr-file needs -http"))
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") || (cfg.tlsCert != "" && cfg.httpAddr == "") {
+		problems = append(problems, errors.New("-tls-cert and -tls-key go together, with -http"))
 	}
 	if cfg.exitAfter < 0 {
 		problems = append(problems, fmt.Errorf("-exit-after must not be negative, got %d", cfg.exitAfter))

@@ -79,9 +79,14 @@ func serveHTTP(ctx context.Context, cfg *config, logger *log.Logger) error {
 			return fmt.Errorf("writing -http-addr-file: %w", err)
 		}
 	}
-	logger.Printf("%s: serving Streamable HTTP on http://%s%s", cfg.name, addr, mcpPath)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if cfg.tlsCert != "" {
+		logger.Printf("%s: serving Streamable HTTP on https://%s%s", cfg.name, addr, mcpPath)
+		go func() { errc <- srv.ServeTLS(ln, cfg.tlsCert, cfg.tlsKey) }() // HTTP/2 offered by ALPN
+	} else {
+		logger.Printf("%s: serving Streamable HTTP on http://%s%s", cfg.name, addr, mcpPath)
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	var serveErr error
 	select {
 	case serveErr = <-errc:
@@ -143,6 +148,7 @@ type httpStats struct {
 	mcpConns       atomic.Int64
 	posts          atomic.Int64
 	toolCalls      atomic.Int64
+	http2Posts     atomic.Int64
 	sessionsOpened atomic.Int64
 	getStreams     atomic.Int64
 }
@@ -155,6 +161,7 @@ type statsSnapshot struct {
 	Posts               int64 `json:"posts"`
 	Requests            int64 `json:"requests"` // JSON-RPC requests answered or handed to a full server
 	ToolCalls           int64 `json:"tool_calls"`
+	HTTP2Posts          int64 `json:"http2_posts"` // POSTs that came over HTTP/2
 	SessionsOpened      int64 `json:"sessions_opened"`
 	SessionsActive      int64 `json:"sessions_active"`
 	GetStreamsOpen      int64 `json:"get_streams_open"`
@@ -205,6 +212,7 @@ func (h *httpServer) snapshot() statsSnapshot {
 		Posts:               h.stats.posts.Load(),
 		Requests:            h.handled.Load(),
 		ToolCalls:           h.stats.toolCalls.Load(),
+		HTTP2Posts:          h.stats.http2Posts.Load(),
 		SessionsOpened:      h.stats.sessionsOpened.Load(),
 		SessionsActive:      int64(active),
 		GetStreamsOpen:      h.stats.getStreams.Load(),
@@ -317,6 +325,9 @@ func (h *httpServer) versionOK(r *http.Request) bool {
 
 func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 	h.stats.posts.Add(1)
+	if r.ProtoMajor == 2 {
+		h.stats.http2Posts.Add(1)
+	}
 	if !accepts(r, "application/json") {
 		httpRPCError(w, http.StatusNotAcceptable, nil, codeInvalidRequest, "Not Acceptable: Accept must admit application/json")
 		return

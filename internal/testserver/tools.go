@@ -25,6 +25,7 @@ const (
 	toolCwd     = "cwd"
 
 	toolEchoMeta = "echo_meta" // with -echo-meta
+	toolFlood    = "flood"     // with -flood
 )
 
 var (
@@ -43,6 +44,7 @@ const (
 const (
 	schemaAny    = `{"type":"object","additionalProperties":true}`
 	schemaNone   = `{"type":"object","properties":{}}`
+	schemaFlood  = `{"type":"object","properties":{"count":{"type":"integer","minimum":0},"bytes":{"type":"integer","minimum":0}},"required":["count"]}`
 	schemaSlow   = `{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"description":"How long to sleep, in milliseconds."}},"required":["ms"]}`
 	schemaBig    = `{"type":"object","properties":{"bytes":{"type":"integer","minimum":0,"description":"Length of the text; default 5 MiB."}}}`
 	schemaEnvVar = `{"type":"object","properties":{"name":{"type":"string","description":"Environment variable to read."}},"required":["name"]}`
@@ -94,6 +96,9 @@ func newCatalogue(cfg *config) *catalogue {
 	}
 	if cfg.echoMeta {
 		tools = append(tools, &tool{toolEchoMeta, "Returns the _meta of its call (its traceparent, say) as structuredContent.", schemaAny, echoCallMeta})
+	}
+	if cfg.flood {
+		tools = append(tools, &tool{toolFlood, "Sends count notifications/message of bytes characters each as fast as it can, then answers.", schemaFlood, flood})
 	}
 	if cfg.files != "" {
 		tools = append(tools, &tool{toolReadFile, "Returns the text of a file (checks nothing).", schemaReadFile, readFile})
@@ -308,6 +313,33 @@ func slow(ctx context.Context, s *server, call *toolCall) (json.RawMessage, *rpc
 		}
 	}
 	return textResult(fmt.Sprintf("slept %dms", *args.MS))
+}
+
+// flood sends count log notifications as fast as the output takes them, then answers.
+func flood(ctx context.Context, s *server, call *toolCall) (json.RawMessage, *rpcError) {
+	var args struct {
+		Count int `json:"count"`
+		Bytes int `json:"bytes"`
+	}
+	if err := decodeArguments(call, &args); err != nil {
+		return errorResult(err.Error())
+	}
+	if args.Count < 0 || args.Bytes < 0 || args.Bytes > maxBigBytes {
+		return errorResult("invalid arguments: count and bytes must be non-negative (bytes at most 1 GiB)")
+	}
+	params, err := encode(struct {
+		Level string `json:"level"`
+		Data  string `json:"data"`
+	}{"info", strings.Repeat("f", args.Bytes)})
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	for i := 0; i < args.Count && ctx.Err() == nil; i++ {
+		if err := writeNotification(s.out, "notifications/message", params); err != nil {
+			return nil, nil // the output is gone
+		}
+	}
+	return textResult(fmt.Sprintf("sent %d", args.Count))
 }
 
 // sleep waits for d and reports whether it was not interrupted by ctx.

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/h1"
+	"github.com/mcp-proxy/mcp-proxy/internal/h1client"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// The floor forwarder ("mcp-bench floor ..."): the no-logic forwarder a proxy path is
+// measured against, built from the proxy's own parts. Its front end is the proxy's HTTP
+// server (internal/h1) or a stdin/stdout line stream (jsonrpc's framing); every message
+// is decoded once with the proxy's codec (jsonrpc.Decode); the upstream leg is one child
+// process's pipes with a pending map (new ids out, the client's id back), or the lean
+// HTTP/1.1 client (internal/h1client) with its keep-alive pool. It has no sessions of
+// its own, no routing, no policy and no logging: whatever the proxy spends beyond it is
+// the proxy's logic.
+//
+// Over HTTP it passes Mcp-Session-Id and MCP-Protocol-Version through both ways (the
+// upstream's session is the client's); towards a child it answers every initialize with
+// the child's answer and hands out one constant session id.
+
+const (
+	floorSessionID = "floor"
+	floorMaxBody   = 4 << 20
+)
+
+// floorUpstream is the floor's upstream leg.
+type floorUpstream interface {
+	// forward sends m (raw is its encoding) and returns the answer's body and content
+	// type (nil for a notification); hdr carries the session fields both ways.
+	forward(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error)
+	close() error
+}
+
+// floorHeaders are the session fields a request carries and its answer sets.
+type floorHeaders struct {
+	session, version string // in: the client's; out: the upstream's session, if it set one
+}
+
+// runFloor is "mcp-bench floor [-listen ADDR -addr-file FILE] [-upstream-url URL | -- CMD ARGS...]".
+func runFloor(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mcp-bench floor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "serve HTTP (POST /mcp) on this address; empty: stdin/stdout")
+	addrFile := fs.String("addr-file", "", "with -listen: write the bound address to this file")
+	upURL := fs.String("upstream-url", "", "the upstream's Streamable HTTP URL; empty: the command after the flags, over its pipes")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err.Error()}
+	}
+	var up floorUpstream
+	switch {
+	case *upURL != "" && fs.NArg() == 0:
+		up = &floorHTTPUp{url: *upURL, tr: &h1client.Transport{Fallback: http.DefaultTransport}}
+	case *upURL == "" && fs.NArg() > 0:
+		p, err := startFloorPipe(fs.Args(), stderr)
+		if err != nil {
+			return err
+		}
+		up = p
+	default:
+		return usageError{"floor: give either -upstream-url or an upstream command"}
+	}
+	defer up.close()
+	if *listen == "" {
+		return serveFloorStdio(ctx, up, stdin, stdout)
+	}
+	return serveFloorHTTP(ctx, up, *listen, *addrFile)
+}
+
+// serveFloorHTTP serves POST /mcp with the proxy's HTTP server until ctx ends.
+func serveFloorHTTP(ctx context.Context, up floorUpstream, addr, addrFile string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	if addrFile != "" {
+		if err := os.WriteFile(addrFile, []byte(ln.Addr().String()+"\n"), 0o600); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	srv := &h1.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { floorHandle(up, w, r) })}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	case err := <-errc:
+		return err
+	}
+}
+
+func floorHandle(up floorUpstream, w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+	case http.MethodDelete:
+		return
+	default:
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, floorMaxBody))
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	m, err := jsonrpc.Decode(raw)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	hdr := floorHeaders{session: r.Header.Get("Mcp-Session-Id"), version: r.Header.Get("Mcp-Protocol-Version")}
+	answer, ctype, err := up.forward(r.Context(), m, raw, &hdr)
+	if hdr.session != "" {
+		w.Header()["Mcp-Session-Id"] = []string{hdr.session}
+	}
+	switch {
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadGateway)
+	case answer == nil:
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		w.Header()["Content-Type"] = []string{ctype}
+		w.Write(answer)
+	}
+}
+
+// serveFloorStdio reads messages from stdin and writes answers to stdout, each request
+// forwarded on its own goroutine (as the proxy serves them), until stdin ends.
+func serveFloorStdio(ctx context.Context, up floorUpstream, stdin io.Reader, stdout io.Writer) error {
+	lr := jsonrpc.NewLineReader(stdin, floorMaxBody)
+	lw := jsonrpc.NewLineWriter(stdout)
+	var session struct {
+		sync.Mutex
+		floorHeaders
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		line, err := lr.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		raw := bytes.Clone(line)
+		m, err := jsonrpc.Decode(raw)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		run := func() {
+			defer wg.Done()
+			session.Lock()
+			hdr := session.floorHeaders
+			session.Unlock()
+			answer, _, err := up.forward(ctx, m, raw, &hdr)
+			if hdr.session != "" {
+				session.Lock()
+				session.session = hdr.session
+				session.Unlock()
+			}
+			switch {
+			case err != nil && m.IsRequest():
+				lw.Write(jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -32603, Message: err.Error()}))
+			case answer != nil:
+				lw.WriteRaw(answer)
+			}
+		}
+		if m.IsRequest() {
+			go run()
+		} else {
+			run() // in order, as the proxy posts notifications before the next request
+		}
+	}
+}
+
+// floorHTTPUp is the HTTP upstream leg: every message one POST on a pooled connection.
+type floorHTTPUp struct {
+	url string
+	tr  *h1client.Transport
+}
+
+func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, bytes.NewReader(raw))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header["Content-Type"] = []string{"application/json"}
+	req.Header["Accept"] = []string{"application/json, text/event-stream"}
+	if hdr.session != "" {
+		req.Header["Mcp-Session-Id"] = []string{hdr.session}
+	}
+	if hdr.version != "" {
+		req.Header["Mcp-Protocol-Version"] = []string{hdr.version}
+	}
+	resp, err := u.tr.RoundTrip(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	if sid := resp.Header["Mcp-Session-Id"]; len(sid) > 0 {
+		hdr.session = sid[0]
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, floorMaxBody))
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.StatusCode == http.StatusAccepted || len(b) == 0 {
+		return nil, "", nil
+	}
+	ctype := ""
+	if ct := resp.Header["Content-Type"]; len(ct) > 0 {
+		ctype = ct[0]
+	}
+	if strings.HasPrefix(ctype, "application/json") {
+		if _, err := jsonrpc.Decode(b); err != nil { // the codec reads the answer once, as the proxy's does
+			return nil, "", fmt.Errorf("the upstream's answer: %w", err)
+		}
+	}
+	return b, ctype, nil
+}
+
+func (u *floorHTTPUp) close() error {
+	u.tr.CloseIdleConnections()
+	return nil
+}
+
+// floorPipe is the child-process leg: one pipe each way, a pending map from the floor's
+// ids to the waiting callers.
+type floorPipe struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	lw   *jsonrpc.LineWriter
+	done chan struct{} // closed when the reader ends
+
+	mu      sync.Mutex // guards next, pending
+	next    int64
+	pending map[int64]chan []byte
+}
+
+func startFloorPipe(argv []string, stderr io.Writer) (*floorPipe, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the upstream: %w", err)
+	}
+	p := &floorPipe{cmd: cmd, in: in, lw: jsonrpc.NewLineWriter(in), done: make(chan struct{}), pending: map[int64]chan []byte{}}
+	go p.read(jsonrpc.NewLineReader(out, floorMaxBody))
+	return p, nil
+}
+
+// read hands each response to its caller, with the caller's id back in it.
+func (p *floorPipe) read(lr *jsonrpc.LineReader) {
+	defer close(p.done)
+	for {
+		line, err := lr.ReadLine()
+		if err != nil {
+			return
+		}
+		m, err := jsonrpc.Decode(line)
+		if err != nil || m.IsRequest() || m.Method != "" {
+			continue // the floor forwards no server-to-client traffic
+		}
+		id, ok := m.ID.Int64()
+		if !ok {
+			continue
+		}
+		p.mu.Lock()
+		ch := p.pending[id]
+		delete(p.pending, id)
+		p.mu.Unlock()
+		if ch != nil {
+			ch <- bytes.Clone(line)
+		}
+	}
+}
+
+func (p *floorPipe) forward(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error) {
+	if !m.IsRequest() {
+		return nil, "", p.lw.WriteRaw(raw)
+	}
+	ch := make(chan []byte, 1)
+	p.mu.Lock()
+	p.next++
+	id := p.next
+	p.pending[id] = ch
+	p.mu.Unlock()
+	out := *m
+	out.ID = jsonrpc.IntID(id)
+	if err := p.lw.Write(&out); err != nil {
+		return nil, "", err
+	}
+	var line []byte
+	select {
+	case line = <-ch:
+	case <-p.done:
+		return nil, "", errors.New("the upstream exited")
+	case <-ctx.Done():
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+		return nil, "", ctx.Err()
+	}
+	a, err := jsonrpc.Decode(line)
+	if err != nil {
+		return nil, "", err
+	}
+	a.ID = m.ID
+	b, err := a.Encode()
+	if err != nil {
+		return nil, "", err
+	}
+	if m.Method == "initialize" {
+		hdr.session = floorSessionID
+	}
+	return b, "application/json", nil
+}
+
+func (p *floorPipe) close() error {
+	p.in.Close()
+	t := time.AfterFunc(2*time.Second, func() { p.cmd.Process.Kill() })
+	defer t.Stop()
+	return p.cmd.Wait()
+}
