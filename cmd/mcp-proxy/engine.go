@@ -29,7 +29,7 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	if cfg, ok, err := loadClientConfig(path, stderr); ok { // a client's JSON file (import.go)
 		return cfg, err
 	}
-	cfg, diags := config.LoadWithOptions(path, config.Options{Check: policy.Check})
+	cfg, diags := config.LoadWithOptions(path, config.Options{Check: checkConfig})
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
@@ -53,7 +53,17 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 		r.Close()
 		return nil, err
 	}
-	chain, err := policy.Build(cfg, log)
+	store, closeStore, err := newBucketStore(cfg, log, obs) // cluster.go
+	if err != nil {
+		r.Close() // and the plugins
+		return nil, err
+	}
+	r.OnClose(func() {
+		if err := closeStore(); err != nil {
+			log.Error().Err(err).Msg("closing the shared bucket store")
+		}
+	})
+	chain, err := policy.BuildWith(cfg, log, policy.BuildOptions{Store: store})
 	if err != nil { // policy.Check has vetted the configuration: this is not expected
 		log.Error().Err(err).Msg("building the policy chain; every routed call will be refused")
 		chain = &policy.Chain{Rules: denyAll}
