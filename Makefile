@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-plugin load-ops run tools clean conformance dist cluster
 
 all: build
 
@@ -115,6 +115,16 @@ load-ops:
 bench: bench-go load
 
 # The main job: the proxy on the shipped example config.
+# The cluster topology for a developer, in the foreground until Ctrl-C: redis-server, 3
+# replicas sharing it and HAProxy round-robin (no stickiness) on 127.0.0.1:8080 (Debian:
+# apt-get install -y redis-server haproxy). CLUSTER_ARGS passes more flags, such as
+# CLUSTER_ARGS="-config my.hcl -replicas 5 -on-redis-failure deny".
+CLUSTER_ARGS ?=
+cluster:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) run ./internal/topology/devcluster -proxy $(BIN)/mcp-proxy -testserver $(BIN)/testserver $(CLUSTER_ARGS)
+
 tools:
 	$(GO) run ./cmd/mcp-proxy tools --config proxy.hcl.example
 run:
