@@ -123,7 +123,7 @@ CLUSTER_ARGS ?=
 cluster:
 	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
 	$(GO) build -o $(BIN)/testserver ./internal/testserver
-	$(GO) run ./internal/topology/devcluster -proxy $(BIN)/mcp-proxy -testserver $(BIN)/testserver $(CLUSTER_ARGS)
+	$(GO) run ./internal/devcluster -proxy $(BIN)/mcp-proxy -testserver $(BIN)/testserver $(CLUSTER_ARGS)
 
 tools:
 	$(GO) run ./cmd/mcp-proxy tools --config proxy.hcl.example

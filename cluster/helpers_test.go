@@ -16,7 +16,7 @@ import (
 
 // startRedis starts a redis-server for the test; without one installed the test is
 // skipped, or fails when CI is set.
-func startRedis(t *testing.T) *topology.Redis {
+func startRedis(t testing.TB) *topology.Redis {
 	t.Helper()
 	r, err := topology.StartRedis(t.TempDir(), nil)
 	if errors.Is(err, topology.ErrMissing) && os.Getenv("CI") == "" {
@@ -65,3 +65,7 @@ func (c counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 
 func splitLines(s string) []string { return strings.Split(s, "\n") }
 func contains(s, sub string) bool  { return strings.Contains(s, sub) }
+
+func clusterOf(r *topology.Redis) *config.Cluster {
+	return &config.Cluster{Redis: r.URL(), Timeout: config.DefaultRedisTimeout, KeyPrefix: "test:"}
+}

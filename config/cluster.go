@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -41,6 +42,10 @@ type Cluster struct {
 	// KeyPrefix starts every key the proxy writes, so that several deployments can
 	// share one Redis; default DefaultRedisKeyPrefix.
 	KeyPrefix string
+	// Advertise is the host:port at which the other replicas reach this one's HTTP
+	// listener, to forward it the requests of the sessions it holds; default the listen
+	// address, which must then name a host (not 0.0.0.0 or ::).
+	Advertise string
 	// RedisRange is where the redis attribute is, for diagnostics reported later (the
 	// cluster package checks the URL's options against go-redis).
 	RedisRange hcl.Range
@@ -52,6 +57,7 @@ type rawCluster struct {
 	OnRedisFailure *hcl.Attribute `hcl:"on_redis_failure,optional"`
 	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
 	KeyPrefix      *hcl.Attribute `hcl:"key_prefix,optional"`
+	Advertise      *hcl.Attribute `hcl:"advertise,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }
@@ -72,8 +78,9 @@ func decodeClusterBlock(e *evaluator, raw *rawCluster) *Cluster {
 		c.RedisRange = raw.Redis.Expr.Range()
 		if problem := checkRedisURL(s); problem != "" {
 			e.errorf(raw.Redis, "Invalid redis URL", "%s", problem)
+		} else {
+			c.Redis = s // left empty when invalid: Options.Check then has nothing to check
 		}
-		c.Redis = s
 	}
 	if s, ok := e.string(raw.OnRedisFailure); ok {
 		switch s {
@@ -94,6 +101,15 @@ func decodeClusterBlock(e *evaluator, raw *rawCluster) *Cluster {
 				"\"key_prefix\" must be 1 to 64 characters without spaces or braces, such as %q.", DefaultRedisKeyPrefix)
 		} else {
 			c.KeyPrefix = s
+		}
+	}
+	if s, ok := e.string(raw.Advertise); ok {
+		host, _, err := net.SplitHostPort(s)
+		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+			e.errorf(raw.Advertise, "Invalid advertise",
+				"\"advertise\" must be the host:port at which the other replicas reach this one, such as \"10.0.0.5:8080\", not %q.", s)
+		} else {
+			c.Advertise = s
 		}
 	}
 	return c

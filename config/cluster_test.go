@@ -23,9 +23,10 @@ func TestParseCluster(t *testing.T) {
   on_redis_failure = "local"
   timeout          = "150ms"
   key_prefix       = "team-a:"
+  advertise        = "10.0.0.5:8080"
 }
 ` + up, nil, &Cluster{Redis: "rediss://proxy:s3cret@redis.internal:6380/2", OnRedisFailure: OnRedisFailureLocal,
-			Timeout: 150 * time.Millisecond, KeyPrefix: "team-a:"}},
+			Timeout: 150 * time.Millisecond, KeyPrefix: "team-a:", Advertise: "10.0.0.5:8080"}},
 		{"secret from the environment", "cluster {\n  redis = env(\"REDIS_URL\")\n}\n" + up,
 			map[string]string{"REDIS_URL": "redis://:pw@10.0.0.5:6379"},
 			&Cluster{Redis: "redis://:pw@10.0.0.5:6379", OnRedisFailure: OnRedisFailureDeny, Timeout: DefaultRedisTimeout,
@@ -80,7 +81,8 @@ cluster {
   redis = "localhost:6379"
 }
 cluster {
-  redis = "redis://:hunter2@[::1"
+  redis     = "redis://:hunter2@[::1"
+  advertise = "0.0.0.0:8080"
 }
 upstream "a" {
   command = ["a"]
@@ -102,7 +104,8 @@ upstream "a" {
 		`p.hcl:16:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
 		`p.hcl:17:11: error: Invalid redis URL; "redis" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0.`,
 		`p.hcl:19:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
-		`p.hcl:20:11: error: Invalid redis URL; "redis" is not a valid URL: missing ']' in host.`,
+		`p.hcl:20:15: error: Invalid redis URL; "redis" is not a valid URL: missing ']' in host.`,
+		`p.hcl:21:15: error: Invalid advertise; "advertise" must be the host:port at which the other replicas reach this one, such as "10.0.0.5:8080", not "0.0.0.0:8080".`,
 	}, "\n") + "\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"net"
+	"net/http"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 
@@ -39,4 +43,38 @@ func newBucketStore(cfg *config.Config, log zerolog.Logger, obs *observers) (pol
 	log.Info().Str("on_redis_failure", cfg.Cluster.OnRedisFailure).Dur("timeout", cfg.Cluster.Timeout).
 		Msg("cluster: rate limits shared through redis")
 	return b, b.Close, nil
+}
+
+// startForwarder makes and starts the forwarder of legacy sessions' requests between the
+// replicas of the cluster block, for an HTTP listener at address with bodies of at most
+// maxBody; nil without the block. The caller closes it after the HTTP handler.
+func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog.Logger) (*cluster.Forwarder, error) {
+	c := cfg.Cluster
+	if c == nil {
+		return nil, nil
+	}
+	advertise := c.Advertise
+	if advertise == "" {
+		host, _, err := net.SplitHostPort(address)
+		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+			return nil, fmt.Errorf("cluster: the listen address %q does not say where the other replicas reach this one: "+
+				"set advertise = \"HOST:PORT\" in the cluster block", address)
+		}
+		advertise = address
+	}
+	f, err := cluster.NewForwarder(c, advertise, maxBody, log)
+	if err != nil {
+		return nil, err
+	}
+	f.Start()
+	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
+	return f, nil
+}
+
+// forwarding is what the HTTP handler takes of a forwarder (nothing without one).
+func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.ResponseWriter, *http.Request, string) bool) {
+	if f == nil {
+		return "", nil
+	}
+	return f.SessionIDPrefix(), f.Forward
 }

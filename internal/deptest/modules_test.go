@@ -99,40 +99,40 @@ func join(rs ...[]reason) []reason {
 // modules lists, for each package, the third-party modules it may depend on
 // transitively. The wire layer and the test server use the standard library only.
 var modules = map[string][]reason{
-	"jsonrpc":                      nil,
-	"internal/jsonx":               nil,
-	"internal/h1":                  nil,
-	"internal/glob":                nil,
-	"internal/clock":               nil,
-	"internal/leaktest":            nil,
-	"internal/testserver":          nil, // must build anywhere, with nothing but Go
-	"principal":                    nil,
-	"mcp":                          nil,
-	"cmd/mcp-bench":                nil,
-	"config":                       hcl,
-	"internal/importer":            hcl, // writes HCL with hclwrite
-	"transport":                    logging,
-	"upstream":                     logging,
-	"router":                       logging,
-	"server":                       logging,
-	"auth":                         join(logging, jose),
-	"policy":                       join(logging, hcl, ratelimit),
-	"plugins/proto":                join(protobuf, grpc),
-	"plugins/sdk":                  pluginSDK,
-	"plugins":                      join(logging, hcl, ratelimit, pluginSDK),
-	"metrics":                      join(logging, hcl, ratelimit, pluginSDK, prometheus), // the observers of policy and plugins
-	"admin":                        join(logging, hcl, ratelimit, pluginSDK, prometheus), // through metrics
-	"internal/testplugin":          pluginSDK,
-	"plugins/guard":                {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
-	"plugins/redact":               nil,
-	"cmd/mcp-proxy-guard":          pluginSDK,
-	"cmd/mcp-proxy-redact":         pluginSDK,
-	"cmd/mcp-proxy":                join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
-	"cluster":                      join(logging, hcl, ratelimit, redis),
-	"internal/topology":            nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
-	"internal/topology/devcluster": nil,
-	"telemetry":                    join(logging, otel),
-	"internal/otlptest":            join(otlpWire, protobuf, grpc),
+	"jsonrpc":              nil,
+	"internal/jsonx":       nil,
+	"internal/h1":          nil,
+	"internal/glob":        nil,
+	"internal/clock":       nil,
+	"internal/leaktest":    nil,
+	"internal/testserver":  nil, // must build anywhere, with nothing but Go
+	"principal":            nil,
+	"mcp":                  nil,
+	"cmd/mcp-bench":        nil,
+	"config":               hcl,
+	"internal/importer":    hcl, // writes HCL with hclwrite
+	"transport":            logging,
+	"upstream":             logging,
+	"router":               logging,
+	"server":               logging,
+	"auth":                 join(logging, jose),
+	"policy":               join(logging, hcl, ratelimit),
+	"plugins/proto":        join(protobuf, grpc),
+	"plugins/sdk":          pluginSDK,
+	"plugins":              join(logging, hcl, ratelimit, pluginSDK),
+	"metrics":              join(logging, hcl, ratelimit, pluginSDK, prometheus), // the observers of policy and plugins
+	"admin":                join(logging, hcl, ratelimit, pluginSDK, prometheus), // through metrics
+	"internal/testplugin":  pluginSDK,
+	"plugins/guard":        {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
+	"plugins/redact":       nil,
+	"cmd/mcp-proxy-guard":  pluginSDK,
+	"cmd/mcp-proxy-redact": pluginSDK,
+	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
+	"cluster":              join(logging, hcl, ratelimit, redis),
+	"internal/topology":    nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
+	"internal/devcluster":  nil,
+	"telemetry":            join(logging, otel),
+	"internal/otlptest":    join(otlpWire, protobuf, grpc),
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against
