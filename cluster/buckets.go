@@ -29,8 +29,8 @@ import (
 // nothing). The value also keeps T, so that a reload that changes a limit keeps the
 // bucket's missing tokens (as policy.BucketStore asks) rather than its time until full.
 //
-// In Redis Cluster all the buckets are in one hash slot (the key prefix is followed by
-// the hash tag {rl}), which a multi-key script needs.
+// All the buckets are in one hash slot (the key prefix is followed by the hash tag {rl}),
+// which a multi-key script needs on Redis Cluster.
 //
 // Take returns the error of Redis (unreachable, timed out) as it is: what to do then is
 // Buckets' decision. Its zero value is not usable: make one with NewRedisBuckets.

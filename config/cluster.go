@@ -32,7 +32,8 @@ const (
 // Without the block the proxy keeps all its state in memory and nothing here runs.
 type Cluster struct {
 	// Redis is the server's URL as go-redis reads it: redis://[user:password@]host:port/db,
-	// rediss:// for TLS, or unix:///path/to/socket. It may hold a password, so it is never
+	// rediss:// for TLS, or unix:///path/to/socket (one server: Sentinel and Redis Cluster
+	// are not supported yet). It may hold a password, so it is never
 	// logged or shown in a diagnostic (write it with env()).
 	Redis string
 	// OnRedisFailure is OnRedisFailureDeny (default) or OnRedisFailureLocal.

@@ -269,3 +269,16 @@ func TestClusterOwnerKilled(t *testing.T) {
 		t.Fatalf("a new session after the owner died: %d %s", init.status, init.body)
 	}
 }
+
+// TestClusterTypeScriptClient: the TypeScript SDK client's legacy session through HAProxy
+// round-robin across three replicas (list, calls, progress, sampling and elicitation
+// answered through whichever replica, read, get), as TestTypeScriptClient checks it
+// against one proxy.
+func TestClusterTypeScriptClient(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, everythingUpstreamEra("everything", "ev", "legacy")+npmUpstream("npm", "npm"), "")
+	runTSClient(t, "--http", topo.URL())
+}
