@@ -264,7 +264,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
 	_ = rc.Flush()
-	buf := make([]byte, 32<<10)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
@@ -294,6 +296,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 		}
 	}
 }
+
+// copyBufs are the buffers that carry forwarded answers, reused across requests.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // writeError answers with one JSON-RPC error as application/json.
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {

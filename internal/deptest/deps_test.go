@@ -42,7 +42,7 @@ var allowed = map[string][]string{
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
 	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster"},
-	"cmd/mcp-bench":        {"jsonrpc", "internal/jsonx"},
+	"cmd/mcp-bench":        {"jsonrpc", "internal/jsonx", "internal/topology"},
 	"internal/testserver":  {},
 	"internal/importer":    {},
 	"telemetry":            {"router", "jsonrpc", "mcp", "internal/jsonx"},

@@ -32,6 +32,9 @@ type Options struct {
 	LogDir string
 	// LogLevel of the replicas; default "info".
 	LogLevel string
+	// ListenAttrs are more attributes for the replicas' listen block, such as
+	// `max_sessions = 2000`.
+	ListenAttrs string
 }
 
 // Topology is a started cluster: Redis, the replicas and HAProxy in front.
@@ -111,8 +114,8 @@ func (t *Topology) StartReplica(i int) (*Replica, error) {
 			return nil, err
 		}
 		r = &Replica{Name: fmt.Sprintf("r%d", i), Addr: addr}
-		cfg := fmt.Sprintf("listen \"http\" {\n  address = %s\n  path    = \"/mcp\"\n}\ncluster {\n  redis = %s\n  %s\n}\n%s",
-			hclQuote(addr), hclQuote(t.Redis.URL()), t.opts.ClusterAttrs, t.opts.Base)
+		cfg := fmt.Sprintf("listen \"http\" {\n  address = %s\n  path    = \"/mcp\"\n  %s\n}\ncluster {\n  redis = %s\n  %s\n}\n%s",
+			hclQuote(addr), t.opts.ListenAttrs, hclQuote(t.Redis.URL()), t.opts.ClusterAttrs, t.opts.Base)
 		if r.Config, err = writeFile(t.opts.Dir, r.Name+".hcl", cfg); err != nil {
 			return nil, err
 		}

@@ -64,6 +64,14 @@ func (r *Redis) Start() error {
 	}
 }
 
+// PID is the server's process id (0 when it is not running).
+func (r *Redis) PID() int {
+	if r.proc == nil || r.proc.Exited() {
+		return 0
+	}
+	return r.proc.Cmd.Process.Pid
+}
+
 // Stop stops the server (SIGTERM; with no persistence its data is gone).
 func (r *Redis) Stop() error { return r.proc.Stop(10 * time.Second) }
 
