@@ -62,6 +62,9 @@ type Forwarder struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
+
+	draining context.Context // ended by Drain: forwarded GET streams end
+	drain    context.CancelFunc
 }
 
 type peer struct {
@@ -87,6 +90,7 @@ func NewForwarder(c *config.Cluster, advertise string, maxBody int, log zerolog.
 		maxBody: maxBody, cache: map[string]peer{}, stop: make(chan struct{}),
 		log: log.With().Str("component", "cluster").Str("replica", id).Logger()}
 	f.key = f.keyPre + id
+	f.draining, f.drain = context.WithCancel(context.Background())
 	f.client = &http.Client{Transport: &http.Transport{
 		Proxy:               nil, // peers are reached directly, never through HTTP_PROXY
 		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -135,12 +139,18 @@ func (f *Forwarder) Start() {
 	}()
 }
 
+// Drain ends the GET streams this replica is forwarding (they would never end by
+// themselves): their clients reconnect, through another replica, and resume with
+// Last-Event-ID. Requests in flight go on. Call it when the HTTP handler drains.
+func (f *Forwarder) Drain() { f.drain() }
+
 // Close stops the registration, removes the replica from the registry (its sessions end
 // with it) and closes the Redis client and idle peer connections. Safe twice.
 func (f *Forwarder) Close() error {
 	var err error
 	f.closeOnce.Do(func() {
 		close(f.stop)
+		f.drain()
 		f.wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		if derr := f.redis.Del(ctx, f.key).Err(); derr != nil {
@@ -233,7 +243,14 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			reqID = m.ID
 		}
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	ctx := r.Context()
+	if r.Method == http.MethodGet { // a stream: it ends when this replica drains
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(f.draining, cancel)()
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, "cannot forward the request", http.StatusInternalServerError)
 		return true
@@ -244,8 +261,8 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 	log := f.log.With().Str("owner", owner).Str("method", r.Method).Logger()
 	resp, err := f.client.Do(out)
 	if err != nil {
-		if r.Context().Err() != nil {
-			return true // the client went away
+		if ctx.Err() != nil {
+			return true // the client went away, or this replica drains
 		}
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
@@ -279,8 +296,8 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			return true
 		}
 		if rerr != nil {
-			if r.Context().Err() != nil {
-				return true
+			if ctx.Err() != nil {
+				return true // the client went away, or this replica drains (the client resumes elsewhere)
 			}
 			log.Warn().Err(rerr).Msg("cluster: the replica that holds the session broke off its answer")
 			if reqID.IsValid() && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

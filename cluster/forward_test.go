@@ -123,3 +123,45 @@ func TestForward(t *testing.T) {
 		t.Errorf("a dead owner: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestForwardDrain: a GET stream being forwarded ends when the forwarding replica drains
+// (its client resumes through another one); the owner sees its request end.
+func TestForwardDrain(t *testing.T) {
+	r := startRedis(t)
+	ended := make(chan struct{})
+	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "id: g-1\ndata: {}\n\n")
+		http.NewResponseController(w).Flush()
+		<-req.Context().Done()
+		close(ended)
+	}))
+	defer owner.Close()
+	peer := newForwarder(t, r, strings.TrimPrefix(owner.URL, "http://"))
+	self := newForwarder(t, r, "127.0.0.1:1")
+	for {
+		if _, ok := self.lookup(t.Context(), peer.ID()); ok {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		self.Forward(w, req, peer.SessionIDPrefix()+"00")
+	}))
+	defer front.Close()
+	resp, err := http.Get(front.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := make([]byte, 64)
+	if n, err := resp.Body.Read(buf); err != nil || !strings.Contains(string(buf[:n]), "g-1") {
+		t.Fatalf("first event: %q %v", buf[:n], err)
+	}
+	self.Drain()
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
+	}
+	<-ended
+}

@@ -93,6 +93,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h.Drain() // event streams end; requests in flight go on
+	if fwd != nil {
+		fwd.Drain() // and so do the streams it forwards to other replicas
+	}
 	err = hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		log.Warn().Msg("requests still in flight after 10s; closing them")
