@@ -279,3 +279,64 @@ func TestClusterTypeScriptClient(t *testing.T) {
 	topo := startCluster(t, front, everythingUpstreamEra("everything", "ev", "legacy")+npmUpstream("npm", "npm"), "")
 	runTSClient(t, "--http", topo.URL())
 }
+
+// TestClusterResumption: a call's answer stream, read through one replica that does not
+// hold the session until the connection breaks, is resumed with Last-Event-ID through
+// another replica: the rest of the stream, ending with the response, without the events
+// the client had.
+func TestClusterResumption(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, testUpstream("t", "t", nil, ""), "")
+	c := &httpWire{t: t, url: topo.URL()}
+	ctx := ctxT(t, 90*time.Second)
+	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"resume","version":"1"}}}`, nil)
+	c.sid = init.header.Get("Mcp-Session-Id")
+	if init.status != http.StatusOK || c.sid == "" {
+		t.Fatalf("initialize: %d %s", init.status, init.body)
+	}
+	c.post(ctx, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	owner := ownerOf(t, topo, c.sid)
+	var others []*topology.Replica
+	for _, r := range topo.Replicas {
+		if r != owner {
+			others = append(others, r)
+		}
+	}
+	via := func(r *topology.Replica) *httpWire {
+		return &httpWire{t: t, url: "http://" + r.Addr + "/mcp", sid: c.sid}
+	}
+
+	pctx, cancel := context.WithCancel(ctx)
+	resp := via(others[0]).do(pctx, http.MethodPost, `{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"t__slow","arguments":{"ms":1500},"_meta":{"progressToken":"pt"}}}`, nil)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("slow call with progress answered as %q", ct)
+	}
+	var lastID string
+	first := readWireEvents(resp.Body, func(e wireEvent) bool {
+		lastID = e.id
+		return strings.Contains(e.data, "notifications/progress")
+	})
+	cancel()
+	resp.Body.Close()
+	if len(first) < 2 || lastID == "" {
+		t.Fatalf("the first part of the stream: %+v", first)
+	}
+
+	get := via(others[1]).do(ctx, http.MethodGet, "", map[string]string{"Accept": "text/event-stream", "Last-Event-ID": lastID})
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("resuming GET through %s: %d", others[1].Name, get.StatusCode)
+	}
+	rest := readWireEvents(get.Body, func(e wireEvent) bool { return strings.Contains(e.data, `"id":"slow"`) })
+	if len(rest) == 0 || !strings.Contains(rest[len(rest)-1].data, `slept 1500ms`) {
+		t.Fatalf("resumed stream: %+v", rest)
+	}
+	for _, e := range rest {
+		if e.id <= lastID && len(e.id) == len(lastID) {
+			t.Errorf("event %q replayed although the client had it (last %q)", e.id, lastID)
+		}
+	}
+}
