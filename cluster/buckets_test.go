@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
@@ -104,6 +105,7 @@ func TestRedisBucketsReload(t *testing.T) {
 // TestRedisBucketsShared: several replicas (clients) hammering one per-principal limit
 // of 10 at once admit exactly 10 calls, and each call is one round trip to Redis.
 func TestRedisBucketsShared(t *testing.T) {
+	leaktest.Check(t, 5*time.Second) // the clients, pools, heartbeats and sweepers are closed
 	r := startRedis(t)
 	const replicas, callers, calls = 3, 8, 5
 	var admitted, trips atomic.Int64

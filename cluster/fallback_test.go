@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
 	"github.com/mcp-proxy/mcp-proxy/internal/topology"
 	"github.com/mcp-proxy/mcp-proxy/policy"
 )
@@ -82,6 +83,7 @@ func newBuckets(t *testing.T, r *topology.Redis, mode string, obs Observer, log 
 // change logged once, each such call counted); when it is back the buckets are shared
 // again.
 func TestFallbackLocal(t *testing.T) {
+	leaktest.Check(t, 5*time.Second) // the clients, pools, heartbeats and sweepers are closed
 	r := startRedis(t)
 	rec := &recorder{}
 	log := &topology.Buffer{}
@@ -145,6 +147,7 @@ func TestFallbackLocal(t *testing.T) {
 // TestFallbackDeny: with Redis stopped, every limited call is refused with an error
 // naming the store; when it is back, calls pass again.
 func TestFallbackDeny(t *testing.T) {
+	leaktest.Check(t, 5*time.Second) // the clients, pools, heartbeats and sweepers are closed
 	r := startRedis(t)
 	rec := &recorder{}
 	log := &topology.Buffer{}

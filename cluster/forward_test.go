@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
 	"github.com/mcp-proxy/mcp-proxy/internal/topology"
 )
 
@@ -36,6 +37,7 @@ func newForwarder(t *testing.T, r *topology.Redis, advertise string) *Forwarder 
 // query, body, credentials, Host), marked as forwarded, and its streamed answer comes
 // back; what is not a registered peer's is declined; a peer gone answers 404.
 func TestForward(t *testing.T) {
+	leaktest.Check(t, 5*time.Second) // the clients, pools, heartbeats and sweepers are closed
 	r := startRedis(t)
 	type seen struct {
 		method, uri, body, auth, host, forwardedBy, conn string
@@ -127,6 +129,7 @@ func TestForward(t *testing.T) {
 // TestForwardDrain: a GET stream being forwarded ends when the forwarding replica drains
 // (its client resumes through another one); the owner sees its request end.
 func TestForwardDrain(t *testing.T) {
+	leaktest.Check(t, 5*time.Second) // the clients, pools, heartbeats and sweepers are closed
 	r := startRedis(t)
 	ended := make(chan struct{})
 	owner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
