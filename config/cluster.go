@@ -47,6 +47,10 @@ type Cluster struct {
 	// listener, to forward it the requests of the sessions it holds; default the listen
 	// address, which must then name a host (not 0.0.0.0 or ::).
 	Advertise string
+	// Key is a secret the replicas share (at least 32 bytes; write it with env()): the key
+	// of the pagination cursors they mint derives from it, so that a cursor from one
+	// replica is good at another. "": each replica has a key of its own.
+	Key string
 	// RedisRange is where the redis attribute is, for diagnostics reported later (the
 	// cluster package checks the URL's options against go-redis).
 	RedisRange hcl.Range
@@ -59,6 +63,7 @@ type rawCluster struct {
 	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
 	KeyPrefix      *hcl.Attribute `hcl:"key_prefix,optional"`
 	Advertise      *hcl.Attribute `hcl:"advertise,optional"`
+	Key            *hcl.Attribute `hcl:"key,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }
@@ -113,8 +118,21 @@ func decodeClusterBlock(e *evaluator, raw *rawCluster) *Cluster {
 			c.Advertise = s
 		}
 	}
+	if s, ok := e.string(raw.Key); ok {
+		if len(s) < minClusterKeyLen {
+			e.errorf(raw.Key, "Invalid key",
+				"\"key\" must be a secret of at least %d bytes, such as the output of openssl rand -hex 32, written with env(); it has %d.",
+				minClusterKeyLen, len(s))
+		} else {
+			c.Key = s
+		}
+	}
 	return c
 }
+
+// minClusterKeyLen is the shortest cluster key: the size of the HMAC-SHA256 keys derived
+// from it.
+const minClusterKeyLen = 32
 
 // checkRedisURL says what is wrong with a Redis URL, or "". It never repeats the URL:
 // it may hold a password.

@@ -24,9 +24,11 @@ func TestParseCluster(t *testing.T) {
   timeout          = "150ms"
   key_prefix       = "team-a:"
   advertise        = "10.0.0.5:8080"
+  key              = env("CLUSTER_KEY")
 }
-` + up, nil, &Cluster{Redis: "rediss://proxy:s3cret@redis.internal:6380/2", OnRedisFailure: OnRedisFailureLocal,
-			Timeout: 150 * time.Millisecond, KeyPrefix: "team-a:", Advertise: "10.0.0.5:8080"}},
+` + up, map[string]string{"CLUSTER_KEY": strings.Repeat("k", 32)}, &Cluster{Redis: "rediss://proxy:s3cret@redis.internal:6380/2",
+			OnRedisFailure: OnRedisFailureLocal, Timeout: 150 * time.Millisecond, KeyPrefix: "team-a:", Advertise: "10.0.0.5:8080",
+			Key: strings.Repeat("k", 32)}},
 		{"secret from the environment", "cluster {\n  redis = env(\"REDIS_URL\")\n}\n" + up,
 			map[string]string{"REDIS_URL": "redis://:pw@10.0.0.5:6379"},
 			&Cluster{Redis: "redis://:pw@10.0.0.5:6379", OnRedisFailure: OnRedisFailureDeny, Timeout: DefaultRedisTimeout,
@@ -70,6 +72,7 @@ func TestClusterErrors(t *testing.T) {
 }
 cluster {
   redis = "redis://:hunter2@host:99999/0"
+  key   = "too-short-hunter2"
 }
 cluster {
   on_redis_failur = "local"
@@ -96,16 +99,17 @@ upstream "a" {
 		`p.hcl:5:22: error: Invalid key_prefix; "key_prefix" must be 1 to 64 characters without spaces or braces, such as "mcp-proxy:".`,
 		`p.hcl:7:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
 		`p.hcl:8:11: error: Invalid redis URL; "redis" has an invalid port: it must be 1 to 65535.`,
-		`p.hcl:10:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
-		`p.hcl:10:1: error: Missing redis; The cluster block needs the URL of the Redis server the replicas share, such as redis = "redis://127.0.0.1:6379/0" (write a password with env(), as in redis = env("MCP_PROXY_REDIS_URL")).`,
-		`p.hcl:11:3: error: Unsupported argument; An argument named "on_redis_failur" is not expected here. Did you mean "on_redis_failure"?`,
-		`p.hcl:13:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
-		`p.hcl:14:11: error: Invalid redis URL; "redis" must end with a database number (/0, /1, …) or nothing after the host.`,
-		`p.hcl:16:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
-		`p.hcl:17:11: error: Invalid redis URL; "redis" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0.`,
-		`p.hcl:19:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
-		`p.hcl:20:15: error: Invalid redis URL; "redis" is not a valid URL: missing ']' in host.`,
-		`p.hcl:21:15: error: Invalid advertise; "advertise" must be the host:port at which the other replicas reach this one, such as "10.0.0.5:8080", not "0.0.0.0:8080".`,
+		`p.hcl:9:11: error: Invalid key; "key" must be a secret of at least 32 bytes, such as the output of openssl rand -hex 32, written with env(); it has 17.`,
+		`p.hcl:11:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
+		`p.hcl:11:1: error: Missing redis; The cluster block needs the URL of the Redis server the replicas share, such as redis = "redis://127.0.0.1:6379/0" (write a password with env(), as in redis = env("MCP_PROXY_REDIS_URL")).`,
+		`p.hcl:12:3: error: Unsupported argument; An argument named "on_redis_failur" is not expected here. Did you mean "on_redis_failure"?`,
+		`p.hcl:14:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
+		`p.hcl:15:11: error: Invalid redis URL; "redis" must end with a database number (/0, /1, …) or nothing after the host.`,
+		`p.hcl:17:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
+		`p.hcl:18:11: error: Invalid redis URL; "redis" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0.`,
+		`p.hcl:20:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
+		`p.hcl:21:15: error: Invalid redis URL; "redis" is not a valid URL: missing ']' in host.`,
+		`p.hcl:22:15: error: Invalid advertise; "advertise" must be the host:port at which the other replicas reach this one, such as "10.0.0.5:8080", not "0.0.0.0:8080".`,
 	}, "\n") + "\n"
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)

@@ -314,3 +314,84 @@ func clusterMetrics(t *testing.T, r *topology.Replica) map[string]string {
 // (one every 6 s): on a slow machine a phase of calls may take that long, and the limit
 // then rightly admits that many more.
 func refilled(start time.Time) int { return int(time.Since(start) / (6 * time.Second)) }
+
+// modernList sends one stateless tools/list (with cursor, when not "") and returns the
+// page's names, its nextCursor, the JSON-RPC error code (0 for a result) and the replica
+// that served it.
+func modernList(t *testing.T, url, cursor string) (names []string, next string, code int64, servedBy string) {
+	t.Helper()
+	params := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	if cursor != "" {
+		params = fmt.Sprintf(`"cursor":%q,`, cursor) + params
+	}
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+params+`}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m struct {
+		Result *struct {
+			Tools      []struct{ Name string } `json:"tools"`
+			NextCursor string                  `json:"nextCursor"`
+		} `json:"result"`
+		Error *struct{ Code int64 } `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("tools/list answer: %v", err)
+	}
+	if m.Error != nil {
+		return nil, "", m.Error.Code, resp.Header.Get("X-Served-By")
+	}
+	for _, tl := range m.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	return names, m.Result.NextCursor, 0, resp.Header.Get("X-Served-By")
+}
+
+// TestClusterModernPagination: with the cluster's shared key, a modern (stateless)
+// client pages through tools/list through HAProxy round-robin, each page on another
+// replica, and gets the whole list, as one replica alone gives it.
+func TestClusterModernPagination(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, "proxy {\n  page_size = 2\n}\n"+testUpstream("t", "t", nil, ""),
+		`key = "0123456789abcdef0123456789abcdef-e2e"`)
+	all := func(url string) ([]string, map[string]int) {
+		var names []string
+		served := map[string]int{}
+		cursor := ""
+		for page := 0; ; page++ {
+			if page > 100 {
+				t.Fatal("more than 100 pages")
+			}
+			got, next, code, by := modernList(t, url, cursor)
+			if code != 0 {
+				t.Fatalf("page %d (cursor %q) served by %s: error %d", page+1, cursor, by, code)
+			}
+			names = append(names, got...)
+			served[by]++
+			if next == "" {
+				return names, served
+			}
+			cursor = next
+		}
+	}
+	through, served := all(topo.URL())
+	alone, _ := all("http://" + topo.Replicas[0].Addr + "/mcp")
+	if len(served) != 3 {
+		t.Errorf("pages served by %v, want all three replicas", served)
+	}
+	if strings.Join(through, ",") != strings.Join(alone, ",") || len(through) < 6 {
+		t.Errorf("paging through the cluster: %v\none replica alone: %v", through, alone)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/http"
@@ -68,6 +70,9 @@ func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog
 	}
 	f.Start()
 	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
+	if c.Key == "" {
+		log.Warn().Msg("cluster: no key: a pagination cursor a replica hands a modern (stateless) client is refused by the others; set key = env(...) in the cluster block")
+	}
 	return f, nil
 }
 
@@ -77,4 +82,18 @@ func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.Response
 		return "", nil
 	}
 	return f.SessionIDPrefix(), f.Forward
+}
+
+// clusterCursorKey derives, from the cluster block's shared key, the key of the
+// pagination cursors (router.Options.CursorKey), so that a cursor one replica hands a
+// client is good at the others; nil without a key (each process then has a random key of
+// its own). It is an HMAC-SHA256 of a label, so that keys derived later for other uses
+// cannot stand for it.
+func clusterCursorKey(cfg *config.Config) []byte {
+	if cfg.Cluster == nil || cfg.Cluster.Key == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.Cluster.Key))
+	m.Write([]byte("mcp-proxy cluster: cursor key"))
+	return m.Sum(nil)
 }

@@ -112,6 +112,7 @@ func newRouter(cfg *config.Config, log zerolog.Logger, manyClients bool, obs *ob
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
 		MaxNameLength: cfg.Proxy.MaxNameLength,
+		CursorKey:     clusterCursorKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 	}, log)
 	var setupErrs []error
 	for _, uc := range cfg.Upstreams {
