@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/importer"
-	"github.com/mcp-proxy/mcp-proxy/policy"
 )
 
 // cmdImport converts client configuration files into an HCL configuration.
