@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-plugin load-ops load-ops-traced load-reload load-chaos load-soak run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist
 
 all: build
 
@@ -177,6 +177,27 @@ load-soak:
 bench: bench-go load
 
 # The main job: the proxy on the shipped example config.
+# What running as a cluster costs a call, over HTTP: the proxy alone, then redis-server
+# and HAProxy round-robin in front of 1 replica and of 3 (legacy sessions: two calls in
+# three are forwarded to the replica that holds their session), each call taking a token
+# from a shared rate limit (one Redis round trip). Needs redis-server and haproxy.
+load-cluster:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -http-upstream=false -cluster 3 -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
+		-rounds 3 -duration 3s -latency-calls 1000 -warmup 200 -concurrency 16 -idle-upstreams 0
+
+# The cluster topology for a developer, in the foreground until Ctrl-C: redis-server, 3
+# replicas sharing it and HAProxy round-robin (no stickiness) on 127.0.0.1:8080 (Debian:
+# apt-get install -y redis-server haproxy). CLUSTER_ARGS passes more flags, such as
+# CLUSTER_ARGS="-config my.hcl -replicas 5 -on-redis-failure deny".
+CLUSTER_ARGS ?=
+cluster:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) run ./internal/devcluster -proxy $(BIN)/mcp-proxy -testserver $(BIN)/testserver $(CLUSTER_ARGS)
+
 tools:
 	$(GO) run ./cmd/mcp-proxy tools --config proxy.hcl.example
 run:

@@ -60,6 +60,7 @@ type Config struct {
 	Plugins   []Plugin   // in file order
 	Telemetry *Telemetry // nil: no telemetry block (the OTEL_* environment may still trace)
 	Admin     *Admin     // nil: no admin listener (see admin.go)
+	Cluster   *Cluster   // nil: no shared state, every replica on its own (see cluster.go)
 }
 
 // Proxy holds the settings of the optional proxy block.

@@ -112,6 +112,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Audit:     decodeAudit(e, raw.Audits, absBase),
 		Plugins:   decodePlugins(e, raw.Plugins, absBase),
 		Telemetry: decodeTelemetry(e, raw.Telemetry),
+		Cluster:   decodeCluster(e, raw.Clusters),
 	}
 	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
 	checkExposedOverrides(e, cfg)

@@ -22,6 +22,7 @@ type rawFile struct {
 	Plugins   []rawPlugin    `hcl:"plugin,block"`
 	Telemetry []rawTelemetry `hcl:"telemetry,block"` // see telemetry.go
 	Admins    []rawAdmin     `hcl:"admin,block"`     // see admin.go
+	Clusters  []rawCluster   `hcl:"cluster,block"`   // see cluster.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,20 +62,26 @@ func TestListChangedAndRestart(t *testing.T) {
 		t.Errorf("logger %q does not name the upstream", l)
 	}
 
-	// A crash takes the upstream's tools out and its restart puts them back, each time
-	// with a notification.
+	// A crash does not take the upstream's tools out while it restarts (no list change
+	// pair per crash): they stay listed, a call meanwhile is refused as unavailable
+	// (-31000, retryable), and once it is back they answer again.
 	n := changed.Load()
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad__crash"}); err == nil {
 		t.Fatalf("crash tool returned no error")
 	}
-	waitFor("the restarted upstream's tools", func() bool {
-		for _, name := range toolNames(t, cs) {
-			if name == "bad__echo" {
-				return changed.Load() > n
-			}
+	if !slices.Contains(toolNames(t, cs), "bad__echo") {
+		t.Errorf("the crashed upstream's tools left the list while it restarts")
+	}
+	waitFor("the restarted upstream to answer", func() bool {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "bad__echo", Arguments: map[string]any{"x": 1}})
+		if err != nil && !strings.Contains(err.Error(), "-31000") && !strings.Contains(err.Error(), "unavailable") && !strings.Contains(err.Error(), "restart") {
+			t.Errorf("a call while the upstream restarts: %v (want the proxy's unavailable error)", err)
 		}
-		return false
+		return err == nil && !res.IsError
 	})
+	if got := changed.Load(); got != n {
+		t.Errorf("%d tools/list_changed for a crash and restart with the same tools, want none", got-n)
+	}
 	// The client's log level reached the upstream again after its restart.
 	waitFor("logging/setLevel re-applied after the restart", func() bool {
 		return strings.Count(stderr.String(), `received method=\"logging/setLevel\"`) >= 2

@@ -39,6 +39,16 @@ type HTTPOptions struct {
 	// its principal to the context its messages are handled under: the W3C trace context
 	// of its traceparent header, for tracing. Nil adds nothing.
 	RequestContext func(ctx context.Context, r *http.Request) context.Context
+	// SessionIDPrefix starts the id of every session the handler opens ("": none). In a
+	// cluster it names the replica that holds the session, so that Forward can find it.
+	SessionIDPrefix string
+	// Forward, when set, is offered each request for a legacy session this handler does
+	// not hold (by Mcp-Session-Id, or the sessionId of the HTTP+SSE /message endpoint),
+	// before the handler answers it 404, with the request untouched (its body unread).
+	// It returns true when it has answered the request (by forwarding it to the replica
+	// that holds the session); false lets the handler answer as without it. Nil: no
+	// forwarding.
+	Forward func(w http.ResponseWriter, r *http.Request, sessionID string) bool
 }
 
 // HTTPHandler serves MCP over Streamable HTTP: legacy sessions (initialize, then POSTs
@@ -164,6 +174,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
 		httpError(w, http.StatusForbidden, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Forbidden: Origin not allowed")
 		return
+	}
+	if h.opts.Forward != nil {
+		if sid := h.requestSession(r); sid != "" && !h.holds(sid) && h.opts.Forward(w, r, sid) {
+			return
+		}
 	}
 	if r.URL.Path != h.opts.Path { // the configured endpoint wins, even at /sse or /message
 		switch {

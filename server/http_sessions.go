@@ -66,6 +66,30 @@ func (h *HTTPHandler) session(sid string, sse bool, r *http.Request) (*httpSessi
 	return hs, http.StatusOK
 }
 
+// requestSession is the legacy session a request names, for HTTPOptions.Forward: its one
+// Mcp-Session-Id header on the MCP endpoint, its one sessionId parameter on /message;
+// "" when it names none (or names it twice: the handler refuses that itself).
+func (h *HTTPHandler) requestSession(r *http.Request) string {
+	switch r.URL.Path {
+	case h.opts.Path:
+		if ids := r.Header.Values("Mcp-Session-Id"); len(ids) == 1 {
+			return ids[0]
+		}
+	case legacyMessagePath:
+		if sid, ok := singleQueryValue(r.URL.RawQuery, "sessionId"); ok {
+			return sid
+		}
+	}
+	return ""
+}
+
+// holds reports whether the handler holds session sid.
+func (h *HTTPHandler) holds(sid string) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.sessions[sid] != nil
+}
+
 // plainSessionError answers a GET or DELETE whose session sessionFor did not find.
 func plainSessionError(w http.ResponseWriter, status int) {
 	msg := map[int]string{
@@ -118,8 +142,9 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	}
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
-	id := hex.EncodeToString(b[:])
-	hs := &httpSession{id: id, events: h.opts.Events, log: h.s.log.With().Str("session", id[:8]).Logger()}
+	id := h.opts.SessionIDPrefix + hex.EncodeToString(b[:])
+	short := id[:len(h.opts.SessionIDPrefix)+8]
+	hs := &httpSession{id: id, events: h.opts.Events, log: h.s.log.With().Str("session", short).Logger()}
 	hs.get = newEventSink(newEventStream(getStreamID, hs.keeper(getStreamID)), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.out = newOutbox(hs.get, h.s.opts.MaxClientBuffer, func() { h.stuck(hs) })

@@ -28,6 +28,9 @@ type conn struct {
 
 	nextID   atomic.Int64
 	answered atomic.Int64 // responses the upstream sent to the proxy's requests (the restart backoff reads it)
+	// answeredAtReady is answered when the connection became current (set before any
+	// call can use it, under Upstream.mu): what it answered since were calls.
+	answeredAtReady int64
 
 	mu       sync.Mutex // guards pending, progress and closed
 	pending  map[int64]*pendingCall

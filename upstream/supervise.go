@@ -49,13 +49,12 @@ func (u *Upstream) supervise(ctx context.Context) {
 			u.restarts++
 			u.mu.Unlock()
 			recoverClose(u.firstDone)
-			answeredAtReady := c.answered.Load() // the handshake's and catalogue's answers
 			exitErr := u.serve(ctx, c)
 			if ctx.Err() != nil {
 				u.setDown(nil, StateStopped)
 				return
 			}
-			served := c.answered.Load() - answeredAtReady
+			served := c.answered.Load() - c.answeredAtReady
 			if served > 0 || time.Since(began) > stableAfter {
 				delay = u.spec.BackoffMin
 			}
@@ -126,6 +125,7 @@ func (u *Upstream) connect(ctx context.Context) (*conn, error) {
 		u.stopProcess(c.proc)
 		return nil, ctx.Err()
 	}
+	c.answeredAtReady = c.answered.Load() // before any call can reach it: the handshake's and catalogue's answers
 	u.cur, u.state, u.lastErr, u.info, u.catalogue = c, StateReady, nil, info, cat
 	u.mu.Unlock()
 	u.log.Info().Str("protocol_version", info.ProtocolVersion).Bool("modern", info.Modern).

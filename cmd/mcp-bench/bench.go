@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/topology"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 
@@ -58,6 +59,11 @@ type target struct {
 
 	// proxy+plugin only: finds the plugin processes whose CPU time counts with the proxy's.
 	plugin *pluginFinder
+
+	// -cluster only: the topology (child is nil), and the processes whose CPU time is the
+	// target's (replicas, HAProxy, redis-server).
+	topo *topology.Topology
+	pids []int
 }
 
 // callers returns n callers, one per worker: over the one stdio connection, or over HTTP
@@ -109,6 +115,14 @@ func (t *target) Close() error {
 		cancel()
 		t.sessions = nil
 		t.http.close()
+	}
+	if t.pids != nil { // -cluster: no child of its own
+		var err error
+		if t.topo != nil {
+			err = t.topo.Close()
+			t.topo = nil
+		}
+		return err
 	}
 	err := t.child.Close()
 	if t.upstream != nil {
@@ -382,7 +396,9 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 		return res, err
 	}
 	res.fill(lat, elapsed, cpuUsed, &tally)
-	res.setCPUSplit(pids, cpuUsed)
+	if t.topo == nil { // a cluster's processes are not a proxy and its plugins
+		res.setCPUSplit(pids, cpuUsed)
+	}
 	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
 		return res, err
 	}
@@ -499,7 +515,9 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 		lat = append(lat, r.lat...)
 	}
 	res.fill(lat, elapsed, cpuUsed, &tally)
-	res.setCPUSplit(pids, cpuUsed)
+	if t.topo == nil { // a cluster's processes are not a proxy and its plugins
+		res.setCPUSplit(pids, cpuUsed)
+	}
 	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
 		return res, err
 	}

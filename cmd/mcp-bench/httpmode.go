@@ -305,6 +305,15 @@ func startHTTPTargetsBare(ctx context.Context, o *options, tmp string, round int
 			ts = append(ts, f)
 		}
 	}
+	if o.cluster > 0 {
+		for _, n := range []int{1, o.cluster} {
+			c, err := startClusterTarget(ctx, o, filepath.Join(tmp, fmt.Sprintf("round-%d", round)), n, stderr)
+			if err != nil {
+				return fail(err)
+			}
+			ts = append(ts, c)
+		}
+	}
 	return ts, nil
 }
 

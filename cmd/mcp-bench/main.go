@@ -80,6 +80,7 @@ type options struct {
 	tls           *tlsFiles     // -tls: the run's certificate, made once the temporary directory exists
 	self          string        // this program (the floor forwarder is "mcp-bench floor")
 	sessions      int           // -mode http: sessions of the many-sessions phase (0 skips it)
+	cluster       int           // -mode http: replicas of the cluster-N target (0: no cluster targets)
 	sessionCalls  int           // tools/call per session in that phase
 	idleSessions  int           // -mode http: idle sessions held open on every target during the phases
 	plugin        []string      // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
@@ -138,6 +139,11 @@ code; the TCP connections it dials during each measured phase are counted:
                 opened to it per call
   -idle-sessions N  holds N idle sessions with open GET streams on every target while
                 the phases run (a proxy with many connected clients)
+  -cluster N    two more targets, cluster-1 and cluster-N: redis-server, 1 (N) replicas
+                of mcp-proxy with a cluster block and a rate limit every call takes a
+                token from (never refusing), and HAProxy round-robin in front; their CPU
+                is the replicas', HAProxy's and redis-server's together; the summary
+                compares cluster-1 with proxy and cluster-N with cluster-1
   -sessions N   then opens N sessions at once to a fresh proxy, each with its GET
                 stream open and -session-calls tools/call, and reports the proxy's RSS per
                 idle session, and its threads, descriptors (and goroutines, if it serves
@@ -184,6 +190,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
 	fs.IntVar(&o.sessionCalls, "session-calls", 3, "-mode http: tools/call made by each session of the -sessions phase")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "-mode http: hold this many extra idle sessions, each with its GET stream open, on every target during the phases")
+	fs.IntVar(&o.cluster, "cluster", 0, "-mode http: also measure the cluster topology (redis-server, HAProxy round-robin) with 1 replica and with this many (targets cluster-1 and cluster-N; needs redis-server and haproxy)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -215,6 +222,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(!o.floor || o.mode == modeHTTP, "-floor needs -mode http")
 	check(!o.useTLS || o.mode == modeHTTP, "-tls needs -mode http")
 	check(!o.stdioHTTPUp || o.mode == modeHTTP, "-stdio-httpup needs -mode http")
+	check(o.cluster == 0 || (o.cluster >= 2 && o.cluster <= 16), "-cluster must be 0 or in [2, 16]")
+	check(o.cluster == 0 || o.mode == modeHTTP, "-cluster needs -mode http")
 	levels, err := parseConcurrency(conc)
 	check(err == nil, "%v", err)
 	o.concurrency = levels

@@ -83,6 +83,9 @@ func (f *pluginFinder) find(root int) ([]int, error) {
 // cpuPIDs returns the processes whose CPU time a phase measures: the target process and,
 // for proxy+plugin, the plugin processes it runs now (read afresh for every phase).
 func (t *target) cpuPIDs() ([]int, error) {
+	if t.pids != nil { // -cluster
+		return t.pids, nil
+	}
 	pids := []int{t.child.pid()}
 	if t.plugin == nil {
 		return pids, nil

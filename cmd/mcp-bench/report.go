@@ -51,6 +51,7 @@ type settings struct {
 	Plugin        []string `json:"plugin,omitempty"`      // -plugin: the command of proxy+plugin's plugin
 	PluginHops    int      `json:"plugin_hops,omitempty"` // -plugin: process crossings per call
 	ExtraHCL      string   `json:"extra_hcl,omitempty"`   // -extra-hcl: the file appended to proxy+extra's config
+	Cluster       int      `json:"cluster,omitempty"`     // -cluster: replicas of cluster-N
 }
 
 // roundResult is one round: every phase against both targets, then the idle phase.
@@ -204,7 +205,9 @@ type summary struct {
 	// adds to a call in each phase.
 	ProxyExtraPeakRSSMiB float64     `json:"proxy_extra_peak_rss_mib,omitempty"`
 	ExtraConfig          []extraCost `json:"extra_config,omitempty"`
-	Errors               int         `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
+	// -cluster: cluster-1 against proxy and cluster-N against cluster-1, in each phase.
+	Cluster []clusterCost `json:"cluster,omitempty"`
+	Errors  int           `json:"errors"` // failed calls in all phases and rounds, plus idle-phase mismatches and sessions-phase errors
 }
 
 func newReport(o *options) *report {
@@ -241,6 +244,7 @@ func newReport(o *options) *report {
 			Plugin:        o.plugin,
 			PluginHops:    pluginHopsSetting(o),
 			ExtraHCL:      o.extraHCL,
+			Cluster:       o.cluster,
 		},
 	}
 }
@@ -324,6 +328,10 @@ func (r *report) summarize() {
 			f := medianFigures(pe)
 			ps.ProxyExtra = &f
 			s.ExtraConfig = append(s.ExtraConfig, summarizeExtra(k.kind, k.conc, r.Rounds, &ps.Proxy, &f))
+		}
+		if n := r.Settings.Cluster; n > 0 && len(byKey[k][clusterTargetName(1)]) > 0 && len(byKey[k][clusterTargetName(n)]) > 0 {
+			one, many := medianFigures(byKey[k][clusterTargetName(1)]), medianFigures(byKey[k][clusterTargetName(n)])
+			s.Cluster = append(s.Cluster, summarizeCluster(k.kind, k.conc, n, &ps.Proxy, &one, &many))
 		}
 		s.Phases = append(s.Phases, ps)
 	}
@@ -703,6 +711,7 @@ func (r *report) writeText(w io.Writer) error {
 	}
 	writePluginHops(sw, s.PluginHops)
 	writeExtraCosts(sw, s.ExtraConfig)
+	writeClusterCosts(sw, s.Cluster)
 	var worstClient, worstUp float64
 	haveUp := false
 	for _, p := range s.Phases {

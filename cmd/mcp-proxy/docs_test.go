@@ -54,7 +54,7 @@ func validateExample(t *testing.T, file string, line int, src string) {
 		t.Fatal(err)
 	}
 	for _, m := range envCall.FindAllStringSubmatch(src, -1) {
-		t.Setenv(m[1], "example-value-0123456789abcdef")
+		t.Setenv(m[1], "example-value-0123456789abcdef-0123456789") // 32+ bytes: a cluster key must be
 	}
 	var stdout, stderr bytes.Buffer
 	// The plugin programs of the examples are not built here: the file alone is checked.

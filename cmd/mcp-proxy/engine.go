@@ -34,7 +34,7 @@ func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
 	if cfg, ok, err := loadClientConfig(path, stderr); ok { // a client's JSON file (import.go)
 		return cfg, err
 	}
-	cfg, diags := config.LoadWithOptions(path, config.Options{Check: policy.Check})
+	cfg, diags := config.LoadWithOptions(path, config.Options{Check: checkConfig})
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
@@ -59,12 +59,13 @@ func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, many
 // engine is the part of a running proxy that a configuration makes and a reload changes
 // (reload.go): the router with its upstreams, and the chain every routed call passes.
 type engine struct {
-	r     *router.Router
-	log   zerolog.Logger
-	many  bool
-	tr    *telemetry.Tracing
-	obs   *observers
-	store *policy.MemoryBuckets // the rate limits' buckets: they outlive reloads
+	r          *router.Router
+	log        zerolog.Logger
+	many       bool
+	tr         *telemetry.Tracing
+	obs        *observers
+	store      policy.BucketStore // the rate limits' buckets: they outlive reloads
+	closeStore func() error
 
 	mu      sync.Mutex // serialises reloads; guards the fields below
 	cfg     *config.Config
@@ -81,11 +82,21 @@ type engine struct {
 
 // buildEngine is newEngine, returning the engine a reload works on.
 func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*engine, error) {
-	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{},
-		store: policy.NewMemoryBuckets(0, 0)}
+	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{}}
+	// The rate limits' buckets outlive reloads: shared through Redis with a cluster
+	// block (cluster.go), else in memory.
+	store, closeStore, err := newBucketStore(cfg, log, obs)
+	if err != nil {
+		return nil, err
+	}
+	if store == nil {
+		mem := policy.NewMemoryBuckets(0, 0)
+		store, closeStore = mem, func() error { mem.Close(); return nil }
+	}
+	e.store, e.closeStore = store, closeStore
 	r, err := e.newRouter(cfg)
 	if err != nil {
-		e.store.Close()
+		closeStore()
 		return nil, err
 	}
 	e.r = r
@@ -161,7 +172,9 @@ func (e *engine) close() {
 			e.log.Error().Err(err).Msg("closing the audit trail")
 		}
 	}
-	e.store.Close()
+	if err := e.closeStore(); err != nil {
+		e.log.Error().Err(err).Msg("closing the shared bucket store")
+	}
 }
 
 // denyAll refuses everything: what a policy that failed to build falls back to.
@@ -180,6 +193,7 @@ func (e *engine) newRouter(cfg *config.Config) (*router.Router, error) {
 		Separator:     cfg.Proxy.Separator,
 		PageSize:      cfg.Proxy.PageSize,
 		MaxNameLength: cfg.Proxy.MaxNameLength,
+		CursorKey:     clusterCursorKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 	}, e.log)
 	var setupErrs []error
 	for _, uc := range cfg.Upstreams {

@@ -59,10 +59,18 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	host, _, _ := net.SplitHostPort(l.Address)
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, log) // cluster.go; nil without a cluster block
+	if err != nil {
+		return err
+	}
+	if fwd != nil {
+		defer fwd.Close()
+	}
+	prefix, forward := forwarding(fwd)
 	h := srv.NewHTTPHandler(base, server.HTTPOptions{
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
-		RequestContext: httpTraceContext(tr),
+		RequestContext: httpTraceContext(tr), SessionIDPrefix: prefix, Forward: forward,
 	})
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {
@@ -93,6 +101,9 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h.Drain() // event streams end; requests in flight go on
+	if fwd != nil {
+		fwd.Drain() // and so do the streams it forwards to other replicas
+	}
 	err = hs.Shutdown(sctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		log.Warn().Msg("requests still in flight after 10s; closing them")

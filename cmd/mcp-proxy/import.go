@@ -12,7 +12,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/importer"
-	"github.com/mcp-proxy/mcp-proxy/policy"
 )
 
 // cmdImport converts client configuration files into an HCL configuration.
@@ -153,7 +152,7 @@ func loadClientConfig(path string, stderr io.Writer) (cfg *config.Config, ok boo
 		return nil, true, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
 	}
 	printProblems(stderr, res.Warnings)
-	cfg, diags := config.ParseWithOptions(res.HCL, path, filepath.Dir(path), config.Options{Check: policy.Check})
+	cfg, diags := config.ParseWithOptions(res.HCL, path, filepath.Dir(path), config.Options{Check: checkConfig})
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return nil, true, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration (positions are in the HCL it converts to; see it with: mcp-proxy import %s)",

@@ -220,7 +220,7 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 		old := e.auth.Store(authn)
 		e.retire(10*time.Second, old.Close) // requests being authenticated by it finish
 	}
-	running.Listen, running.Admin, running.Telemetry, running.Proxy = cur.Listen, cur.Admin, cur.Telemetry, cur.Proxy
+	running.Listen, running.Admin, running.Telemetry, running.Proxy, running.Cluster = cur.Listen, cur.Admin, cur.Telemetry, cur.Proxy, cur.Cluster
 	if running.Proxy.Watch != next.Proxy.Watch {
 		running.Proxy.Watch = next.Proxy.Watch
 		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
@@ -485,6 +485,9 @@ func (e *engine) restartRequired(a, b *config.Config) []string {
 	}
 	if !config.Equal(a.Telemetry, b.Telemetry, a, b) {
 		out = append(out, "telemetry")
+	}
+	if !config.Equal(a.Cluster, b.Cluster, a, b) {
+		out = append(out, "cluster")
 	}
 	pa, pb := a.Proxy, b.Proxy
 	pa.Watch, pb.Watch = false, false

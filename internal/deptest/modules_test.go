@@ -70,6 +70,11 @@ var (
 		{"github.com/cespare/xxhash/v2", "hashing of attribute sets in otel/attribute"},
 		{"github.com/google/uuid", "the SDK resource's service.instance.id"},
 	})
+	redis = []reason{
+		{"github.com/redis/go-redis/v9", "the cluster block's shared state in Redis (rate-limit buckets)"},
+		{"go.uber.org/atomic", "go-redis's connection pool counters"},
+		{"github.com/cespare/xxhash/v2", "go-redis's hash slots and client-side hashing"},
+	}
 	prometheus = []reason{
 		{"github.com/prometheus/client_golang", "the /metrics registry, the Go runtime and process collectors, the exposition handler"},
 		{"github.com/prometheus/client_model", "client_golang's metric messages"},
@@ -123,7 +128,10 @@ var modules = map[string][]reason{
 	"plugins/redact":       nil,
 	"cmd/mcp-proxy-guard":  pluginSDK,
 	"cmd/mcp-proxy-redact": pluginSDK,
-	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus),
+	"cmd/mcp-proxy":        join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
+	"cluster":              join(logging, hcl, ratelimit, redis),
+	"internal/topology":    nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
+	"internal/devcluster":  nil,
 	"telemetry":            join(logging, otel),
 	"internal/otlptest":    join(otlpWire, protobuf, grpc),
 	"internal/otlpsink":    nil, // the standard library only

@@ -1,0 +1,330 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+)
+
+// ForwardedHeader marks a request one replica forwarded to another, with the sender's
+// replica id: a forwarded request is never forwarded again.
+const ForwardedHeader = "Mcp-Proxy-Forwarded-By"
+
+// Registry timings: a replica writes its address every heartbeatEvery with an expiry of
+// registryTTL; the others cache what they read for cacheFor.
+const (
+	heartbeatEvery = 3 * time.Second
+	registryTTL    = 10 * time.Second
+	cacheFor       = 5 * time.Second
+)
+
+// Forwarder lets any replica take any request of a legacy session: the session is held
+// by the replica that opened it (its owner, named by the session id's prefix), and a
+// request that lands elsewhere is forwarded to the owner over HTTP, streamed both ways
+// (docs/cluster.md says why the session is not rebuilt elsewhere instead).
+//
+// The owners' addresses are in Redis: each replica registers its id and its advertised
+// address (PREFIX replica:ID, refreshed every 3 s, expiring after 10 s), and a replica
+// reads the registry only for an id it has not seen in the last 5 s. A session id names a
+// replica id, never an address, and only registered replicas are forwarded to.
+//
+// Make it with NewForwarder; Start starts the registration, Close stops it and removes
+// the replica from the registry.
+type Forwarder struct {
+	redis   *redis.Client
+	id      string // this replica's id
+	addr    string // this replica's advertised host:port
+	key     string // its registry key
+	keyPre  string // registry keys' prefix
+	timeout time.Duration
+	maxBody int
+	client  *http.Client
+	log     zerolog.Logger
+
+	mu    sync.Mutex // guards cache
+	cache map[string]peer
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	draining context.Context // ended by Drain: forwarded GET streams end
+	drain    context.CancelFunc
+}
+
+type peer struct {
+	addr string
+	at   time.Time
+}
+
+// NewForwarder makes the forwarder of a replica that peers reach at advertise
+// (host:port), with a Redis client of its own; maxBody bounds the body of a forwarded
+// POST (the listener's max_body_size). It has no side effects.
+func NewForwarder(c *config.Cluster, advertise string, maxBody int, log zerolog.Logger) (*Forwarder, error) {
+	if _, _, err := net.SplitHostPort(advertise); err != nil {
+		return nil, fmt.Errorf("cluster: the address other replicas reach this one at must be host:port: %w", err)
+	}
+	client, err := NewClient(c)
+	if err != nil {
+		return nil, err
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	f := &Forwarder{redis: client, id: id, addr: advertise, keyPre: c.KeyPrefix + "replica:", timeout: c.Timeout,
+		maxBody: maxBody, cache: map[string]peer{}, stop: make(chan struct{}),
+		log: log.With().Str("component", "cluster").Str("replica", id).Logger()}
+	f.key = f.keyPre + id
+	f.draining, f.drain = context.WithCancel(context.Background())
+	f.client = &http.Client{Transport: &http.Transport{
+		Proxy:               nil, // peers are reached directly, never through HTTP_PROXY
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // bytes pass as they are, encoded or not
+	}}
+	return f, nil
+}
+
+// ID is this replica's id.
+func (f *Forwarder) ID() string { return f.id }
+
+// SessionIDPrefix starts the ids of the sessions this replica opens
+// (server.HTTPOptions.SessionIDPrefix).
+func (f *Forwarder) SessionIDPrefix() string { return f.id + "-" }
+
+// Start registers the replica now and every 3 s until Close. The first registration
+// failing is logged, not fatal: a replica serves its own sessions without Redis.
+func (f *Forwarder) Start() {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		ok := true
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+			err := f.redis.Set(ctx, f.key, f.addr, registryTTL).Err()
+			cancel()
+			switch {
+			case err != nil && ok:
+				f.log.Error().Err(err).Msg("cluster: cannot register this replica in redis; other replicas cannot forward its sessions' requests to it")
+			case err == nil && !ok:
+				f.log.Warn().Msg("cluster: this replica is registered in redis again")
+			case err == nil:
+				f.log.Debug().Str("address", f.addr).Msg("cluster: replica registered")
+			}
+			ok = err == nil
+			select {
+			case <-f.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// Drain ends the GET streams this replica is forwarding (they would never end by
+// themselves): their clients reconnect, through another replica, and resume with
+// Last-Event-ID. Requests in flight go on. Call it when the HTTP handler drains.
+func (f *Forwarder) Drain() { f.drain() }
+
+// Close stops the registration, removes the replica from the registry (its sessions end
+// with it) and closes the Redis client and idle peer connections. Safe twice.
+func (f *Forwarder) Close() error {
+	var err error
+	f.closeOnce.Do(func() {
+		close(f.stop)
+		f.drain()
+		f.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		if derr := f.redis.Del(ctx, f.key).Err(); derr != nil {
+			f.log.Warn().Err(derr).Msg("cluster: could not remove this replica from the registry; it expires in 10 s")
+		}
+		cancel()
+		f.client.CloseIdleConnections()
+		err = f.redis.Close()
+	})
+	return err
+}
+
+// lookup returns the address of replica id: from the cache when fresh, else from Redis
+// (a stale cached address when Redis cannot answer).
+func (f *Forwarder) lookup(ctx context.Context, id string) (string, bool) {
+	f.mu.Lock()
+	p, cached := f.cache[id]
+	f.mu.Unlock()
+	if cached && time.Since(p.at) < cacheFor {
+		return p.addr, true
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	addr, err := f.redis.Get(ctx, f.keyPre+id).Result()
+	cancel()
+	switch {
+	case errors.Is(err, redis.Nil):
+		f.forget(id)
+		return "", false
+	case err != nil:
+		f.log.Warn().Err(err).Str("owner", id).Bool("cached", cached).Msg("cluster: cannot read the replica registry")
+		return p.addr, cached
+	}
+	f.mu.Lock()
+	f.cache[id] = peer{addr: addr, at: time.Now()}
+	f.mu.Unlock()
+	return addr, true
+}
+
+func (f *Forwarder) forget(id string) {
+	f.mu.Lock()
+	delete(f.cache, id)
+	f.mu.Unlock()
+}
+
+// hopHeaders are the connection's own headers (RFC 9110 7.6.1), not the message's.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		dst[k] = append([]string(nil), vs...)
+	}
+	for _, c := range src.Values("Connection") {
+		for _, name := range strings.Split(c, ",") {
+			dst.Del(strings.TrimSpace(name))
+		}
+	}
+	for _, h := range hopHeaders {
+		dst.Del(h)
+	}
+}
+
+// Forward implements server.HTTPOptions.Forward: a request for a session that another
+// registered replica holds is sent there, and its answer streamed back. It declines
+// (false) a request already forwarded, a session of this replica's (it is gone), and
+// one whose replica is not registered (gone too): the handler answers those 404, which
+// tells the client to start a new session.
+func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID string) bool {
+	if r.Header.Get(ForwardedHeader) != "" {
+		return false
+	}
+	owner, _, ok := strings.Cut(sessionID, "-")
+	if !ok || owner == f.id || owner == "" {
+		return false
+	}
+	addr, ok := f.lookup(r.Context(), owner)
+	if !ok {
+		return false
+	}
+	var body []byte
+	var reqID jsonrpc.ID // the request's id, when the body is one request
+	if r.Body != nil && r.Method == http.MethodPost {
+		b, err := io.ReadAll(io.LimitReader(r.Body, int64(f.maxBody)+1))
+		if err != nil || len(b) > f.maxBody {
+			http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+			return true
+		}
+		body = b
+		if m, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil && m.IsRequest() {
+			reqID = m.ID
+		}
+	}
+	ctx := r.Context()
+	if r.Method == http.MethodGet { // a stream: it ends when this replica drains
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(f.draining, cancel)()
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
+	if err != nil {
+		http.Error(w, "cannot forward the request", http.StatusInternalServerError)
+		return true
+	}
+	copyHeader(out.Header, r.Header)
+	out.Host = r.Host // the owner checks the Host the client sent, as this replica did
+	out.Header.Set(ForwardedHeader, f.id)
+	log := f.log.With().Str("owner", owner).Str("method", r.Method).Logger()
+	resp, err := f.client.Do(out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return true // the client went away, or this replica drains
+		}
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			// The owner is gone, and its sessions with it.
+			f.forget(owner)
+			log.Warn().Err(err).Msg("cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session")
+			writeError(w, http.StatusNotFound, reqID, jsonrpc.CodeInvalidRequest, "Session not found: the proxy replica that held it stopped")
+			return true
+		}
+		log.Error().Err(err).Msg("cluster: forwarding to the replica that holds the session failed")
+		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError, "mcp-proxy: the proxy replica that holds this session did not answer")
+		return true
+	}
+	defer resp.Body.Close()
+	copyHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return true // the client went away: closing resp.Body tells the owner
+			}
+			_ = rc.Flush()
+		}
+		if rerr == io.EOF {
+			return true
+		}
+		if rerr != nil {
+			if ctx.Err() != nil {
+				return true // the client went away, or this replica drains (the client resumes elsewhere)
+			}
+			log.Warn().Err(rerr).Msg("cluster: the replica that holds the session broke off its answer")
+			if reqID.IsValid() && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				m := jsonrpc.NewErrorResponse(reqID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: "mcp-proxy: the proxy replica that held this session stopped while the call was in flight",
+					Data:    []byte(`{"origin":"mcp-proxy"}`)})
+				if b, err := m.Encode(); err == nil {
+					fmt.Fprintf(w, "\nevent: message\ndata: %s\n\n", b)
+					_ = rc.Flush()
+				}
+			}
+			return true
+		}
+	}
+}
+
+// copyBufs are the buffers that carry forwarded answers, reused across requests.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// writeError answers with one JSON-RPC error as application/json.
+func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
+	b, err := jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg}).Encode()
+	if err != nil {
+		w.WriteHeader(status)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/cluster"
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/policy"
+)
+
+// The metrics' cluster series are the cluster package's Observer (metrics does not
+// import cluster: this is where the two meet).
+var _ cluster.Observer = (*metrics.Cluster)(nil)
+
+// checkConfig is the checks of the packages that own part of the file's meaning: the
+// policy's, and the cluster block's Redis URL against go-redis.
+func checkConfig(cfg *config.Config) hcl.Diagnostics {
+	return append(policy.Check(cfg), cluster.Check(cfg)...)
+}
+
+// newBucketStore makes the rate limits' bucket store of the cluster block, shared by the
+// replicas through Redis, and its close; a nil store (never a typed nil) without the
+// block: the limiter then keeps its buckets in memory. It connects to nothing yet. The
+// caller closes it after the chain that uses it.
+func newBucketStore(cfg *config.Config, log zerolog.Logger, obs *observers) (policy.BucketStore, func() error, error) {
+	if cfg.Cluster == nil {
+		return nil, func() error { return nil }, nil
+	}
+	var o cluster.Observer
+	if obs != nil && obs.metrics != nil {
+		o = obs.metrics.Cluster()
+	}
+	b, err := cluster.New(cfg.Cluster, o, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	log.Info().Str("on_redis_failure", cfg.Cluster.OnRedisFailure).Dur("timeout", cfg.Cluster.Timeout).
+		Msg("cluster: rate limits shared through redis")
+	return b, b.Close, nil
+}
+
+// startForwarder makes and starts the forwarder of legacy sessions' requests between the
+// replicas of the cluster block, for an HTTP listener at address with bodies of at most
+// maxBody; nil without the block. The caller closes it after the HTTP handler.
+func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog.Logger) (*cluster.Forwarder, error) {
+	c := cfg.Cluster
+	if c == nil {
+		return nil, nil
+	}
+	advertise := c.Advertise
+	if advertise == "" {
+		host, _, err := net.SplitHostPort(address)
+		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+			return nil, fmt.Errorf("cluster: the listen address %q does not say where the other replicas reach this one: "+
+				"set advertise = \"HOST:PORT\" in the cluster block", address)
+		}
+		advertise = address
+	}
+	f, err := cluster.NewForwarder(c, advertise, maxBody, log)
+	if err != nil {
+		return nil, err
+	}
+	f.Start()
+	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
+	if c.Key == "" {
+		log.Warn().Msg("cluster: no key: a pagination cursor a replica hands a modern (stateless) client is refused by the others; set key = env(...) in the cluster block")
+	}
+	return f, nil
+}
+
+// forwarding is what the HTTP handler takes of a forwarder (nothing without one).
+func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.ResponseWriter, *http.Request, string) bool) {
+	if f == nil {
+		return "", nil
+	}
+	return f.SessionIDPrefix(), f.Forward
+}
+
+// clusterCursorKey derives, from the cluster block's shared key, the key of the
+// pagination cursors (router.Options.CursorKey), so that a cursor one replica hands a
+// client is good at the others; nil without a key (each process then has a random key of
+// its own). It is an HMAC-SHA256 of a label, so that keys derived later for other uses
+// cannot stand for it.
+func clusterCursorKey(cfg *config.Config) []byte {
+	if cfg.Cluster == nil || cfg.Cluster.Key == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.Cluster.Key))
+	m.Write([]byte("mcp-proxy cluster: cursor key"))
+	return m.Sum(nil)
+}
