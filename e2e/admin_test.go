@@ -192,6 +192,10 @@ policy {
 	c.initializeAs(ctx, aliceKey)
 	waitReady(t, base, 200, 30*time.Second, stderr) // "opt" never starts: it is not required
 
+	// The front end's own answers are counted too (not as calls of an upstream).
+	if r := c.post(ctx, `{"jsonrpc":"2.0","id":100,"method":"tools/list"}`, bearer(aliceKey)); !bytes.Contains(r.body, []byte(`"tools"`)) {
+		t.Fatalf("tools/list: %d %s", r.status, r.body)
+	}
 	call := func(id int, tool, args string) wireReply {
 		return c.post(ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args), bearer(aliceKey))
 	}
@@ -228,6 +232,8 @@ policy {
 			series("ok", "t__echo"): 2, series("denied", "t__echo"): 1,
 			series("tool_error", "t__fail"): 1, series("rate_limited", "t__fail"): 1,
 			series("timeout", "t__slow"): 1,
+			`mcp_proxy_requests_total{method="initialize",outcome="ok",tool="",upstream=""}`: 1,
+			`mcp_proxy_requests_total{method="tools/list",outcome="ok",tool="",upstream=""}`: 1,
 		},
 		"mcp_proxy_errors_total": {`mcp_proxy_errors_total{code="-31005"}`: 1, `mcp_proxy_errors_total{code="-31006"}`: 1,
 			`mcp_proxy_errors_total{code="-31001"}`: 1},
@@ -236,8 +242,10 @@ policy {
 			`mcp_proxy_policy_decisions_total{decision="deny",rule="no-long-notes",stage="rules"}`:      1,
 			`mcp_proxy_policy_decisions_total{decision="rate_limited",rule="fail-once",stage="limits"}`: 1,
 		},
-		"mcp_proxy_rate_limited_total":                        {`mcp_proxy_rate_limited_total{limit="fail-once"}`: 1},
-		"mcp_proxy_request_duration_seconds_count":            {`mcp_proxy_request_duration_seconds_count{method="tools/call",upstream="t"}`: 6},
+		"mcp_proxy_rate_limited_total": {`mcp_proxy_rate_limited_total{limit="fail-once"}`: 1},
+		"mcp_proxy_request_duration_seconds_count": {`mcp_proxy_request_duration_seconds_count{method="tools/call",upstream="t"}`: 6,
+			`mcp_proxy_request_duration_seconds_count{method="initialize",upstream=""}`: 1,
+			`mcp_proxy_request_duration_seconds_count{method="tools/list",upstream=""}`: 1},
 		"mcp_proxy_upstream_request_duration_seconds_count":   {`mcp_proxy_upstream_request_duration_seconds_count{method="tools/call",upstream="t"}`: 4},
 		"mcp_proxy_client_sessions":                           {`mcp_proxy_client_sessions{era="legacy",transport="streamable-http"}`: 1},
 		"mcp_proxy_client_sessions_opened_total":              {`mcp_proxy_client_sessions_opened_total{era="legacy",transport="streamable-http"}`: 1},

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/otlptest"
@@ -82,12 +84,27 @@ func TestTraceStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer recv.Close()
-	cfg := writeConfig(t, telemetryBlock(recv, "grpc")+testUpstream("t", "t", []string{"-echo-meta"}, ""))
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := writeConfig(t, telemetryBlock(recv, "grpc")+fmt.Sprintf("audit {\n  file = %q\n  log = true\n}\n", auditPath)+
+		testUpstream("t", "t", []string{"-echo-meta"}, `timeout = "300ms"`))
 	rc := startRaw(t, cfg)
 	rc.initialize()
 	rc.send(`{"jsonrpc":"2.0","id":"c1","method":"tools/call","params":{"name":"t__echo_meta","_meta":{"progressToken":"p1",` +
 		`"traceparent":"00-` + clientTraceID + `-` + clientSpanID + `-01","tracestate":"congo=t61rcWkgMzE"}}}`)
 	m := rc.response(`"c1"`)
+	// A call the upstream does not answer in time, in a trace of its own, and an
+	// unsampled one: every line about them names their trace.
+	rc.send(`{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"t__slow","arguments":{"ms":5000},` +
+		`"_meta":{"traceparent":"00-` + slowTraceID + `-` + clientSpanID + `-01"}}}`)
+	if r := rc.response(`"c2"`); !strings.Contains(string(r["error"]), "-31001") {
+		t.Fatalf("the slow call: %s %s, want the upstream timeout", r["result"], r["error"])
+	}
+	rc.send(`{"jsonrpc":"2.0","id":"c3","method":"tools/call","params":{"name":"t__echo_meta",` +
+		`"_meta":{"traceparent":"00-` + unsampledTraceID + `-` + clientSpanID + `-00"}}}`)
+	rc.response(`"c3"`)
+	// The proxy's own answers are traced too: a list, under the client's span.
+	rc.send(`{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{"_meta":{"traceparent":"00-` + listTraceID + `-` + clientSpanID + `-01"}}}`)
+	rc.response(`"l1"`)
 	var res struct {
 		StructuredContent map[string]any `json:"structuredContent"`
 	}
@@ -105,6 +122,28 @@ func TestTraceStdio(t *testing.T) {
 		t.Fatalf("%v\nproxy stderr:\n%s", err, rc.stderr)
 	}
 	server, leg := traceOf(t, spans, clientTraceID, clientSpanID)
+	spans, err = recv.Wait(10*time.Second, hasTwoSpans(slowTraceID))
+	if err != nil {
+		t.Fatalf("%v\nproxy stderr:\n%s", err, rc.stderr)
+	}
+	slowServer, slowLeg := traceOf(t, spans, slowTraceID, clientSpanID)
+	var list, initialize bool
+	for _, sp := range spans {
+		switch {
+		case sp.Name == "tools/list" && sp.TraceID == listTraceID:
+			list = sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.ParentSpanID == clientSpanID && sp.Attributes["jsonrpc.request.id"] == "l1"
+		case sp.Name == "initialize":
+			initialize = sp.Kind == tracepb.Span_SPAN_KIND_SERVER && sp.ParentSpanID == "" && sp.Attributes["mcp_proxy.outcome"] == "ok"
+		}
+	}
+	if !list || !initialize {
+		t.Errorf("spans of the proxy's own answers: tools/list under the client's span %v, initialize %v:\n%+v", list, initialize, spans)
+	}
+	checkTraceLogs(t, rc.stderr.String(), auditPath, map[string]traceWant{
+		"t__echo_meta":        {trace: clientTraceID, auditSpan: server.SpanID},
+		"t__slow":             {trace: slowTraceID, auditSpan: slowServer.SpanID, timeoutSpan: slowLeg.SpanID},
+		"unsampled echo_meta": {trace: unsampledTraceID},
+	})
 	if want := "00-" + clientTraceID + "-" + leg.SpanID + "-01"; upstreamParent != want {
 		t.Errorf("the upstream got traceparent %q, want %q (its parent the upstream span)", upstreamParent, want)
 	}
@@ -122,6 +161,91 @@ func TestTraceStdio(t *testing.T) {
 	}
 	if leg.Attributes["gen_ai.tool.name"] != "echo_meta" || leg.Name != "tools/call echo_meta" || server.Name != "tools/call t__echo_meta" {
 		t.Errorf("upstream span %q %v; server span %q", leg.Name, leg.Attributes, server.Name)
+	}
+}
+
+// Traces of TestTraceStdio's other calls.
+const (
+	slowTraceID      = "5bf92f3577b34da6a3ce929d0e0e4737"
+	listTraceID      = "7bf92f3577b34da6a3ce929d0e0e4739"
+	unsampledTraceID = "6bf92f3577b34da6a3ce929d0e0e4738"
+)
+
+// traceWant is the trace a call's log lines and audit record must name: its trace id;
+// the span id of its audit record (the proxy's server span; "" for an unsampled call,
+// which has none); and, for a call that timed out, that of the timeout's log line (the
+// upstream leg's span).
+type traceWant struct{ trace, auditSpan, timeoutSpan string }
+
+// checkTraceLogs checks, in the proxy's log and its audit file, the trace of each call
+// (want's keys only label them in messages): every line and record that names a trace
+// names one of want's, with the span want says, and each call has its audit line and
+// record (and its timeout line when want has a timeout span).
+func checkTraceLogs(t *testing.T, stderr, auditPath string, want map[string]traceWant) {
+	t.Helper()
+	byTrace := map[string]string{} // trace id → key of want
+	for k, w := range want {
+		byTrace[w.trace] = k
+	}
+	type line struct {
+		Message string `json:"message"`
+		Name    string `json:"name"`
+		TraceID string `json:"trace_id"`
+		SpanID  string `json:"span_id"`
+	}
+	seen := map[string]bool{}
+	for _, raw := range strings.Split(stderr, "\n") {
+		var l line
+		if json.Unmarshal([]byte(raw), &l) != nil || l.TraceID == "" {
+			continue
+		}
+		k, ok := byTrace[l.TraceID]
+		if !ok {
+			t.Errorf("a log line names a trace no call has: %s", raw)
+			continue
+		}
+		w := want[k]
+		switch {
+		case l.Message == "audit":
+			seen[k+" audit line"] = true
+			if l.SpanID != w.auditSpan {
+				t.Errorf("%s: audit line span_id %q, want %q: %s", k, l.SpanID, w.auditSpan, raw)
+			}
+		case strings.Contains(l.Message, "did not answer in time"):
+			seen[k+" timeout line"] = true
+			if l.SpanID != w.timeoutSpan {
+				t.Errorf("%s: timeout line span_id %q, want the upstream span %q: %s", k, l.SpanID, w.timeoutSpan, raw)
+			}
+		}
+	}
+	b, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r line
+		if err := json.Unmarshal([]byte(raw), &r); err != nil {
+			t.Fatalf("audit record %q: %v", raw, err)
+		}
+		k, ok := byTrace[r.TraceID]
+		if !ok {
+			t.Errorf("audit record without its call's trace: %s", raw)
+			continue
+		}
+		seen[k+" audit record"] = true
+		if r.SpanID != want[k].auditSpan {
+			t.Errorf("%s: audit record span_id %q, want %q: %s", k, r.SpanID, want[k].auditSpan, raw)
+		}
+	}
+	for k, w := range want {
+		for _, what := range []string{" audit line", " audit record"} {
+			if !seen[k+what] {
+				t.Errorf("%s: no%s with trace_id %s\n%s", k, what, w.trace, stderr)
+			}
+		}
+		if w.timeoutSpan != "" && !seen[k+" timeout line"] {
+			t.Errorf("%s: no timeout line with trace_id %s\n%s", k, w.trace, stderr)
+		}
 	}
 }
 
@@ -167,7 +291,9 @@ func TestTraceHTTP(t *testing.T) {
 	}
 	defer recv.Close()
 	upURL, upStderr := startTestserverHTTP(t, "-echo-meta")
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	url, stderr, proxy := startHTTPProxyCmd(t, telemetryBlock(recv, "http/protobuf")+
+		fmt.Sprintf("audit {\n  file = %q\n  log = true\n}\n", auditPath)+
 		fmt.Sprintf("upstream \"r\" {\n  url = %q\n  protocol = \"legacy\"\n}\n", upURL))
 	c := &httpWire{t: t, url: url}
 	ctx := ctxT(t, 90*time.Second)
@@ -195,6 +321,7 @@ func TestTraceHTTP(t *testing.T) {
 		t.Fatalf("%v\nproxy stderr:\n%s", err, stderr)
 	}
 	server, leg := traceOf(t, spans, headerTrace, headerSpan)
+	checkTraceLogs(t, stderr.String(), auditPath, map[string]traceWant{"r__echo_meta": {trace: headerTrace, auditSpan: server.SpanID}})
 	want := "00-" + headerTrace + "-" + leg.SpanID + "-01"
 	if got := resp.Result.StructuredContent["traceparent"]; got != want {
 		t.Errorf("the upstream got _meta.traceparent %v, want %s", got, want)
@@ -204,5 +331,62 @@ func TestTraceHTTP(t *testing.T) {
 	}
 	if server.Attributes["mcp.session.id"] != c.sid || server.Attributes["jsonrpc.request.id"] != "7" {
 		t.Errorf("server span attributes %v, want session %s and request id 7", server.Attributes, c.sid)
+	}
+}
+
+// TestTraceInputRounds: a legacy client's call to a modern upstream that answers
+// input_required takes several rounds (the proxy asks the client, then calls again);
+// each is a span under the call's upstream span, numbered in order.
+func TestTraceInputRounds(t *testing.T) {
+	t.Parallel()
+	recv, err := otlptest.StartGRPC()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer recv.Close()
+	cfg := writeConfig(t, telemetryBlock(recv, "grpc")+everythingUpstreamEra("everything", "ev", "modern"))
+	cs, stderr, _ := connectSDKWithRoots(t, cfg, &sdkmcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *sdkmcp.CreateMessageRequest) (*sdkmcp.CreateMessageResult, error) {
+			return &sdkmcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &sdkmcp.TextContent{Text: "sampled answer"}}, nil
+		},
+		ElicitationHandler: func(context.Context, *sdkmcp.ElicitRequest) (*sdkmcp.ElicitResult, error) {
+			return &sdkmcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "username": "ada", "confirm": true, "color": "blue"}}, nil
+		},
+	}, "2025-11-25", &sdkmcp.Root{URI: "file:///mrtr/root", Name: "root"})
+	res, err := cs.CallTool(ctxT(t, 60*time.Second), &sdkmcp.CallToolParams{Name: "ev__test_input_required_result_multi_round", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("multi-round call: %v %q\n%s", err, textOf(res), stderr)
+	}
+	cs.Close() // the proxy exits and flushes its spans
+	rounds := func(spans []otlptest.Span) []otlptest.Span {
+		var out []otlptest.Span
+		for _, s := range spans {
+			if s.Name == "tools/call input round" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	spans, err := recv.Wait(20*time.Second, func(spans []otlptest.Span) bool { return len(rounds(spans)) >= 2 })
+	if err != nil {
+		t.Fatalf("%v\nproxy stderr:\n%s", err, stderr)
+	}
+	var leg otlptest.Span
+	for _, s := range spans {
+		if s.Kind == tracepb.Span_SPAN_KIND_CLIENT && s.Name == "tools/call test_input_required_result_multi_round" {
+			leg = s
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range rounds(spans) {
+		if r.TraceID != leg.TraceID || r.ParentSpanID != leg.SpanID || r.Attributes["mcp_proxy.round"] == "" {
+			t.Errorf("round span %+v, want one under the upstream span %+v", r, leg)
+		}
+		seen[r.Attributes["mcp_proxy.round"]] = true
+	}
+	for i := 1; i <= len(seen); i++ {
+		if !seen[fmt.Sprint(i)] {
+			t.Errorf("rounds %v: round %d missing", seen, i)
+		}
 	}
 }

@@ -122,7 +122,7 @@ func (m *Metrics) seriesOf(call *router.Call) *series {
 type pending struct {
 	m     *Metrics
 	s     *series
-	start time.Time
+	start time.Duration // m.mono()
 	reply router.Reply
 	done  router.Reply // p.finish, bound when p was made
 }
@@ -139,14 +139,14 @@ func (p *pending) finish(res json.RawMessage, err error) {
 	m, s, start, reply := p.m, p.s, p.start, p.reply
 	p.s, p.reply = nil, nil
 	m.pendings.Put(p)
-	end := m.now()
-	d := end.Sub(start)
+	end := m.mono()
+	d := end - start
 	o, code := classify(s.isCall, res, err)
 	s.count(m, o)
 	s.latency.Observe(d.Seconds())
 	if s.up != nil {
 		s.up.inFlight.Add(-1)
-		s.up.window.observe(end, d)
+		s.up.window.observe(m.minuteAt(end), d)
 	}
 	if o != outOK && o != outToolError && o != outCancelled {
 		m.countCode(code)
@@ -164,7 +164,7 @@ func (m *Metrics) Middleware(next router.Handler) router.Handler {
 			s.up.inFlight.Add(1)
 		}
 		p := m.pendings.Get().(*pending)
-		p.s, p.start, p.reply = s, m.now(), reply
+		p.s, p.start, p.reply = s, m.mono(), reply
 		next(ctx, call, p.done)
 	}
 }
@@ -186,7 +186,7 @@ func (m *Metrics) UpstreamLeg(next router.Handler) router.Handler {
 			obs, _ = m.legs.LoadOrStore(k, m.upstreamLeg.WithLabelValues(k.method, k.upstream))
 		}
 		l := m.legPool.Get().(*leg)
-		l.obs, l.start, l.reply = obs.(prometheus.Observer), m.now(), reply
+		l.obs, l.start, l.reply = obs.(prometheus.Observer), m.mono(), reply
 		next(ctx, call, l.done)
 	}
 }
@@ -195,7 +195,7 @@ func (m *Metrics) UpstreamLeg(next router.Handler) router.Handler {
 type leg struct {
 	m     *Metrics
 	obs   prometheus.Observer
-	start time.Time
+	start time.Duration // m.mono()
 	reply router.Reply
 	done  router.Reply
 }
@@ -210,7 +210,7 @@ func (l *leg) finish(res json.RawMessage, err error) {
 	m, obs, start, reply := l.m, l.obs, l.start, l.reply
 	l.obs, l.reply = nil, nil
 	m.legPool.Put(l)
-	obs.Observe(m.now().Sub(start).Seconds())
+	obs.Observe((m.mono() - start).Seconds())
 	reply(res, err)
 }
 
@@ -255,7 +255,7 @@ func isToolError(res json.RawMessage) bool {
 }
 
 var (
-	isErrorKey = []byte(`"isError"`)
+	isErrorKey = []byte(`isError"`) // without its opening quote, which is checked apart: a needle that starts with the rarer 'i' is found several times faster
 	escapeU    = []byte(`\u`)
 )
 
@@ -272,7 +272,7 @@ func mayBeToolError(res []byte) bool {
 			return false
 		}
 		k := skipSpace(res, i+j+len(isErrorKey))
-		if k < len(res) && res[k] == ':' && bytes.HasPrefix(res[skipSpace(res, k+1):], []byte("true")) {
+		if i+j > 0 && res[i+j-1] == '"' && k < len(res) && res[k] == ':' && bytes.HasPrefix(res[skipSpace(res, k+1):], []byte("true")) {
 			return true
 		}
 		i = k

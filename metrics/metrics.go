@@ -9,9 +9,10 @@
 // It learns all of it through the proxy's seams and never reaches into a component: the
 // router's middleware chain (Middleware outermost, UpstreamLeg innermost), upstream.Observer,
 // server.SessionObserver, policy.Observer, plugins.Observer, a counting net.Listener and,
-// at scrape time, the router's catalogue sizes. Lists, ping and logging/setLevel are
-// answered by the router or the front end without passing the chain, and the front end
-// has no per-request seam, so they are not counted here.
+// at scrape time, the router's catalogue sizes. Initialize and the lists pass the
+// router's local chain (router.UseLocal), where Middleware counts them too (with no
+// upstream); ping, logging/setLevel and tasks/list pass neither chain and are not
+// counted.
 //
 // It is separate from package admin, which serves these metrics over HTTP with health,
 // readiness and the status page: this package sits on the request path and must stay
@@ -54,7 +55,8 @@ type Options struct {
 	// Window is how far back the status page's latency percentiles look; default 5m,
 	// at most 60m (rounded up to whole minutes).
 	Window time.Duration
-	// Now is the clock of the latency windows; nil is time.Now (tests pass their own).
+	// Now is the clock of the latencies and their windows; nil is the monotonic clock
+	// from New (tests pass their own).
 	Now func() time.Time
 }
 
@@ -62,9 +64,11 @@ type Options struct {
 // process collectors and the proxy's own series. Make it with New; it is safe for
 // concurrent use and holds no goroutine (nothing to close).
 type Metrics struct {
-	reg     *prometheus.Registry
-	now     func() time.Time
-	minutes int // window length in minutes
+	reg       *prometheus.Registry
+	epoch     time.Time        // when New ran, with its monotonic reading: see mono
+	epochNano int64            // epoch.UnixNano()
+	fake      func() time.Time // Options.Now, or nil
+	minutes   int              // window length in minutes
 
 	requests       *prometheus.CounterVec
 	latency        *prometheus.HistogramVec
@@ -112,15 +116,18 @@ func New(opts Options) *Metrics {
 		opts.Window = 5 * time.Minute
 	}
 	opts.Window = min(opts.Window, time.Hour)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	m := &Metrics{
 		reg:      prometheus.NewRegistry(),
-		now:      opts.Now,
+		fake:     opts.Now,
 		minutes:  int((opts.Window + time.Minute - 1) / time.Minute),
 		sessions: map[sessionKey]int{},
 	}
+	if m.fake != nil {
+		m.epoch = m.fake()
+	} else {
+		m.epoch = time.Now()
+	}
+	m.epochNano = m.epoch.UnixNano()
 	m.pendings.New = m.newPending
 	m.legPool.New = m.newLeg
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "requests_total",
@@ -158,6 +165,26 @@ func New(opts Options) *Metrics {
 		stateCollector{m},
 	)
 	return m
+}
+
+// mono is the time since New on the monotonic clock: one clock read, where time.Now
+// reads two (and four reads per call were the better part of what counting a call
+// cost), and plain arithmetic on it (time.Time's Add and Sub cost more than the read).
+// A step of the system clock after New does not move it, which suits what it is for:
+// durations, and the minutes of the latency windows (minuteAt).
+func (m *Metrics) mono() time.Duration {
+	if m.fake != nil {
+		return m.fake().Sub(m.epoch)
+	}
+	return time.Since(m.epoch)
+}
+
+// now is mono as a time: New's wall time plus the monotonic time since.
+func (m *Metrics) now() time.Time { return m.epoch.Add(m.mono()) }
+
+// minuteAt is the Unix minute of the time mono returned as t.
+func (m *Metrics) minuteAt(t time.Duration) int64 {
+	return (m.epochNano + int64(t)) / int64(time.Minute)
 }
 
 // latencyBuckets span a cached answer (100 µs) to a long tool run (60 s).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/plugins"
@@ -434,9 +435,26 @@ func TestIsToolError(t *testing.T) {
 		{`{"structuredContent":{"isError":true}}`, false},
 		{`{"label":"isError","isError":true}`, true},
 		{`"isError"`, false},
+		{`{"xisError":true}`, false},
+		{`{"notisError":true,"isError" : true}`, true},
 	} {
 		if got := isToolError(json.RawMessage(c.res)); got != c.want {
 			t.Errorf("isToolError(%s) = %v, want %v", c.res, got, c.want)
 		}
 	}
+}
+
+// FuzzIsToolError: the quick scan never decides otherwise than reading the result's own
+// isError member.
+func FuzzIsToolError(f *testing.F) {
+	f.Add(`{"content":[],"isError":true}`)
+	f.Add(`{"structuredContent":{"isError":true},"isError":false}`)
+	f.Add(`{"a":"x\"isError","isError" : true}`)
+	f.Fuzz(func(t *testing.T, res string) {
+		v, ok, err := jsonx.Get([]byte(res), "isError")
+		want := err == nil && ok && string(v) == "true"
+		if got := isToolError(json.RawMessage(res)); got != want && err == nil {
+			t.Fatalf("isToolError(%s) = %v, its isError member says %v", res, got, want)
+		}
+	})
 }

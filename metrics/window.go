@@ -53,9 +53,8 @@ func bucketBounds(i int) (lo, hi time.Duration) {
 	return time.Duration(sub<<shift) * time.Microsecond, time.Duration((sub+1)<<shift) * time.Microsecond
 }
 
-// observe records one latency d of a call that ended at end.
-func (w *window) observe(end time.Time, d time.Duration) {
-	minute := end.Unix() / 60
+// observe records one latency d of a call that ended in the given Unix minute.
+func (w *window) observe(minute int64, d time.Duration) {
 	s := &w.slots[minute%int64(len(w.slots))]
 	if s.minute.Load() != minute {
 		w.recycle(s, minute)

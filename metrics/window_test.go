@@ -37,10 +37,10 @@ func TestWindow(t *testing.T) {
 	}
 	// Minute 0: 98 fast calls and 2 slow ones.
 	for range 98 {
-		w.observe(clk.now(), 10*time.Millisecond)
+		w.observe(clk.now().Unix()/60, 10*time.Millisecond)
 	}
 	for range 2 {
-		w.observe(clk.now(), 2*time.Second)
+		w.observe(clk.now().Unix()/60, 2*time.Second)
 	}
 	s := w.summary(clk.now())
 	if s.Count != 100 || !near(s.P50, 10*time.Millisecond) || !near(s.P99, 2*time.Second) {
@@ -49,7 +49,7 @@ func TestWindow(t *testing.T) {
 	// Minute 3: 100 calls of 100 ms.
 	clk.advance(3 * time.Minute)
 	for range 100 {
-		w.observe(clk.now(), 100*time.Millisecond)
+		w.observe(clk.now().Unix()/60, 100*time.Millisecond)
 	}
 	s = w.summary(clk.now())
 	if s.Count != 200 || !near(s.P50, 100*time.Millisecond) || !near(s.P99, 100*time.Millisecond) { // ranks 100 and 198 of 200
@@ -62,7 +62,7 @@ func TestWindow(t *testing.T) {
 		t.Errorf("minute 6: %+v", s)
 	}
 	// Minute 6 reuses minute 0's slot: its old counts are gone.
-	w.observe(clk.now(), time.Millisecond)
+	w.observe(clk.now().Unix()/60, time.Millisecond)
 	if s = w.summary(clk.now()); s.Count != 101 {
 		t.Errorf("after reusing a slot: %+v", s)
 	}

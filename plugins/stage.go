@@ -79,7 +79,7 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 			reply(nil, router.ErrCancelled)
 			return
 		case err != nil:
-			if !in.failed(rec, "before", err, call) {
+			if !in.failed(ctx, rec, "before", err, call) {
 				reply(nil, in.failure())
 				return
 			}
@@ -93,7 +93,7 @@ func (in *instance) serve(ctx context.Context, call *router.Call, next router.Ha
 		case resp.Action == pb.BeforeResponse_REWRITE:
 			params, err := jsonx.Set(call.Params, "arguments", resp.Arguments)
 			if err != nil {
-				if !in.failed(rec, "before", fmt.Errorf("its arguments cannot replace the call's: %w", err), call) {
+				if !in.failed(ctx, rec, "before", fmt.Errorf("its arguments cannot replace the call's: %w", err), call) {
 					reply(nil, in.failure())
 					return
 				}
@@ -149,7 +149,7 @@ func (in *instance) after(ctx context.Context, method string, pc *pb.Call, rec *
 	case err != nil && ctx.Err() != nil:
 		reply(nil, router.ErrCancelled)
 	case err != nil:
-		if in.failed(rec, "after", err, nil) {
+		if in.failed(ctx, rec, "after", err, nil) {
 			reply(res, answerErr(je))
 		} else {
 			reply(nil, in.failure())
@@ -267,10 +267,11 @@ func checkBefore(method string, resp *pb.BeforeResponse) error {
 	return fmt.Errorf("unknown action %v", resp.Action)
 }
 
-// failed handles a hook that failed: logged, noted, and the failure mode decides. It
-// reports whether the call goes on (failure = "open").
-func (in *instance) failed(rec *policy.Record, hook string, err error, call *router.Call) bool {
-	ev := in.log.Warn().Err(err).Str("hook", hook)
+// failed handles a hook that failed: logged (with the call's context, so that a traced
+// call's line carries its trace id), noted, and the failure mode decides. It reports
+// whether the call goes on (failure = "open").
+func (in *instance) failed(ctx context.Context, rec *policy.Record, hook string, err error, call *router.Call) bool {
+	ev := in.log.Warn().Ctx(ctx).Err(err).Str("hook", hook)
 	if call != nil {
 		ev = ev.Str("method", call.Method).Str("upstream", call.Target.Upstream).Str("name", call.Target.Name)
 	}

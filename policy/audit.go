@@ -45,6 +45,10 @@ type Record struct {
 	Args       json.RawMessage `json:"args,omitempty"`
 	// Plugins are what the plugins' hooks decided, in the order they ran.
 	Plugins []PluginNote `json:"plugins,omitempty"`
+	// TraceID is the call's trace when it is traced (sampled, or the client sent its own
+	// trace context); SpanID the proxy's server span of it, when the proxy records one.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 // PluginNote is what one plugin hook decided about an audited call.
@@ -229,6 +233,12 @@ func (a *Auditor) Write(rec *Record) {
 		}
 		if rec.Error != "" {
 			ev = ev.Str("error", rec.Error)
+		}
+		if rec.TraceID != "" {
+			ev = ev.Str("trace_id", rec.TraceID)
+		}
+		if rec.SpanID != "" {
+			ev = ev.Str("span_id", rec.SpanID)
 		}
 		ev.Msg("audit")
 	}

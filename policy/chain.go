@@ -27,6 +27,10 @@ type Chain struct {
 	// Observer is told each decision of the rules and limits stages (see Decided); nil
 	// for nobody. Set it before Stages.
 	Observer Observer
+	// TraceIDs names the trace of a call from its context, for its audit record: the
+	// trace id and the id of the span the proxy records for it, each "" when there is
+	// none (telemetry.IDs). Nil when the proxy does not trace.
+	TraceIDs func(ctx context.Context) (traceID, spanID string)
 }
 
 var _ router.Guard = (*Chain)(nil)
@@ -133,6 +137,9 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 		if req.Meta != nil && len(req.Meta.Info) > 0 {
 			rec.Client, _, _ = jsonx.GetString(req.Meta.Info, "name")
 		}
+		if c.TraceIDs != nil {
+			rec.TraceID, rec.SpanID = c.TraceIDs(ctx)
+		}
 		c.Audit.arguments(rec, argumentsOf(call))
 		next(context.WithValue(ctx, recordKey{}, rec), call, func(res json.RawMessage, err error) {
 			rec.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
@@ -230,7 +237,7 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 			return
 		}
 		if refusal != nil && refusal.Err != nil {
-			c.Log.Error().Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
+			c.Log.Error().Ctx(ctx).Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
 				Str("limit", refusal.Limit).Msg("rate limits could not be checked; call refused")
 			c.observe(Decided{Stage: StageLimits, Method: call.Method, Upstream: it.Upstream, Rule: refusal.Limit, Decision: DecisionError})
 			if rec := recordOf(ctx); rec != nil {

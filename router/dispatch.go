@@ -84,13 +84,13 @@ type Reply func(result json.RawMessage, err error)
 func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 	switch req.Method {
 	case mcp.MethodToolsList:
-		reply(r.listPage(req, listTools))
+		r.Local(ctx, req, r.answerTools, reply)
 	case mcp.MethodPromptsList:
-		reply(r.listPage(req, listPrompts))
+		r.Local(ctx, req, r.answerPrompts, reply)
 	case mcp.MethodResourcesList:
-		reply(r.listPage(req, listResources))
+		r.Local(ctx, req, r.answerResources, reply)
 	case mcp.MethodResourcesTemplatesList:
-		reply(r.listPage(req, listTemplates))
+		r.Local(ctx, req, r.answerTemplates, reply)
 	case mcp.MethodToolsCall:
 		r.callNamed(ctx, req, r.snap.Load().toolByName, "tool", reply)
 	case mcp.MethodPromptsGet:
@@ -108,6 +108,23 @@ func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 	default:
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method))
 	}
+}
+
+// The lists' answers (Local).
+func (r *Router) answerTools(_ context.Context, req *Request) (json.RawMessage, error) {
+	return r.listPage(req, listTools)
+}
+
+func (r *Router) answerPrompts(_ context.Context, req *Request) (json.RawMessage, error) {
+	return r.listPage(req, listPrompts)
+}
+
+func (r *Router) answerResources(_ context.Context, req *Request) (json.RawMessage, error) {
+	return r.listPage(req, listResources)
+}
+
+func (r *Router) answerTemplates(_ context.Context, req *Request) (json.RawMessage, error) {
+	return r.listPage(req, listTemplates)
 }
 
 // Call is the synchronous form of Dispatch.
@@ -165,7 +182,7 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 	}
 	go func() { // the client's first call: its session with the upstream is starting
 		if err := inst.up.WaitFirstAttempt(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn().Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
+			r.log.Warn().Ctx(ctx).Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
 		}
 		r.send(ctx, target, req, params, reply)
 	}()

@@ -12,7 +12,9 @@ import (
 // completion/complete, tasks/get|result|cancel), after the router has resolved what it is
 // about and before anything reaches the upstream. The policy's stages (audit, rules,
 // limits) are middlewares; plugins, metrics and tracing attach here too. Served locally
-// (lists, ping, logging/setLevel) is not routed and does not pass through it.
+// (lists, ping, logging/setLevel) is not routed and does not pass through it; lists, and
+// the front end's initialize, pass through the local chain instead (UseLocal, Local):
+// what counts and traces every request, not the policy or the plugins.
 //
 // A middleware may refuse (reply with an error without calling next), replace the call
 // (call next with a new Call built from the one it was given: never edit that one) and
@@ -35,7 +37,11 @@ type Call struct {
 	Request *Request
 
 	owner *backend // where the call goes; kept by WithParams
+	local Answer   // a local call's answer (see Local); kept by WithParams
 }
+
+// Answer answers a request the proxy serves itself (see Local).
+type Answer func(ctx context.Context, req *Request) (json.RawMessage, error)
 
 // WithParams returns a new Call like c with other params: how a middleware rewrites a
 // request.
@@ -62,6 +68,35 @@ func (r *Router) Use(mws ...Middleware) {
 		h = mws[i](h)
 	}
 	r.chain.Store(&h)
+}
+
+// UseLocal installs the local chain, outermost first, replacing the one installed before:
+// the stages every request the proxy answers itself passes through (Local). Its calls
+// have no Target; the chain's end answers them. Like Use, it is safe while requests are
+// served.
+func (r *Router) UseLocal(mws ...Middleware) {
+	h := Handler(answerLocal)
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	r.local.Store(&h)
+}
+
+// Local answers req, which the proxy serves itself (a list; the front end's initialize),
+// with answer, through the local chain when one is installed; reply gets the outcome.
+// Without a chain it costs nothing beyond answer.
+func (r *Router) Local(ctx context.Context, req *Request, answer Answer, reply Reply) {
+	h := r.local.Load()
+	if h == nil {
+		reply(answer(ctx, req))
+		return
+	}
+	(*h)(ctx, &Call{Method: req.Method, Params: req.Params, Request: req, local: answer}, reply)
+}
+
+// answerLocal is the end of the local chain.
+func answerLocal(ctx context.Context, c *Call, reply Reply) {
+	reply(c.local(ctx, c.Request))
 }
 
 // route sends c through the middleware chain to its upstream.

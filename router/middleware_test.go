@@ -90,3 +90,43 @@ func TestMiddlewareOnEveryRoutedMethod(t *testing.T) {
 		t.Errorf("without middleware: %s %v", res, err)
 	}
 }
+
+// The lists pass through the local chain (UseLocal), never through the routed one: the
+// local chain sees a call without a target and the list as it is answered.
+func TestLocalChain(t *testing.T) {
+	f := newFake("u", "echo")
+	f.cat.Prompts = []json.RawMessage{json.RawMessage(`{"name":"greet"}`)}
+	r := newTestRouter(t, Options{}, nsUp{f, "ns"})
+	r.Use(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call, reply Reply) {
+			t.Errorf("%s went through the routed chain", c.Method)
+			next(ctx, c, reply)
+		}
+	})
+	var seen []string
+	r.UseLocal(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call, reply Reply) {
+			if c.Target != nil || c.Request == nil || c.Request.Method != c.Method {
+				t.Errorf("local call %+v", c)
+			}
+			next(ctx, c, func(res json.RawMessage, err error) {
+				seen = append(seen, c.Method+" "+string(res[:min(len(res), 10)]))
+				reply(res, err)
+			})
+		}
+	})
+	for _, m := range []string{mcp.MethodToolsList, mcp.MethodPromptsList, mcp.MethodResourcesList, mcp.MethodResourcesTemplatesList} {
+		if _, err := call(t, r, m, `{}`); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+	want := []string{`tools/list {"tools":[`, `prompts/list {"prompts"`, `resources/list {"resource`, `resources/templates/list {"resource`}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("the local chain saw %q, want %q", seen, want)
+	}
+	// Without a local chain a list is answered directly.
+	r2 := newTestRouter(t, Options{}, nsUp{newFake("v", "echo"), "v"})
+	if res, err := call(t, r2, mcp.MethodToolsList, `{}`); err != nil || !strings.Contains(string(res), "v__echo") {
+		t.Errorf("tools/list without a local chain: %s %v", res, err)
+	}
+}

@@ -182,6 +182,7 @@ type Router struct {
 	guard     atomic.Pointer[guardBox] // what principals may see; nil when everything is visible
 	presenter Presenter                // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
 	chain     atomic.Pointer[Handler]  // the middleware chain (see Use); nil: none
+	local     atomic.Pointer[Handler]  // the local chain (see UseLocal); nil: none
 	onClose   []func()
 
 	clientCaps   atomic.Pointer[json.RawMessage] // what the upstreams were started with

@@ -265,7 +265,7 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		}
 		go func() {
 			defer ss.wg.Done()
-			reply(ss.initialize(ctx, msg))
+			reply(ss.initializeLocal(ctx, msg, rp))
 		}()
 		return
 	}
@@ -318,6 +318,29 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		}
 		reply(responseFor(msg.ID, res, err))
 	})
+}
+
+// initializeLocal answers initialize through the router's local chain (what counts and
+// traces the requests the proxy answers itself).
+func (ss *session) initializeLocal(ctx context.Context, msg *jsonrpc.Message, rp replier) *jsonrpc.Message {
+	var out *jsonrpc.Message
+	req := &router.Request{Method: msg.Method, Params: msg.Params, Client: ss.clientID, Session: ss,
+		Principal: principal.From(ctx), ID: rp.idOf(msg)}
+	answer := func(ctx context.Context, _ *router.Request) (json.RawMessage, error) {
+		out = ss.initialize(ctx, msg)
+		if out.Error != nil {
+			return nil, out.Error
+		}
+		return out.Result, nil
+	}
+	done := make(chan *jsonrpc.Message, 1) // a stage may answer later, from another goroutine
+	ss.s.r.Local(ctx, req, answer, func(res json.RawMessage, err error) {
+		if out == nil { // a stage answered instead
+			out = responseFor(msg.ID, res, err)
+		}
+		done <- out // the answer as initialize made it
+	})
+	return <-done
 }
 
 // tooManyInFlight is the refusal of a request over the session's cap.

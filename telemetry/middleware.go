@@ -3,11 +3,16 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // Start options, made once: a variadic option list built per call would be allocated
@@ -34,32 +39,43 @@ func (t *Tracing) Wrap(stages []router.Middleware) []router.Middleware {
 // Request is the outermost middleware: a server span per routed client request, from
 // the moment the router resolved it to the answer the client gets. Its parent is the
 // trace context of the request's params._meta, else the one in ctx (HTTPContext: the
-// HTTP request's headers), which is then linked when both are there and differ. When
-// the span is sampled out and the client sent no trace context in _meta, the span's
-// (unsampled) context still goes upstream, so that the upstream follows the decision.
+// HTTP request's headers), which is then linked when both are there and differ.
+//
+// A call that is not sampled costs as little as the sampler allows: with no trace
+// context from the client and a ratio of 0 no span is even started; one the ratio
+// samples out is dropped at once. Either way nothing goes upstream: there is no trace
+// to join (nothing is recorded or logged under the unsampled root's ids), and an
+// upstream that traces on its own makes its own decision, as it would if called
+// directly. A client's trace context is different: when the call is not sampled it
+// goes upstream exactly as it came (in _meta, where an HTTP header's is copied), and
+// stays in ctx so that the call's log lines carry its trace id (see LogHook).
 func (t *Tracing) Request(next router.Handler) router.Handler {
 	return func(ctx context.Context, c *router.Call, reply router.Reply) {
-		start, opts := ctx, serverKind
-		loc, isObject := locateMeta(c.Params)
-		metaSC, fromMeta := metaContext(loc.meta)
-		if fromMeta && !metaSC.IsSampled() && t.followParent {
-			// The client's "not sampled" is the decision: no span would be recorded, and
-			// its context goes upstream as it came.
-			next(ctx, c, reply)
+		in := clientContext(c.Params)
+		ambient := trace.SpanContextFromContext(ctx)
+		if !in.fromMeta && !ambient.IsValid() && t.ratio <= 0 {
+			next(ctx, c, reply) // a root that cannot be sampled: the common sampled-out case
 			return
 		}
-		if fromMeta {
-			if ambient := trace.SpanContextFromContext(ctx); ambient.IsValid() && !ambient.Equal(metaSC) {
+		parent := ambient
+		if in.fromMeta {
+			parent = in.sc
+		}
+		if t.followParent && parent.IsValid() && !parent.IsSampled() {
+			// The client's "not sampled" is the decision: no span would be recorded.
+			untraced(ctx, c, reply, next, &in, parent)
+			return
+		}
+		start, opts := ctx, serverKind
+		if in.fromMeta {
+			if ambient.IsValid() && !ambient.Equal(in.sc) {
 				opts = []trace.SpanStartOption{serverKind[0], trace.WithLinks(trace.Link{SpanContext: ambient})}
 			}
-			start = trace.ContextWithRemoteSpanContext(ctx, metaSC)
+			start = trace.ContextWithRemoteSpanContext(ctx, in.sc)
 		}
-		ctx, span := t.tracer.Start(start, c.Method, opts...)
-		if !span.IsRecording() {
-			if !fromMeta && isObject {
-				c = c.WithParams(spliceMeta(c.Params, loc, span.SpanContext())) // the location found above: no second pass
-			}
-			next(ctx, c, reply)
+		sctx, span := t.tracer.Start(start, c.Method, opts...)
+		if !span.IsRecording() { // the ratio sampled it out (or overrode the client's decision)
+			untraced(ctx, c, reply, next, &in, parent)
 			return
 		}
 		var buf [8]attribute.KeyValue
@@ -71,11 +87,29 @@ func (t *Tracing) Request(next router.Handler) router.Handler {
 			span.SetName(name)
 		}
 		method := c.Method
-		next(ctx, c, func(res json.RawMessage, err error) {
+		next(sctx, c, func(res json.RawMessage, err error) {
 			finish(span, method, res, err)
 			reply(res, err)
 		})
 	}
+}
+
+// untraced passes on a call that is not sampled. The client's trace context (parent,
+// when valid) goes upstream unchanged and stays in ctx for the log lines; without one
+// the call passes as it came.
+func untraced(ctx context.Context, c *router.Call, reply router.Reply, next router.Handler, in *inbound, parent trace.SpanContext) {
+	switch {
+	case in.fromMeta: // already in the params that go upstream
+		ctx = trace.ContextWithRemoteSpanContext(ctx, in.sc)
+	case parent.IsValid(): // the HTTP header's, which ctx has: _meta gets it too
+		if !in.scanned {
+			in.loc, in.isObject = locateMeta(c.Params)
+		}
+		if in.isObject {
+			c = c.WithParams(spliceMeta(c.Params, in.loc, parent))
+		}
+	}
+	next(ctx, c, reply)
 }
 
 // Upstream is the innermost middleware: a client span per upstream leg, whose context
@@ -89,6 +123,7 @@ func (t *Tracing) Upstream(next router.Handler) router.Handler {
 			return
 		}
 		ctx, span := t.tracer.Start(ctx, c.Method, clientKind...)
+		ctx = upstream.WithRoundHook(ctx, t.round) // input rounds for a legacy client: a span each
 		c = propagate(c, span.SpanContext())
 		var buf [6]attribute.KeyValue
 		attrs := append(buf[:0], keyMethod.String(c.Method))
@@ -102,6 +137,31 @@ func (t *Tracing) Upstream(next router.Handler) router.Handler {
 			finish(span, method, res, err)
 			reply(res, err)
 		})
+	}
+}
+
+// keyRound is an input round's number (mcp_proxy.round).
+const keyRound = attribute.Key("mcp_proxy.round")
+
+// round is the upstream.RoundHook of a recorded upstream leg: a client span per input
+// round ("{method} input round"), under the leg's span, from asking the client for the
+// inputs to the retried request's answer.
+func (t *Tracing) round(ctx context.Context, method string, n int) (context.Context, func(error)) {
+	ctx, span := t.tracer.Start(ctx, method+" input round", clientKind...)
+	span.SetAttributes(keyMethod.String(method), keyRound.Int(n))
+	return ctx, func(err error) {
+		var je *jsonrpc.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &je):
+			code := strconv.FormatInt(je.Code, 10)
+			span.SetAttributes(keyStatusCode.String(code), keyErrorType.String(code))
+			span.SetStatus(codes.Error, je.Message)
+		default:
+			span.SetAttributes(keyErrorType.String("_OTHER"))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
 	}
 }
 

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,8 +29,9 @@ const (
 // testTracing is a Tracing whose ended spans go to the returned recorder.
 func testTracing(sampling float64) (*Tracing, *tracetest.SpanRecorder) {
 	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(Sampler(Settings{Sampling: sampling})))
-	return newTracing(tp, true), rec
+	s := Settings{Sampling: sampling}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(Sampler(s)))
+	return newTracing(tp, s), rec
 }
 
 // chain builds the handler of mws around final, as router.Use does.
@@ -190,20 +192,24 @@ func TestSpansWithoutClientContext(t *testing.T) {
 }
 
 func TestSampledOut(t *testing.T) {
-	t.Run("no client context: the unsampled context goes upstream", func(t *testing.T) {
-		tr, rec := testTracing(0)
-		end := &upstreamEnd{result: json.RawMessage(`{}`)}
-		h := chain(end.handle, tr.Wrap(nil)...)
-		call(t, h, context.Background(), toolCall(`{"name":"search"}`))
-		if n := len(rec.Ended()); n != 0 {
-			t.Fatalf("%d spans recorded", n)
-		}
-		tp, _ := metaOf(t, end.got.Params)["traceparent"].(string)
-		cfg, ok := parseTraceparent([]byte(tp))
-		if !ok || cfg.TraceFlags.IsSampled() {
-			t.Errorf("upstream traceparent %q, want a valid unsampled one", tp)
-		}
-	})
+	for _, ratio := range []float64{0, 1e-12} { // no span started; a span started and dropped
+		t.Run(fmt.Sprintf("no client context, ratio %g: nothing goes upstream", ratio), func(t *testing.T) {
+			tr, rec := testTracing(ratio)
+			end := &upstreamEnd{result: json.RawMessage(`{}`)}
+			h := chain(end.handle, tr.Wrap(nil)...)
+			const params = `{"name":"search","_meta":{"progressToken":7}}`
+			call(t, h, context.Background(), toolCall(params))
+			if n := len(rec.Ended()); n != 0 {
+				t.Fatalf("%d spans recorded", n)
+			}
+			if string(end.got.Params) != params {
+				t.Errorf("params %s, want them untouched", end.got.Params)
+			}
+			if sc := trace.SpanContextFromContext(end.ctx); sc.IsValid() {
+				t.Errorf("the upstream leg's context has trace %s, of a trace nobody records", sc.TraceID())
+			}
+		})
+	}
 	t.Run("unsampled client context passes unchanged", func(t *testing.T) {
 		tr, rec := testTracing(1) // parent-based: the client's decision wins
 		end := &upstreamEnd{result: json.RawMessage(`{}`)}
@@ -215,6 +221,26 @@ func TestSampledOut(t *testing.T) {
 		}
 		if string(end.got.Params) != params {
 			t.Errorf("params %s, want them untouched", end.got.Params)
+		}
+		if sc := trace.SpanContextFromContext(end.ctx); sc.TraceID().String() != clientTrace || trace.SpanFromContext(end.ctx).IsRecording() {
+			t.Errorf("the upstream leg's context has %v, want the client's trace, not recording (for the log lines)", sc)
+		}
+	})
+	t.Run("unsampled header context goes upstream unchanged", func(t *testing.T) {
+		tr, rec := testTracing(1)
+		end := &upstreamEnd{result: json.RawMessage(`{}`)}
+		h := chain(end.handle, tr.Wrap(nil)...)
+		r, _ := http.NewRequest(http.MethodPost, "http://proxy/mcp", nil)
+		unsampled := "00-" + clientTrace + "-" + clientSpan + "-00"
+		r.Header.Set("traceparent", unsampled)
+		r.Header.Set("tracestate", "vendor=x")
+		call(t, h, tr.HTTPContext(context.Background(), r), toolCall(`{"name":"search","_meta":{"progressToken":7}}`))
+		if n := len(rec.Ended()); n != 0 {
+			t.Fatalf("%d spans recorded", n)
+		}
+		meta := metaOf(t, end.got.Params)
+		if meta["traceparent"] != unsampled || meta["tracestate"] != "vendor=x" || meta["progressToken"] != float64(7) {
+			t.Errorf("upstream _meta %v, want the header's context as it came, and the progress token", meta)
 		}
 	})
 	t.Run("sampled client context is recorded at ratio 0", func(t *testing.T) {

@@ -62,6 +62,39 @@ func locateMeta(params []byte) (loc metaLoc, ok bool) {
 	return loc, true
 }
 
+// inbound is the trace context a request's params carry, and where their _meta is.
+type inbound struct {
+	sc       trace.SpanContext // valid when fromMeta
+	fromMeta bool              // params._meta holds a well-formed traceparent
+	scanned  bool              // loc and isObject are set (the quick check did not rule out a traceparent)
+	isObject bool
+	loc      metaLoc
+}
+
+// clientContext reads the trace context of params._meta. Most requests carry none, and
+// a quick search rules that out without scanning the params' members: the text `_meta"`
+// (a key, or a string that ends so: in JSON text a quote that is part of a string is
+// escaped), then after its first occurrence `parent"` (the end of a traceparent key),
+// unless a \u escape could spell either.
+func clientContext(params []byte) inbound {
+	if !bytes.Contains(params, escapeU) {
+		i := bytes.Index(params, metaKey)
+		if i < 0 || !bytes.Contains(params[i+len(metaKey):], parentKeyEnd) {
+			return inbound{}
+		}
+	}
+	in := inbound{scanned: true}
+	in.loc, in.isObject = locateMeta(params)
+	in.sc, in.fromMeta = metaContext(in.loc.meta)
+	return in
+}
+
+var (
+	metaKey      = []byte(`_meta"`)
+	parentKeyEnd = []byte(`parent"`)
+	escapeU      = []byte(`\u`)
+)
+
 // metaContext reads the trace context a request carries in its _meta value (nil: none),
 // in one pass over it. ok is false when it has none, or a malformed traceparent; a
 // malformed tracestate alone is dropped.

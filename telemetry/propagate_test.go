@@ -117,3 +117,40 @@ func FuzzMetaContext(f *testing.F) {
 		}
 	})
 }
+
+// TestClientContextQuickCheck: the quick search that spares most requests a scan never
+// misses a trace context that the full scan finds (escaped keys, a string ending in
+// _meta before the key, the key after other members).
+func TestClientContextQuickCheck(t *testing.T) {
+	const tp = `"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`
+	for _, params := range []string{
+		`{"_meta":{"traceparent":` + tp + `}}`,
+		`{"name":"x_meta","_meta":{"progressToken":1,"traceparent":` + tp + `}}`,
+		`{"name":"_meta","arguments":{"_meta":"parent"},"_meta":{"traceparent":` + tp + `}}`,
+		`{"_meta":{"\u0074raceparent":` + tp + `}}`,
+		`{"\u005fmeta":{"traceparent":` + tp + `}}`,
+		`{ "_meta" : { "traceparent" : ` + tp + ` } }`,
+		`{"_meta":{"progressToken":1}}`,
+		`{"name":"traceparent","_meta":{}}`,
+		`{"name":"x"}`,
+		``,
+	} {
+		want, wantOK := paramsContext([]byte(params))
+		in := clientContext([]byte(params))
+		if in.fromMeta != wantOK || !in.sc.Equal(want) {
+			t.Errorf("clientContext(%s) = %v %v, the full scan finds %v %v", params, in.sc, in.fromMeta, want, wantOK)
+		}
+	}
+}
+
+// FuzzClientContext: the quick check agrees with the full scan on any input.
+func FuzzClientContext(f *testing.F) {
+	f.Add(`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`)
+	f.Add(`{"a":"_meta","_meta":{"x":1,"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"}}`)
+	f.Fuzz(func(t *testing.T, params string) {
+		want, wantOK := paramsContext([]byte(params))
+		if in := clientContext([]byte(params)); in.fromMeta != wantOK || !in.sc.Equal(want) {
+			t.Fatalf("clientContext(%q) = %v %v, the full scan finds %v %v", params, in.sc, in.fromMeta, want, wantOK)
+		}
+	})
+}

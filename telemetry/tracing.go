@@ -23,6 +23,9 @@ const scope = "github.com/mcp-proxy/mcp-proxy/telemetry"
 type Tracing struct {
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
+	// ratio is the sampler's ratio for new traces: at 0, a call without a client's trace
+	// context starts no span at all.
+	ratio float64
 	// followParent: the sampler keeps a caller's decision, so that a call whose client
 	// said "not sampled" needs no span at all.
 	followParent bool
@@ -51,13 +54,13 @@ func Start(ctx context.Context, s Settings) (*Tracing, error) {
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithSampler(Sampler(s)),
 		sdktrace.WithResource(res),
-	), !s.IgnoreParent), nil
+	), s), nil
 }
 
 // newTracing wraps a provider (tests give one with an in-memory exporter) whose sampler
-// follows a caller's decision when followParent is set.
-func newTracing(tp *sdktrace.TracerProvider, followParent bool) *Tracing {
-	return &Tracing{provider: tp, tracer: tp.Tracer(scope), followParent: followParent}
+// is Sampler(s).
+func newTracing(tp *sdktrace.TracerProvider, s Settings) *Tracing {
+	return &Tracing{provider: tp, tracer: tp.Tracer(scope), ratio: s.Sampling, followParent: !s.IgnoreParent}
 }
 
 // Sampler is the sampler Settings ask for: a trace-id ratio for new traces, and the

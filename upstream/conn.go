@@ -63,6 +63,7 @@ type conn struct {
 // cancellation or connection failure completes it: whoever removes it from the pending
 // table calls done.
 type pendingCall struct {
+	ctx         context.Context // the caller's: its log lines carry the call's trace (see Event.Ctx)
 	done        func(*jsonrpc.Message, error)
 	method      string
 	progressKey string
@@ -109,7 +110,7 @@ func (c *conn) requestFailed(id jsonrpc.ID, err error) {
 	if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
 		code = mcp.CodeMessageTooLarge
 	}
-	c.log.Warn().Err(err).Str("method", pc.method).Msg("request to the upstream failed")
+	c.log.Warn().Ctx(pc.ctx).Err(err).Str("method", pc.method).Msg("request to the upstream failed")
 	pc.done(nil, mcp.ProxyError(code, c.u.spec.Name, fmt.Sprintf("upstream %q: %v", c.u.spec.Name, err)))
 }
 
@@ -163,7 +164,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		// Before the pending call takes done: the answer goes through the wrapper.
 		done = c.fulfilInputs(ctx, req, done, 0)
 	}
-	pc := &pendingCall{done: done, method: req.Method, input: req.Input}
+	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input}
 
 	params, origToken, err := c.adapt(req, idRaw)
 	if err != nil {
@@ -296,6 +297,8 @@ func (c *conn) sweep() {
 				if pc := c.take(id); pc != nil {
 					c.sendCancel(id, "timed out in mcp-proxy")
 					c.u.observe(Event{Kind: EventCallTimedOut, Method: pc.method})
+					c.log.Warn().Ctx(pc.ctx).Str("method", pc.method).Dur("timeout", pc.timeout).
+						Msg("the upstream did not answer in time; the call fails")
 					pc.done(nil, mcp.ProxyError(mcp.CodeUpstreamTimeout, c.u.spec.Name,
 						fmt.Sprintf("upstream %q did not answer %s within %s", c.u.spec.Name, pc.method, pc.timeout)))
 				}

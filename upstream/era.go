@@ -360,15 +360,24 @@ func (c *conn) fulfilInputs(ctx context.Context, req *Request, done func(*jsonrp
 		c.u.wg.Add(1)
 		go func() {
 			defer c.u.wg.Done()
-			retry, err := c.answerInputs(ctx, req, resp.Result)
+			rctx, end := startRound(ctx, req.Method, round+1)
+			retry, err := c.answerInputs(rctx, req, resp.Result)
 			if err != nil {
+				end(err)
 				done(nil, err)
 				return
 			}
 			// The retry's input rounds are this wrapper's (with the round counted), not
 			// a fresh one's at round 0.
 			retry.ClientHandlesInput = true
-			c.send(ctx, retry, c.fulfilInputs(ctx, req, done, round+1))
+			next := c.fulfilInputs(ctx, req, done, round+1)
+			c.send(rctx, retry, func(m *jsonrpc.Message, err error) {
+				if err == nil && m.Error != nil {
+					err = m.Error
+				}
+				end(err)
+				next(m, err)
+			})
 		}()
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -255,5 +257,44 @@ func TestDiscoverFallbacks(t *testing.T) {
 		if err != nil || u.Info().Modern != tc.modern {
 			t.Errorf("%s: %v, modern %v", tc.name, err, u.Info().Modern)
 		}
+	}
+}
+
+// TestRoundHook: each input round of a call for a legacy client is reported to the hook
+// in the call's context, begun before the client is asked and ended with the retried
+// request's outcome; the round's context is the one the client is asked with.
+func TestRoundHook(t *testing.T) {
+	u, err := startMem(t, Spec{Protocol: ProtocolModern}, nil, modernServer(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type roundCtxKey struct{}
+	var mu sync.Mutex
+	var log []string
+	hook := func(ctx context.Context, method string, round int) (context.Context, func(error)) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf("start %s %d", method, round))
+		mu.Unlock()
+		return context.WithValue(ctx, roundCtxKey{}, round), func(err error) {
+			mu.Lock()
+			log = append(log, fmt.Sprintf("end %d %v", round, err))
+			mu.Unlock()
+		}
+	}
+	input := func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+		if r, _ := ctx.Value(roundCtxKey{}).(int); r != 1 {
+			return nil, jsonrpc.Errorf(-1, "asked outside the round's context (%v)", ctx.Value(roundCtxKey{}))
+		}
+		return json.RawMessage(`{"action":"accept"}`), nil
+	}
+	ctx := WithRoundHook(context.Background(), hook)
+	m, err := u.Call(ctx, &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"ask"}`), Input: input})
+	if err != nil || m.Error != nil {
+		t.Fatalf("call: %v %v", err, m)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(log, "; "); got != "start tools/call 1; end 1 <nil>" {
+		t.Errorf("rounds: %s", got)
 	}
 }

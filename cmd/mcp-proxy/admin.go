@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/server"
+	"github.com/mcp-proxy/mcp-proxy/telemetry"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -89,6 +90,20 @@ func (o *observers) around(stages []router.Middleware) []router.Middleware {
 	out = append(out, o.metrics.Middleware)
 	out = append(out, stages...)
 	return append(out, o.metrics.UpstreamLeg)
+}
+
+// localStages are the stages of the requests the proxy answers itself (lists,
+// initialize: router.UseLocal): counted outermost, then a request span. They have no
+// upstream leg, and neither the policy nor the plugins see them.
+func localStages(tr *telemetry.Tracing, o *observers) []router.Middleware {
+	var out []router.Middleware
+	if o != nil && o.metrics != nil {
+		out = append(out, o.metrics.Middleware)
+	}
+	if tr != nil {
+		out = append(out, tr.Request)
+	}
+	return out
 }
 
 // startAdmin starts the admin listener of the configuration's admin block over the

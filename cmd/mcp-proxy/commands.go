@@ -66,6 +66,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, source string, log zero
 		return err
 	}
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
+	log = traceLogs(log, tr)
 	obs := newObservers(cfg)
 	e, err := buildEngine(ctx, cfg, log, false, tr, obs)
 	if err != nil {

@@ -118,6 +118,9 @@ func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, ma
 		}
 	}
 	e.install()
+	if local := localStages(tr, obs); len(local) > 0 {
+		r.UseLocal(local...) // lists and initialize: counted and traced too (not changed by a reload)
+	}
 	if chain != nil {
 		r.SetGuard(chain)
 		log.Info().Bool("rules", chain.Rules != nil).Bool("limits", chain.Limits != nil).Bool("audit", chain.Audit != nil).
@@ -132,6 +135,9 @@ func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, ma
 // started with; the next one takes the new.
 func (e *engine) install() {
 	e.obs.watchPolicy(e.chain)
+	if e.tr != nil && e.chain != nil {
+		e.chain.TraceIDs = telemetry.IDs // audit records name the call's trace
+	}
 	var stages []router.Middleware
 	if e.chain != nil {
 		stages = e.chain.Stages()

@@ -36,6 +36,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 		return err
 	}
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
+	log = traceLogs(log, tr)
 	obs := newObservers(cfg)
 	e, err := buildEngine(ctx, cfg, log, true, tr, obs)
 	if err != nil {

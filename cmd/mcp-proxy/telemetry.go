@@ -72,6 +72,15 @@ func stopTracing(tr *telemetry.Tracing, log zerolog.Logger) {
 	}
 }
 
+// traceLogs returns log with telemetry.LogHook when the proxy traces (tr not nil): the
+// lines logged with a traced call's context carry its trace_id and span_id.
+func traceLogs(log zerolog.Logger, tr *telemetry.Tracing) zerolog.Logger {
+	if tr == nil {
+		return log
+	}
+	return log.Hook(telemetry.LogHook{})
+}
+
 // httpTraceContext is the HTTP front end's hook that reads a request's traceparent
 // header (a call's parent when its _meta has none); nil without tracing.
 func httpTraceContext(tr *telemetry.Tracing) func(context.Context, *http.Request) context.Context {

@@ -46,8 +46,9 @@ var allowed = map[string][]string{
 	"cmd/mcp-bench":        {"jsonrpc", "internal/jsonx", "internal/h1", "internal/h1client", "internal/topology"},
 	"internal/testserver":  {},
 	"internal/importer":    {},
-	"telemetry":            {"router", "jsonrpc", "mcp", "internal/jsonx"},
+	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"internal/otlptest":    {},
+	"internal/otlpsink":    {},
 }
 
 func TestImportGraph(t *testing.T) {

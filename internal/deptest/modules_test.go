@@ -134,6 +134,7 @@ var modules = map[string][]reason{
 	"internal/devcluster":  nil,
 	"telemetry":            join(logging, otel),
 	"internal/otlptest":    join(otlpWire, protobuf, grpc),
+	"internal/otlpsink":    nil, // the standard library only
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against
