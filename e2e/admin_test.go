@@ -28,7 +28,13 @@ func heldUpstream(label, hold string, extra string) string {
 // adminGet GETs path from the admin listener at base with an optional bearer key.
 func adminGet(t *testing.T, base, path, key string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	return adminDo(t, http.MethodGet, base, path, key)
+}
+
+// adminDo sends one request to the admin listener.
+func adminDo(t *testing.T, method, base, path, key string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +43,7 @@ func adminGet(t *testing.T, base, path, key string) (int, []byte) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
