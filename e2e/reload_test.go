@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -388,18 +387,5 @@ auth {
 // adminPost POSTs to path of the admin listener at base with an optional bearer key.
 func adminPost(t *testing.T, base, path, key string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return adminDo(t, http.MethodPost, base, path, key)
 }
