@@ -87,7 +87,7 @@ func cmdReload(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer cancel()
 	out, err := admin.PostReload(rctx, nil, url, os.Getenv(adminKeyEnv))
 	if err != nil {
-		return exitError{code: 1, msg: err.Error()}
+		return exitError{code: 1, msg: err.Error() + "\n(a proxy without an admin block reloads on SIGHUP: kill -HUP <pid>)"}
 	}
 	if asJSON {
 		if err := writeIndented(stdout, out); err != nil {
