@@ -63,11 +63,16 @@ type Middleware func(next Handler) Handler
 // It is safe while requests are served: a call keeps the chain it started with, the next
 // takes the new one (a reload switches between two calls).
 func (r *Router) Use(mws ...Middleware) {
-	h := Handler(r.deliver)
-	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
-	}
+	h := chainOf(r.deliver, mws)
 	r.chain.Store(&h)
+}
+
+// chainOf wraps end in mws, the first outermost.
+func chainOf(end Handler, mws []Middleware) Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		end = mws[i](end)
+	}
+	return end
 }
 
 // UseLocal installs the local chain, outermost first, replacing the one installed before:
@@ -75,10 +80,7 @@ func (r *Router) Use(mws ...Middleware) {
 // have no Target; the chain's end answers them. Like Use, it is safe while requests are
 // served.
 func (r *Router) UseLocal(mws ...Middleware) {
-	h := Handler(answerLocal)
-	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
-	}
+	h := chainOf(answerLocal, mws)
 	r.local.Store(&h)
 }
 

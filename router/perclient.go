@@ -400,12 +400,22 @@ func (r *Router) SetCapabilitySessions(name string, pc PerClient) {
 	}
 }
 
+// startCaps are the client capabilities the upstreams were started with, and their key
+// (computed once: routing compares it with every call's).
+type startCaps struct {
+	caps json.RawMessage
+	key  string
+}
+
+// noCapsKey is the key of no capabilities.
+var noCapsKey = CapabilitiesKey(nil)
+
 // firstCapsKey is the key of the capabilities the upstreams were started with.
 func (r *Router) firstCapsKey() string {
 	if p := r.clientCaps.Load(); p != nil {
-		return CapabilitiesKey(*p)
+		return p.key
 	}
-	return CapabilitiesKey(nil)
+	return noCapsKey
 }
 
 // CapabilitiesKey names a set of client capabilities by what the proxy relays (roots,

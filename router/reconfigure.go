@@ -188,7 +188,7 @@ func (r *Router) Reconfigure(ctx context.Context, ch Change) (*Retired, error) {
 	for _, b := range added {
 		if cs, ok := b.up.(clientShaped); ok {
 			if caps := r.clientCaps.Load(); caps != nil {
-				cs.SetClientCapabilities(*caps)
+				cs.SetClientCapabilities(caps.caps)
 			}
 			if legacy := r.preferLegacy.Load(); legacy != nil {
 				cs.SetPreferLegacy(*legacy)

@@ -185,8 +185,8 @@ type Router struct {
 	local     atomic.Pointer[Handler]  // the local chain (see UseLocal); nil: none
 	onClose   []func()
 
-	clientCaps   atomic.Pointer[json.RawMessage] // what the upstreams were started with
-	preferLegacy atomic.Pointer[bool]            // what SetPreferLegacy said, for upstreams added later
+	clientCaps   atomic.Pointer[startCaps] // what the upstreams were started with
+	preferLegacy atomic.Pointer[bool]      // what SetPreferLegacy said, for upstreams added later
 
 	startOnce sync.Once
 	ctx       context.Context // from Start (set under memberMu): the lifetime of upstreams added later and of per-client sessions
@@ -283,7 +283,7 @@ func (r *Router) SetPreferLegacy(legacy bool) {
 // SetClientCapabilities sets what upstreams are told the client can do (already narrowed
 // to what the proxy relays); it applies to upstreams started or restarted afterwards.
 func (r *Router) SetClientCapabilities(caps json.RawMessage) {
-	r.clientCaps.Store(&caps)
+	r.clientCaps.Store(&startCaps{caps: caps, key: CapabilitiesKey(caps)})
 	for _, b := range r.all() {
 		if cs, ok := b.up.(clientShaped); ok {
 			cs.SetClientCapabilities(caps)

@@ -554,14 +554,14 @@ func (e *engine) watchReloads(ctx context.Context) {
 		defer signal.Stop(hup)
 		tick := time.NewTicker(watchInterval)
 		defer tick.Stop()
-		seen, _ := fileStamp(e.source)
+		seen, _ := fileSum(e.source)
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-hup:
 				e.reload(ctx, "signal")
-				seen, _ = fileStamp(e.source)
+				seen, _ = fileSum(e.source)
 			case <-tick.C:
 				e.mu.Lock()
 				watch := e.cfg.Proxy.Watch
@@ -569,13 +569,13 @@ func (e *engine) watchReloads(ctx context.Context) {
 				if !watch {
 					continue
 				}
-				now, ok := fileStamp(e.source)
+				now, ok := fileSum(e.source)
 				if !ok || now == seen {
 					continue
 				}
 				// Editors write in steps: wait until the file has stayed the same a moment.
 				time.Sleep(watchSettle)
-				if again, ok := fileStamp(e.source); !ok || again != now {
+				if again, ok := fileSum(e.source); !ok || again != now {
 					continue
 				}
 				seen = now
@@ -586,15 +586,10 @@ func (e *engine) watchReloads(ctx context.Context) {
 }
 
 // How often the watched file is looked at, and how long it must stay unchanged before it
-// is read. Polling (a stat a second) works on every file system, through the renames
-// editors save with and symlinks swapped by Kubernetes ConfigMaps, at no measurable cost.
+// is read. Polling the file's hash once a second works on every file system, through the
+// renames editors save with and symlinks swapped by Kubernetes ConfigMaps, and sees a
+// rewrite a stat's time and size would miss (same second, same length).
 var (
 	watchInterval = time.Second
 	watchSettle   = 200 * time.Millisecond
 )
-
-// fileStamp is what tells that a file changed: its content's hash (a stat's time and
-// size miss a rewrite within the same second to the same length).
-func fileStamp(path string) (string, bool) {
-	return fileSum(path)
-}
