@@ -531,3 +531,9 @@ func recvT[T any](t *testing.T, ch <-chan T) T {
 	var zero T
 	return zero
 }
+
+func (s *scriptUpstream) FirstAttemptDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started > 0
+}
