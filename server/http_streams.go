@@ -2,8 +2,9 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 
 // getStream serves a legacy session's GET stream (messages tied to no request), or
@@ -24,6 +25,10 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 			if stream != getStreamID {
 				if es := hs.findStream(stream); es != nil {
 					h.resume(w, r, hs, es, seq)
+					return
+				}
+				if id, ok := hs.lostCall(stream); ok {
+					answerLost(w, id) // the stream was on the replica that stopped
 					return
 				}
 			} else {
@@ -70,6 +75,7 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.close()
+	hs.ended()
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -77,10 +83,10 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 const getStreamID = "g"
 
 // newStream registers a new resumable stream for a POST's answer.
-func (hs *httpSession) newStream() *eventStream {
+func (hs *httpSession) newStream(req jsonrpc.ID) *eventStream {
 	hs.mu.Lock()
 	hs.nextStream++
-	id := "p" + strconv.FormatUint(hs.nextStream, 10)
+	id := hs.streamIDFor(hs.nextStream, req)
 	es := newEventStream(id, hs.keeper(id))
 	if hs.streams == nil {
 		hs.streams = map[string]*eventStream{}
