@@ -140,15 +140,14 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 			Msg("a request of another principal for a session whose replica is gone; not adopted")
 		return
 	}
-	hs := h.newHTTPSession(sid)
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	hs := h.newHTTPSessionStreams(sid, "a"+hex.EncodeToString(b[:])+".") // never one of the gone replica's stream ids
 	if hs == nil {
 		h.s.log.Warn().Msg("cannot adopt a session whose replica is gone: too many sessions, or draining")
 		return
 	}
 	hs.principal, hs.version = p, d.Version
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	hs.streamPrefix = "a" + hex.EncodeToString(b[:]) + "." // never one of the gone replica's stream ids
 	hs.state = sessionState{level: level, subs: subs}
 	hs.ss.restore(principal.With(hs.ctx, p), d, hs.state)
 	h.mu.Lock()

@@ -132,6 +132,12 @@ func (h *HTTPHandler) requestContext(base context.Context, r *http.Request) cont
 // random id when id is "", whose output goes to its event sink; nil when the cap on
 // sessions is reached. A session with a given id is adoptable (HTTPOptions.Share).
 func (h *HTTPHandler) newHTTPSession(id string) *httpSession {
+	return h.newHTTPSessionStreams(id, "")
+}
+
+// newHTTPSessionStreams is newHTTPSession for a session whose streams' ids start with
+// streamPrefix (an adopted one's: see httpSession.streamPrefix).
+func (h *HTTPHandler) newHTTPSessionStreams(id, streamPrefix string) *httpSession {
 	if h.isDraining() {
 		return nil
 	}
@@ -150,8 +156,9 @@ func (h *HTTPHandler) newHTTPSession(id string) *httpSession {
 		share = h.opts.Share
 	}
 	short := id[:min(len(id), len(h.opts.SessionIDPrefix)+8)]
-	hs := &httpSession{id: id, events: h.opts.Events, share: share, log: h.s.log.With().Str("session", short).Logger()}
-	hs.get = newEventSink(newEventStream(getStreamID, hs.keeper(getStreamID)), h.beat)
+	hs := &httpSession{id: id, events: h.opts.Events, share: share, streamPrefix: streamPrefix,
+		log: h.s.log.With().Str("session", short).Logger()}
+	hs.get = newEventSink(newEventStream(hs.getStreamID(), hs.keeper(hs.getStreamID())), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.out = newOutbox(hs.get, h.s.opts.MaxClientBuffer, func() { h.stuck(hs) })
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.out), hs.log)

@@ -22,7 +22,7 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 	after := int64(-1)
 	if last := r.Header.Get("Last-Event-Id"); last != "" {
 		if stream, seq, ok := parseEventID(last); ok {
-			if stream != getStreamID {
+			if stream != hs.getStreamID() {
 				if es := hs.findStream(stream); es != nil {
 					h.resume(w, r, hs, es, seq)
 					return
@@ -81,6 +81,11 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 
 // getStreamID names the GET stream in event ids; POST streams are numbered.
 const getStreamID = "g"
+
+// getStreamID names the session's GET stream in its event ids: an adopted session's is
+// not the gone replica's, whose event numbers mean nothing here (a client resuming from
+// one gets what the session has not sent yet, rather than what follows that number).
+func (hs *httpSession) getStreamID() string { return hs.streamPrefix + getStreamID }
 
 // newStream registers a new resumable stream for a POST's answer.
 func (hs *httpSession) newStream(req jsonrpc.ID) *eventStream {

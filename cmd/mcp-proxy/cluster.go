@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/auth"
 	"github.com/mcp-proxy/mcp-proxy/cluster"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
@@ -103,7 +104,21 @@ func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.Response
 	if s := f.Sessions(); s != nil {
 		share = s
 	}
-	return f.SessionIDPrefix(), f.Forward, share
+	forward = func(w http.ResponseWriter, r *http.Request, sid string) bool {
+		// The authenticator removed the client's credentials; the replica the request
+		// goes to authenticates it again, so it gets them back for that (the header is
+		// the authenticator's copy), and loses them again when this replica serves it.
+		creds := auth.Credentials(r.Context())
+		for k, v := range creds {
+			r.Header[k] = v
+		}
+		done := f.Forward(w, r, sid)
+		for k := range creds {
+			r.Header.Del(k)
+		}
+		return done
+	}
+	return f.SessionIDPrefix(), forward, share
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the
