@@ -1,10 +1,15 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -232,4 +237,72 @@ func pingAs(t *testing.T, url, sid, key string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestClusterTypeScriptAdopted: the TypeScript SDK client's session through HAProxy
+// round-robin across three replicas with a cluster key: a call, kill -9 of the replica
+// that holds the session while a call is in flight on it (which fails with the proxy's
+// error), then calls (one with sampling answered through whichever replica) and a list
+// on the same session id.
+func TestClusterTypeScriptAdopted(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, everythingUpstreamEra("ev", "ev", "legacy")+testUpstream("t", "t", nil, ""), adoptKey)
+	cmd := exec.Command("node", filepath.Join("testdata", "ts-adopt.mjs"), topo.URL())
+	cmd.Dir = "."
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || !strings.HasPrefix(sc.Text(), "session ") {
+		cmd.Wait()
+		t.Fatalf("TS client: %q\n%s", sc.Text(), stderr.String())
+	}
+	sid := strings.TrimPrefix(sc.Text(), "session ")
+	owner := ownerOf(t, topo, sid)
+	owner.Kill()
+	io.WriteString(stdin, "go on\n")
+	var last string
+	for sc.Scan() {
+		last = sc.Text()
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("TS client after kill -9 of %s: %v\n%s\n%s", owner.Name, err, last, stderr.String())
+	}
+	var got struct {
+		Before, After, Sampling     string
+		Inflight                    string
+		InflightMs, AfterMs         int
+		SessionBefore, SessionAfter string
+		Sampled, Tools              int
+	}
+	if err := json.Unmarshal([]byte(last), &got); err != nil {
+		t.Fatalf("TS client output %q: %v", last, err)
+	}
+	if got.SessionBefore != sid || got.SessionAfter != sid {
+		t.Errorf("session id %q before, %q after; want %q throughout", got.SessionBefore, got.SessionAfter, sid)
+	}
+	if got.Before == "" || got.After == "" || got.Tools == 0 {
+		t.Errorf("calls: before %q, after %q, %d tools", got.Before, got.After, got.Tools)
+	}
+	if got.Sampled != 1 || !strings.Contains(got.Sampling, "sampled by the TS client") {
+		t.Errorf("sampling after the kill: %d calls, result %q", got.Sampled, got.Sampling)
+	}
+	if !strings.Contains(got.Inflight, "-32603") || !strings.Contains(got.Inflight, "stopped while the call was in flight") {
+		t.Errorf("the call in flight on the killed replica: %q, want the proxy's error", got.Inflight)
+	}
+	t.Logf("the TS client's call in flight on the killed replica got, %d ms after the kill: %s; its next call took %d ms", got.InflightMs, got.Inflight, got.AfterMs)
 }
