@@ -389,7 +389,8 @@ func (f *Forwarder) forwardTo(w http.ResponseWriter, r *http.Request, owner, add
 			return false
 		}
 		log.Error().Err(err).Msg("cluster: forwarding to the replica that holds the session failed")
-		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError, "mcp-proxy: the proxy replica that holds this session did not answer")
+		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError,
+			"mcp-proxy: the proxy replica that holds this session stopped or failed before answering this request (a call may have run)")
 		return true
 	}
 	defer resp.Body.Close()
@@ -441,9 +442,10 @@ func writeErrorEvent(w io.Writer, id jsonrpc.ID) {
 // copyBufs are the buffers that carry forwarded answers, reused across requests.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// writeError answers with one JSON-RPC error as application/json.
+// writeError answers with one JSON-RPC error as application/json, marked as the proxy's
+// (data.origin "mcp-proxy").
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
-	b, err := jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg}).Encode()
+	b, err := jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg, Data: []byte(`{"origin":"mcp-proxy"}`)}).Encode()
 	if err != nil {
 		w.WriteHeader(status)
 		return

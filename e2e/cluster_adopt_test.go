@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -305,4 +306,72 @@ func TestClusterTypeScriptAdopted(t *testing.T) {
 		t.Errorf("the call in flight on the killed replica: %q, want the proxy's error", got.Inflight)
 	}
 	t.Logf("the TS client's call in flight on the killed replica got, %d ms after the kill: %s; its next call took %d ms", got.InflightMs, got.Inflight, got.AfterMs)
+}
+
+// TestClusterAnswerBeforeKill: a call whose answer has not started (no event yet) when
+// the replica it runs on is killed gets HTTP 502 with a JSON-RPC error naming mcp-proxy,
+// whether it went straight to that replica (HAProxy's errorfile) or through another
+// (the forwarder's error); the next request of the session is served by an adopter. With
+// every replica down, HAProxy's 503 is a JSON-RPC error naming mcp-proxy too.
+func TestClusterAnswerBeforeKill(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, testUpstream("t", "t", []string{"-stderr-chatter"}, ""), adoptKey)
+	ctx := ctxT(t, 90*time.Second)
+	c := &httpWire{t: t, url: topo.URL()}
+	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"before-answer","version":"1"}}}`, nil)
+	c.sid = init.header.Get("Mcp-Session-Id")
+	if init.status != http.StatusOK || c.sid == "" {
+		t.Fatalf("initialize: %d %s", init.status, init.body)
+	}
+	owner := ownerOf(t, topo, c.sid)
+	// Three calls in a row through round-robin: one goes straight to the owner, the
+	// others through a replica that forwards it.
+	done := make(chan *http.Response, 3)
+	for i := range 3 {
+		go func() {
+			done <- c.do(ctx, http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":"slow-%d","method":"tools/call","params":{"name":"t__slow","arguments":{"ms":20000}}}`, i),
+				map[string]string{"MCP-Protocol-Version": "2025-06-18"})
+		}()
+		waitUntil(t, "the slow call to reach the owner", func() bool {
+			return strings.Count(owner.Output.String(), `received method=\"tools/call\"`) > i
+		})
+	}
+	owner.Kill()
+	var direct int
+	for range 3 {
+		resp := <-done
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"code":-32603`) ||
+			!strings.Contains(string(body), `"message":"mcp-proxy: `) || !strings.Contains(string(body), `"origin":"mcp-proxy"`) {
+			t.Errorf("a call whose replica died before answering: HTTP %d %s", resp.StatusCode, body)
+		}
+		if strings.Contains(string(body), `"id":null`) {
+			direct++ // HAProxy's errorfile: it does not know the request's id
+		}
+		t.Logf("a call whose replica died before answering: HTTP %d %s", resp.StatusCode, body)
+	}
+	if direct != 1 {
+		t.Errorf("%d of the calls were answered by HAProxy, want the 1 that went straight to the owner", direct)
+	}
+	if status := rawPing(t, topo.URL(), c.sid); status != http.StatusOK {
+		t.Errorf("the session after its replica died: HTTP %d", status)
+	}
+	for _, r := range topo.Replicas {
+		r.Kill()
+	}
+	waitUntil(t, "HAProxy's 503", func() bool {
+		req, _ := http.NewRequest(http.MethodPost, topo.URL(), strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), `"origin":"mcp-proxy"`)
+	})
 }
