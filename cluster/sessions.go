@@ -126,14 +126,6 @@ func (s *Sessions) Ended(ctx context.Context, id string) {
 	}
 }
 
-// Released forgets session id without removing its state: this replica stops holding it
-// (it shuts down), and another may adopt it.
-func (s *Sessions) Released(id string) {
-	s.mu.Lock()
-	delete(s.held, id)
-	s.mu.Unlock()
-}
-
 func (s *Sessions) hold(id string) {
 	s.mu.Lock()
 	s.held[id] = struct{}{}

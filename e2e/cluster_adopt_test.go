@@ -375,3 +375,34 @@ func TestClusterAnswerBeforeKill(t *testing.T) {
 		return resp.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(body), `"origin":"mcp-proxy"`)
 	})
 }
+
+// TestClusterOwnerStopped: a replica stopped gracefully (SIGTERM, as in a rolling
+// restart) leaves its sessions' state in Redis: another replica adopts them, and the
+// session goes on.
+func TestClusterOwnerStopped(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, testUpstream("t", "t", nil, ""), adoptKey)
+	ctx := ctxT(t, 90*time.Second)
+	c := &httpWire{t: t, url: topo.URL()}
+	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stopped","version":"1"}}}`, nil)
+	c.sid = init.header.Get("Mcp-Session-Id")
+	if init.status != http.StatusOK || c.sid == "" {
+		t.Fatalf("initialize: %d %s", init.status, init.body)
+	}
+	owner := ownerOf(t, topo, c.sid)
+	if err := owner.Stop(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if status := rawPing(t, topo.URL(), c.sid); status != http.StatusOK {
+			t.Errorf("the session after its replica stopped: HTTP %d, want 200", status)
+		}
+	}
+	r := c.post(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t__echo","arguments":{"after":"stop"}}}`, nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"after"`) {
+		t.Errorf("a call after the owner stopped: %d %s", r.status, r.body)
+	}
+}

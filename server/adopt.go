@@ -94,15 +94,15 @@ func (hs *httpSession) noteChange(method string, params json.RawMessage) {
 		}
 	}
 	hs.stateMu.Unlock()
-	hs.saving.Add(1)
 	go func() {
-		defer hs.saving.Done()
 		hs.saveMu.Lock() // one write at a time, each of the latest state: the last one wins
 		defer hs.saveMu.Unlock()
 		hs.stateMu.Lock()
-		st := sessionState{level: hs.state.level, subs: slices.Clone(hs.state.subs)}
+		st, gone := sessionState{level: hs.state.level, subs: slices.Clone(hs.state.subs)}, hs.gone
 		hs.stateMu.Unlock()
-		hs.share.Changed(hs.id, st.level, st.subs)
+		if !gone { // never after the removal: that would bring the session back
+			hs.share.Changed(hs.id, st.level, st.subs)
+		}
 	}()
 }
 

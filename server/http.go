@@ -93,10 +93,10 @@ type httpSession struct {
 	cancel       context.CancelFunc
 	lastUsed     atomic.Int64
 
-	stateMu sync.Mutex     // guards state
-	state   sessionState   // what share records (adopt.go)
-	saveMu  sync.Mutex     // one write of state to share at a time
-	saving  sync.WaitGroup // writes of state in flight
+	stateMu sync.Mutex   // guards state and gone
+	state   sessionState // what share records (adopt.go)
+	gone    bool         // share has removed the session: record nothing more
+	saveMu  sync.Mutex   // held by each write of state to share, and by its removal
 
 	mu         sync.Mutex              // guards the fields below
 	streams    map[string]*eventStream // resumable POST answer streams by id

@@ -225,7 +225,11 @@ func (hs *httpSession) ended() {
 	if hs.share == nil {
 		return
 	}
-	hs.saving.Wait() // a write of its state must not come after the removal
+	hs.stateMu.Lock()
+	hs.gone = true // no write of its state starts after this
+	hs.stateMu.Unlock()
+	hs.saveMu.Lock() // and the one under way, if any, ends before the removal
+	defer hs.saveMu.Unlock()
 	hs.share.Ended(context.Background(), hs.id)
 }
 
