@@ -275,17 +275,13 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			reqID = m.ID
 		}
 	}
-	if f.sessions != nil {
-		if _, _, err := f.sessions.sealer.Open(sessionID); err != nil {
-			// A plain id (opened before the cluster had a key) or a forged one: never adopted.
-			return f.forwardPlain(w, r, owner, body, reqID)
-		}
-		if a, ok := f.adopter(sessionID); ok {
-			owner = a
-		}
-	} else {
+	if f.sessions == nil {
 		return f.forwardPlain(w, r, owner, body, reqID)
 	}
+	if a, ok := f.adopter(sessionID); ok {
+		owner = a
+	}
+	sealed := false
 	for range 3 { // the owner, its adopter, the adopter's adopter: then give up
 		if owner == f.id {
 			return false // this replica holds the claim: the handler adopts the session
@@ -295,6 +291,12 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 				return true
 			}
 			f.gone(owner) // refused the connection: gone
+		}
+		if !sealed { // only now: a request whose owner is alive costs no opening
+			if _, _, err := f.sessions.sealer.Open(sessionID); err != nil {
+				return false // a plain id (minted without a key) or a forged one: never adopted (404)
+			}
+			sealed = true
 		}
 		holder, err := f.sessions.claim(r.Context(), sessionID, owner)
 		if err != nil {

@@ -3,7 +3,9 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -275,5 +277,41 @@ func TestForwardAdopts(t *testing.T) {
 	req = httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
 	if other.Forward(httptest.NewRecorder(), req, forged) {
 		t.Error("a forged id was forwarded")
+	}
+}
+
+var benchDesc = []byte(`{"v":"2025-11-25","c":{"sampling":{},"elicitation":{}},"i":{"name":"claude-code","version":"2.1.0"},"p":"alice","w":"api_key"}`)
+
+// BenchmarkSeal: minting a session id (once per initialize).
+func BenchmarkSeal(b *testing.B) {
+	s, _ := NewSealer(keyA)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Seal("0a1b2c3d", benchDesc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpen: reading a session id back (each request a replica forwards, and an
+// adoption).
+func BenchmarkOpen(b *testing.B) {
+	s, _ := NewSealer(keyA)
+	id, _ := s.Seal("0a1b2c3d", benchDesc)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := s.Open(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPlainID: the random id a session gets without a cluster key, for comparison.
+func BenchmarkPlainID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		var r [16]byte
+		_, _ = rand.Read(r[:])
+		_ = "0a1b2c3d-" + hex.EncodeToString(r[:])
 	}
 }
