@@ -136,8 +136,9 @@ func (s *Sessions) hold(id string) {
 var ErrNotAdoptable = errors.New("the session cannot be adopted")
 
 // Adopt returns the description sealed into id and the state kept in Redis, when this
-// replica has claimed the session (the forwarder does, when its holder is gone); then
-// this replica holds it.
+// replica has claimed the session (the forwarder does, when its holder is gone). The
+// caller that then rebuilds the session calls Opened, so that this replica keeps it
+// alive in Redis; one that does not (another principal's request) leaves it to expire.
 func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions []string, err error) {
 	_, desc, err = s.sealer.Open(id)
 	if err != nil {
@@ -157,7 +158,6 @@ func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level str
 			return nil, "", nil, fmt.Errorf("reading the session's subscriptions: %w", err)
 		}
 	}
-	s.hold(id)
 	return desc, h["l"], subscriptions, nil
 }
 

@@ -28,7 +28,8 @@ type SessionShare interface {
 	// NewID returns the id of a new session, desc sealed into it; "" when it cannot be
 	// (the handler then mints a plain id: that session cannot be adopted).
 	NewID(desc []byte) string
-	// Opened records a session just opened (bounded by ctx and its own timeout).
+	// Opened records a session just opened, or just adopted, as held by this replica
+	// (bounded by ctx and its own timeout).
 	Opened(ctx context.Context, id string)
 	// Changed records a session's state after a change: the whole state, the last call
 	// wins. It may block on the network: the handler calls it from a goroutine.
@@ -37,7 +38,8 @@ type SessionShare interface {
 	Ended(ctx context.Context, id string)
 	// Adopt returns what is sealed into id and the state recorded, when this replica has
 	// claimed the session (HTTPOptions.Forward declined it for that reason); an error
-	// when it may not adopt it (then the handler answers as for an unknown session).
+	// when it may not adopt it (then the handler answers as for an unknown session). The
+	// handler calls Opened once it has rebuilt the session.
 	Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions []string, err error)
 }
 
@@ -150,6 +152,7 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 	hs.principal, hs.version = p, d.Version
 	hs.state = sessionState{level: level, subs: subs}
 	hs.ss.restore(principal.With(hs.ctx, p), d, hs.state)
+	h.opts.Share.Opened(r.Context(), sid)
 	h.mu.Lock()
 	h.sessions[sid] = hs
 	h.mu.Unlock()
