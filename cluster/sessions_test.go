@@ -315,3 +315,26 @@ func BenchmarkPlainID(b *testing.B) {
 		_ = "0a1b2c3d-" + hex.EncodeToString(r[:])
 	}
 }
+
+// FuzzOpen: any session id a client sends is refused or opened without a panic, and
+// only an id this sealer made opens.
+func FuzzOpen(f *testing.F) {
+	s, _ := NewSealer(keyA)
+	id, _ := s.Seal("0a1b2c3d", benchDesc)
+	f.Add(id)
+	f.Add("0a1b2c3d-0123456789abcdef0123456789abcdef")
+	f.Add("-")
+	f.Add(id[:len(id)-1])
+	f.Fuzz(func(t *testing.T, in string) {
+		owner, desc, err := s.Open(in)
+		if err != nil {
+			if !errors.Is(err, ErrNotSealed) || owner != "" || desc != nil {
+				t.Fatalf("Open(%q) = %q %q %v", in, owner, desc, err)
+			}
+			return
+		}
+		if in != id && !strings.HasPrefix(in, owner+"-") {
+			t.Fatalf("Open(%q) opened under owner %q", in, owner)
+		}
+	})
+}

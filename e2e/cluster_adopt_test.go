@@ -165,8 +165,14 @@ func TestClusterOwnerAdopted(t *testing.T) {
 	waitUntil(t, "tools/list_changed after the kill", func() bool { return changed.Load() > changedBefore })
 	adopters := 0
 	for _, r := range topo.Replicas {
-		if r != owner && strings.Contains(r.Output.String(), "adopted a session whose proxy replica is gone") {
-			adopters++
+		if r == owner {
+			continue
+		}
+		for _, line := range strings.Split(r.Output.String(), "\n") {
+			if strings.Contains(line, "adopted a session whose proxy replica is gone") {
+				adopters++
+				t.Logf("%s: %s", r.Name, line)
+			}
 		}
 	}
 	if adopters != 1 {

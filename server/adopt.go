@@ -124,6 +124,7 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 	if h.holds(sid) {
 		return // adopted meanwhile, for another request
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), h.s.opts.ReadyTimeout+5*time.Second)
 	defer cancel()
 	raw, level, subs, err := h.opts.Share.Adopt(ctx, sid)
@@ -157,7 +158,7 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 	h.sessions[sid] = hs
 	h.mu.Unlock()
 	hs.log.Info().Str("client", string(d.Info)).Str("protocol_version", d.Version).Str("log_level", level).
-		Int("subscriptions", len(subs)).Msg("adopted a session whose proxy replica is gone")
+		Int("subscriptions", len(subs)).Dur("took", time.Since(start)).Msg("adopted a session whose proxy replica is gone")
 }
 
 // restore makes the session an initialized one as d describes it, as initialize would
