@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/auth"
 	"github.com/mcp-proxy/mcp-proxy/cluster"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
 // The metrics' cluster series are the cluster package's Observer (metrics does not
@@ -47,10 +50,15 @@ func newBucketStore(cfg *config.Config, log zerolog.Logger, obs *observers) (pol
 	return b, b.Close, nil
 }
 
+// The cluster's shared sessions are what the HTTP handler adopts sessions through.
+var _ server.SessionShare = (*cluster.Sessions)(nil)
+
 // startForwarder makes and starts the forwarder of legacy sessions' requests between the
 // replicas of the cluster block, for an HTTP listener at address with bodies of at most
-// maxBody; nil without the block. The caller closes it after the HTTP handler.
-func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog.Logger) (*cluster.Forwarder, error) {
+// maxBody and sessions idle for sessionIdle at most; nil without the block. With the
+// block's key, sessions can also be adopted by another replica when theirs is gone
+// (cluster.Sessions). The caller closes it after the HTTP handler.
+func startForwarder(cfg *config.Config, address string, maxBody int, sessionIdle time.Duration, log zerolog.Logger) (*cluster.Forwarder, error) {
 	c := cfg.Cluster
 	if c == nil {
 		return nil, nil
@@ -68,20 +76,49 @@ func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog
 	if err != nil {
 		return nil, err
 	}
+	if c.Key != "" {
+		sealer, err := cluster.NewSealer(c.Key, c.PreviousKeys...)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		cluster.NewSessions(f, sealer, sessionIdle)
+	}
 	f.Start()
-	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
+	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Bool("adoptable", c.Key != "").
+		Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
 	if c.Key == "" {
-		log.Warn().Msg("cluster: no key: a pagination cursor a replica hands a modern (stateless) client is refused by the others; set key = env(...) in the cluster block")
+		log.Warn().Msg("cluster: no key: a pagination cursor a replica hands a modern (stateless) client is refused by the others, " +
+			"and a legacy session ends with the replica that holds it (none can adopt it); set key = env(...) in the cluster block")
 	}
 	return f, nil
 }
 
-// forwarding is what the HTTP handler takes of a forwarder (nothing without one).
-func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.ResponseWriter, *http.Request, string) bool) {
+// forwarding is what the HTTP handler takes of a forwarder (nothing without one): the
+// session ids' prefix, the forwarding, and the adoption of sessions (nil without the
+// cluster's key; never a typed nil).
+func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.ResponseWriter, *http.Request, string) bool, share server.SessionShare) {
 	if f == nil {
-		return "", nil
+		return "", nil, nil
 	}
-	return f.SessionIDPrefix(), f.Forward
+	if s := f.Sessions(); s != nil {
+		share = s
+	}
+	forward = func(w http.ResponseWriter, r *http.Request, sid string) bool {
+		// The authenticator removed the client's credentials; the replica the request
+		// goes to authenticates it again, so it gets them back for that (the header is
+		// the authenticator's copy), and loses them again when this replica serves it.
+		creds := auth.Credentials(r.Context())
+		for k, v := range creds {
+			r.Header[k] = v
+		}
+		done := f.Forward(w, r, sid)
+		for k := range creds {
+			r.Header.Del(k)
+		}
+		return done
+	}
+	return f.SessionIDPrefix(), forward, share
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the

@@ -59,18 +59,18 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	host, _, _ := net.SplitHostPort(l.Address)
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, log) // cluster.go; nil without a cluster block
+	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, log) // cluster.go; nil without a cluster block
 	if err != nil {
 		return err
 	}
 	if fwd != nil {
 		defer fwd.Close()
 	}
-	prefix, forward := forwarding(fwd)
+	prefix, forward, share := forwarding(fwd)
 	h := srv.NewHTTPHandler(base, server.HTTPOptions{
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
-		RequestContext: httpTraceContext(tr), SessionIDPrefix: prefix, Forward: forward,
+		RequestContext: httpTraceContext(tr), SessionIDPrefix: prefix, Forward: forward, Share: share,
 	})
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {
