@@ -62,10 +62,11 @@ type HTTPLink struct {
 }
 
 var (
-	_ Link           = (*HTTPLink)(nil)
-	_ RequestFailer  = (*HTTPLink)(nil)
-	_ VersionCarrier = (*HTTPLink)(nil)
-	_ Exchanger      = (*HTTPLink)(nil)
+	_ Link            = (*HTTPLink)(nil)
+	_ RequestFailer   = (*HTTPLink)(nil)
+	_ VersionCarrier  = (*HTTPLink)(nil)
+	_ Exchanger       = (*HTTPLink)(nil)
+	_ InlineExchanger = (*HTTPLink)(nil)
 )
 
 // sharedTransport pools connections across upstreams: Go's default keeps two idle
@@ -122,11 +123,11 @@ var (
 	acceptBoth      = []string{"application/json, text/event-stream"}
 )
 
-// newPost makes the POST of one message: a copy of the link's template (no URL parse per
-// request) with its own header map, whose keys are set in canonical form.
-func (l *HTTPLink) newPost(body []byte) (*http.Request, error) {
+// newPost makes the POST of one message, under ctx: a copy of the link's template (no URL
+// parse per request) with its own header map, whose keys are set in canonical form.
+func (l *HTTPLink) newPost(ctx context.Context, body []byte) (*http.Request, error) {
 	if l.postTmpl == nil {
-		req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.spec.URL, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.spec.URL, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -134,8 +135,7 @@ func (l *HTTPLink) newPost(body []byte) (*http.Request, error) {
 		req.Header["Accept"] = acceptBoth
 		return req, nil
 	}
-	req := new(http.Request)
-	*req = *l.postTmpl
+	req := l.postTmpl.WithContext(ctx) // a shallow copy: the parsed URL is shared, nothing changes it
 	req.Header = make(http.Header, 6+len(l.headers))
 	req.Header["Content-Type"] = jsonContentType
 	req.Header["Accept"] = acceptBoth
@@ -211,6 +211,17 @@ func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.Exchange(m, nil, n
 // posted before Exchange returns (a server must see notifications/initialized before the
 // first call).
 func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte)) error {
+	return l.exchange(m, extra, onMessage, false, nil)
+}
+
+// ExchangeInline implements InlineExchanger: Exchange, with a request's exchange run on
+// the calling goroutine until its answer is handled; abortable gets what cancels its
+// POST.
+func (l *HTTPLink) ExchangeInline(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte), abortable func(abort func())) error {
+	return l.exchange(m, extra, onMessage, true, abortable)
+}
+
+func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte), inline bool, abortable func(abort func())) error {
 	if onMessage == nil {
 		onMessage = l.push
 	}
@@ -223,7 +234,14 @@ func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 	if err != nil {
 		return err
 	}
-	req, err := l.newPost(body)
+	ctx := l.ctx
+	if inline && abortable != nil && m.IsRequest() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(l.ctx)
+		defer cancel()
+		abortable(cancel)
+	}
+	req, err := l.newPost(ctx, body)
 	if err != nil {
 		return err
 	}
@@ -248,7 +266,7 @@ func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 		req.Header.Set(k, v)
 	}
 	l.wg.Add(1)
-	if !m.IsRequest() {
+	if inline || !m.IsRequest() {
 		defer l.wg.Done()
 		l.post(req, m, onMessage)
 		return nil
