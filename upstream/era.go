@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
@@ -26,6 +27,20 @@ type ClientMeta struct {
 	Capabilities json.RawMessage // already narrowed to what the proxy relays
 	Info         json.RawMessage // clientInfo
 	LogLevel     string          // requested log level, "" for none
+
+	capsKey atomic.Pointer[string] // CapsKey's result
+}
+
+// CapsKey returns key(m.Capabilities), computed once per ClientMeta: a session's meta
+// serves every call of the session, which then does not decode the capabilities again.
+// Capabilities must not change once it has been called.
+func (m *ClientMeta) CapsKey(key func(caps json.RawMessage) string) string {
+	if p := m.capsKey.Load(); p != nil {
+		return *p
+	}
+	k := key(m.Capabilities)
+	m.capsKey.Store(&k)
+	return k
 }
 
 // modernKeys are the _meta keys of the modern era that identify the client.
