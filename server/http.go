@@ -18,7 +18,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
-	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
@@ -414,7 +413,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		// alive meanwhile (answer.InlineStarted). A modern call is cancelled when its
 		// stream closes: its handler stays free to see that (wait).
 		a.beat = h.beat
-		ss.handleLegacy(router.AllowInline(ctx, a), &inner, meta, rp)
+		ss.handleLegacy(a.inline.Init(ctx, a), &inner, meta, rp)
 	default:
 		ss.handleLegacy(ctx, &inner, meta, rp)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
 // Server-sent events for the HTTP front end: the connection writer (streamOut), the
@@ -299,6 +300,7 @@ type answer struct {
 	prime  bool         // start an event stream with a priming event (2025-11-25 and later)
 	opened bool         // set by open
 	beat   *beat        // keeps the answer alive while an inline exchange runs; nil: no inline exchange
+	inline router.InlineContext
 
 	mu      sync.Mutex
 	es      *eventStream // nil until the answer becomes a stream

@@ -169,7 +169,6 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		return 0
 	}
 	id = c.nextID.Add(1)
-	idRaw := strconv.FormatInt(id, 10)
 	params := req.Params
 	if c.modern.Load() && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
 		// Before the pending call takes done: the answer goes through the wrapper.
@@ -177,13 +176,13 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	}
 	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input}
 
-	params, origToken, err := c.adapt(req, idRaw)
+	params, origToken, err := c.adapt(req, id)
 	if err != nil {
 		done(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err))
 		return 0
 	}
 	if origToken != nil {
-		pc.progressKey = idRaw
+		pc.progressKey = strconv.FormatInt(id, 10) // the token adapt put in its place
 	}
 	c.mu.Lock()
 	if c.closed != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -50,7 +51,7 @@ var modernKeys = []string{mcp.MetaProtocolVersion, mcp.MetaClientCapabilities, m
 // this connection's id space, and the request metadata of this upstream's era (modern:
 // version, capabilities, client info and log level stamped; legacy: the modern keys and
 // retry fields removed). origToken is the client's progress token when one is mapped.
-func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMessage, err error) {
+func (c *conn) adapt(req *Request, id int64) (params, origToken json.RawMessage, err error) {
 	params = req.Params
 	meta, hasMeta, _ := jsonx.Get(params, "_meta")
 	if hasMeta && (len(meta) == 0 || meta[0] != '{') {
@@ -61,7 +62,7 @@ func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMess
 		if tok, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken); ok {
 			if req.Progress != nil {
 				origToken = tok
-				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Value: []byte(idRaw)})
+				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Value: strconv.AppendInt(nil, id, 10)})
 			} else {
 				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Delete: true})
 			}

@@ -44,6 +44,20 @@ func AllowInline(ctx context.Context, hook InlineHook) context.Context {
 	return &inlineCtx{Context: ctx, hook: hook}
 }
 
+// InlineContext is what AllowInline returns, held in the caller's own state: Init
+// returns ctx marked as AllowInline would, without an allocation of its own. It must not
+// be copied or reused while a context it returned is in use.
+type InlineContext struct {
+	c inlineCtx
+}
+
+// Init returns ctx marked as AllowInline(ctx, hook) would.
+func (ic *InlineContext) Init(ctx context.Context, hook InlineHook) context.Context {
+	ic.c.Context, ic.c.hook = ctx, hook
+	ic.c.claimed.Store(false)
+	return &ic.c
+}
+
 // claimInline reports whether ctx allows an inline exchange that nothing claimed yet,
 // and claims it; hook is the context's (possibly nil).
 func claimInline(ctx context.Context) (hook InlineHook, ok bool) {
