@@ -80,7 +80,9 @@ type Reply func(result json.RawMessage, err error)
 // Dispatch serves one request from the merged catalogue or routes it to its owner, and
 // calls reply exactly once with the outcome. Requests served locally reply before
 // Dispatch returns; routed ones reply later from the upstream's reader goroutine, so the
-// proxy adds no goroutine hand-off to a call. reply must not block for long.
+// proxy adds no goroutine hand-off to a call (or, under a context from InlineContext, the
+// first one sent to an HTTP upstream replies before Dispatch returns, its exchange run
+// on the caller's goroutine). reply must not block for long.
 func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 	switch req.Method {
 	case mcp.MethodToolsList:
@@ -109,6 +111,16 @@ func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method))
 	}
 }
+
+// InlineHook is told when an inline exchange starts and ends (see upstream.InlineHook).
+type InlineHook = upstream.InlineHook
+
+// InlineContext marks a context so that the first call dispatched under it to an
+// upstream over Streamable HTTP runs its exchange on the dispatching goroutine, which
+// Dispatch then returns to with the call answered (see upstream.AllowInline and
+// upstream.InlineContext): for a caller that waits for the answer anyway and has nothing
+// else to do meanwhile.
+type InlineContext = upstream.InlineContext
 
 // The lists' answers (Local).
 func (r *Router) answerTools(_ context.Context, req *Request) (json.RawMessage, error) {

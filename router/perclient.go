@@ -264,7 +264,7 @@ func (r *Router) route(b *backend, req *Request) (target *backend, inst *instanc
 		return r.routeByEra(b, req)
 	}
 	if b.capsPool != nil && req.Meta != nil && !b.up.Info().Modern {
-		if key := CapabilitiesKey(req.Meta.Capabilities); key != r.firstCapsKey() {
+		if key := req.Meta.CapsKey(CapabilitiesKey); key != r.firstCapsKey() {
 			inst, err := b.capsPool.instanceForKey(poolKey{caps: key}, req.Meta.Capabilities)
 			if err != nil {
 				return nil, nil, err
@@ -301,7 +301,7 @@ const (
 func (r *Router) routeByEra(b *backend, req *Request) (*backend, *instance, error) {
 	p := b.capsPool
 	caps := req.Meta.Capabilities
-	ck := CapabilitiesKey(caps)
+	ck := req.Meta.CapsKey(CapabilitiesKey)
 	catModern := b.up.Info().Modern
 	key := poolKey{caps: ck, era: eraLegacy}
 	if req.Modern {

@@ -389,6 +389,15 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 	writeJSON(w, resp)
 }
 
+// routedCall reports whether method is a call the router sends to one upstream.
+func routedCall(method string) bool {
+	switch method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet, mcp.MethodResourcesRead, mcp.MethodCompletionComplete:
+		return true
+	}
+	return false
+}
+
 func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 	if m == nil {
 		w.WriteHeader(http.StatusAccepted)
@@ -424,9 +433,18 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	}
 	ctx := h.requestContext(base, r)
 	rp := replier{reply: reply, stream: a, clientID: clientID}
-	if rm != nil {
+	switch {
+	case rm != nil:
 		ss.serveModern(ctx, &inner, *rm, rp)
-	} else {
+	case routedCall(msg.Method):
+		// A legacy call goes on when its client goes away, so nothing needs this
+		// goroutine while the call runs: it may run the exchange with an HTTP upstream
+		// itself (no goroutine and no hand-off per call), the beat keeping the answer
+		// alive meanwhile (answer.InlineStarted). A modern call is cancelled when its
+		// stream closes: its handler stays free to see that (wait).
+		a.beat = h.beat
+		ss.handleLegacy(a.inline.Init(ctx, a), &inner, meta, rp)
+	default:
 		ss.handleLegacy(ctx, &inner, meta, rp)
 	}
 	var drain <-chan struct{}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
 // Server-sent events for the HTTP front end: the connection writer (streamOut), the
@@ -299,6 +300,8 @@ type answer struct {
 	prime  bool         // start an event stream with a priming event (2025-11-25 and later)
 	opened bool         // set by open
 	reqID  jsonrpc.ID   // the request answered (invalid for a batch)
+	beat   *beat        // keeps the answer alive while an inline exchange runs; nil: no inline exchange
+	inline router.InlineContext
 
 	mu      sync.Mutex
 	es      *eventStream // nil until the answer becomes a stream
@@ -417,12 +420,19 @@ func (a *answer) writeFinalLocked(m *jsonrpc.Message) {
 	}
 }
 
+// InlineStarted implements router.InlineHook: the handler's goroutine runs the call's
+// exchange with the upstream, so the beat keeps the answer alive until InlineEnded.
+func (a *answer) InlineStarted() { a.beat.watch(a) }
+
+// InlineEnded implements router.InlineHook.
+func (a *answer) InlineEnded() { a.beat.unwatch(a) }
+
 // keepAlive writes a comment, opening the stream if the answer is still pending, so
 // that load balancers do not cut a long call.
 func (a *answer) keepAlive() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.pending == 0 {
+	if a.pending == 0 || a.gone {
 		return
 	}
 	a.stream()
@@ -500,6 +510,9 @@ func (a *answer) wait(ctx context.Context, tick *beat, drain <-chan struct{}) (g
 type beat struct {
 	ch   atomic.Pointer[chan struct{}]
 	stop chan struct{}
+
+	mu     sync.Mutex           // guards inline
+	inline map[*answer]struct{} // answers whose handler runs their call (see watch)
 }
 
 func newBeat(interval time.Duration) *beat {
@@ -516,6 +529,7 @@ func newBeat(interval time.Duration) *beat {
 			case <-t.C:
 				next := make(chan struct{})
 				close(*b.ch.Swap(&next))
+				b.keepInlineAlive()
 			}
 		}
 	}()
@@ -524,6 +538,35 @@ func newBeat(interval time.Duration) *beat {
 
 // next is the channel closed at the next beat.
 func (b *beat) next() <-chan struct{} { return *b.ch.Load() }
+
+// watch has the beat keep a alive (see answer.keepAlive) until unwatch, while the
+// handler that would otherwise do it in wait is busy running the call itself (an inline
+// exchange with an HTTP upstream).
+func (b *beat) watch(a *answer) {
+	b.mu.Lock()
+	if b.inline == nil {
+		b.inline = make(map[*answer]struct{})
+	}
+	b.inline[a] = struct{}{}
+	b.mu.Unlock()
+}
+
+// unwatch ends watch: once it returns, the beat no longer touches a.
+func (b *beat) unwatch(a *answer) {
+	b.mu.Lock()
+	delete(b.inline, a)
+	b.mu.Unlock()
+}
+
+// keepInlineAlive keeps every watched answer alive; b.mu is held throughout, so that
+// unwatch waits for it.
+func (b *beat) keepInlineAlive() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for a := range b.inline {
+		a.keepAlive()
+	}
+}
 
 func (b *beat) close() { close(b.stop) }
 

@@ -38,9 +38,13 @@ type HTTPSpec struct {
 type HTTPLink struct {
 	spec   HTTPSpec
 	client *http.Client
-	oauth  *OAuth // nil: no OAuth
-	ctx    context.Context
-	cancel context.CancelFunc
+	// post is the template of every POST (the URL parsed once, the link's context); nil
+	// when the URL does not parse (Exchange then reports the error).
+	postTmpl *http.Request
+	headers  http.Header // spec.Headers with canonical keys, shared read-only by every request
+	oauth    *OAuth      // nil: no OAuth
+	ctx      context.Context
+	cancel   context.CancelFunc
 
 	in chan []byte // messages from the server, in arrival order
 
@@ -58,10 +62,11 @@ type HTTPLink struct {
 }
 
 var (
-	_ Link           = (*HTTPLink)(nil)
-	_ RequestFailer  = (*HTTPLink)(nil)
-	_ VersionCarrier = (*HTTPLink)(nil)
-	_ Exchanger      = (*HTTPLink)(nil)
+	_ Link            = (*HTTPLink)(nil)
+	_ RequestFailer   = (*HTTPLink)(nil)
+	_ VersionCarrier  = (*HTTPLink)(nil)
+	_ Exchanger       = (*HTTPLink)(nil)
+	_ InlineExchanger = (*HTTPLink)(nil)
 )
 
 // sharedTransport pools connections across upstreams: Go's default keeps two idle
@@ -100,8 +105,51 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 	if spec.MaxMessage <= 0 {
 		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
 	}
-	return &HTTPLink{spec: spec, client: &http.Client{Transport: transportFor(spec.URL)}, oauth: spec.OAuth, ctx: ctx, cancel: cancel,
+	l := &HTTPLink{spec: spec, client: &http.Client{Transport: transportFor(spec.URL)}, oauth: spec.OAuth, ctx: ctx, cancel: cancel,
 		in: make(chan []byte, 1024), done: make(chan struct{}), getReady: make(chan struct{})}
+	if req, err := http.NewRequestWithContext(ctx, http.MethodPost, spec.URL, nil); err == nil {
+		l.postTmpl = req
+	}
+	l.headers = make(http.Header, len(spec.Headers))
+	for k, v := range spec.Headers {
+		l.headers.Set(k, v)
+	}
+	return l
+}
+
+// Header values shared by every POST; nothing appends to them.
+var (
+	jsonContentType = []string{"application/json"}
+	acceptBoth      = []string{"application/json, text/event-stream"}
+)
+
+// newPost makes the POST of one message, under ctx: a copy of the link's template (no URL
+// parse per request) with its own header map, whose keys are set in canonical form.
+func (l *HTTPLink) newPost(ctx context.Context, body []byte) (*http.Request, error) {
+	if l.postTmpl == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.spec.URL, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header["Content-Type"] = jsonContentType
+		req.Header["Accept"] = acceptBoth
+		return req, nil
+	}
+	req := l.postTmpl.WithContext(ctx) // a shallow copy: the parsed URL is shared, nothing changes it
+	req.Header = make(http.Header, 6+len(l.headers))
+	req.Header["Content-Type"] = jsonContentType
+	req.Header["Accept"] = acceptBoth
+	req.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		req.Body = http.NoBody
+	} else {
+		req.Body = h1client.NewBody(body) // the lean client writes these bytes without a copy
+	}
+	if l.oauth != nil {
+		// A retry after authorizing sends the body again.
+		req.GetBody = func() (io.ReadCloser, error) { return h1client.NewBody(body), nil }
+	}
+	return req, nil
 }
 
 // Describe implements Link.
@@ -163,6 +211,17 @@ func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.Exchange(m, nil, n
 // posted before Exchange returns (a server must see notifications/initialized before the
 // first call).
 func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte)) error {
+	return l.exchange(m, extra, onMessage, false, nil)
+}
+
+// ExchangeInline implements InlineExchanger: Exchange, with a request's exchange run on
+// the calling goroutine until its answer is handled; abortable gets what cancels its
+// POST.
+func (l *HTTPLink) ExchangeInline(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte), abortable func(abort func())) error {
+	return l.exchange(m, extra, onMessage, true, abortable)
+}
+
+func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte), inline bool, abortable func(abort func())) error {
 	if onMessage == nil {
 		onMessage = l.push
 	}
@@ -175,25 +234,30 @@ func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.spec.URL, bytes.NewReader(body))
+	ctx := l.ctx
+	if inline && abortable != nil && m.IsRequest() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(l.ctx)
+		defer cancel()
+		abortable(cancel)
+	}
+	req, err := l.newPost(ctx, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
 	l.setHeaders(req)
 	// The 2026-07-28 request headers mirror the body; servers of earlier versions ignore
 	// them.
 	if m.Method != "" {
-		req.Header.Set("Mcp-Method", m.Method)
+		req.Header["Mcp-Method"] = []string{m.Method}
 		switch m.Method {
 		case mcp.MethodToolsCall, mcp.MethodPromptsGet:
 			if name, ok, _ := jsonx.GetString(m.Params, "name"); ok {
-				req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(name))
+				req.Header["Mcp-Name"] = []string{mcp.EncodeHeaderValue(name)}
 			}
 		case mcp.MethodResourcesRead:
 			if uri, ok, _ := jsonx.GetString(m.Params, "uri"); ok {
-				req.Header.Set("Mcp-Name", mcp.EncodeHeaderValue(uri))
+				req.Header["Mcp-Name"] = []string{mcp.EncodeHeaderValue(uri)}
 			}
 		}
 	}
@@ -202,7 +266,7 @@ func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 		req.Header.Set(k, v)
 	}
 	l.wg.Add(1)
-	if !m.IsRequest() {
+	if inline || !m.IsRequest() {
 		defer l.wg.Done()
 		l.post(req, m, onMessage)
 		return nil
@@ -215,8 +279,8 @@ func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 }
 
 func (l *HTTPLink) setHeaders(req *http.Request) {
-	for k, v := range l.spec.Headers {
-		req.Header.Set(k, v)
+	for k, v := range l.headers {
+		req.Header[k] = v
 	}
 	if l.oauth != nil {
 		if t := l.oauth.token(); t != nil {
@@ -225,7 +289,7 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 	}
 	l.mu.Lock()
 	if l.session != "" {
-		req.Header.Set("Mcp-Session-Id", l.session)
+		req.Header["Mcp-Session-Id"] = []string{l.session}
 	}
 	if l.version != "" {
 		req.Header["Mcp-Protocol-Version"] = []string{l.version} // canonical key: no per-request canonicalisation

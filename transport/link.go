@@ -38,6 +38,16 @@ type Exchanger interface {
 	Exchange(m *jsonrpc.Message, headers map[string]string, onMessage func(line []byte)) error
 }
 
+// InlineExchanger is implemented by Exchangers that can run an exchange on the calling
+// goroutine: ExchangeInline is Exchange, except that for a request it returns only once
+// the answer has been handed to onMessage (or the request failed), with no goroutine of
+// its own. Before sending a request it calls abortable (when set) with a function that
+// ends the exchange early (the request was cancelled or timed out meanwhile: its answer
+// is not wanted, and the caller must not wait for it).
+type InlineExchanger interface {
+	ExchangeInline(m *jsonrpc.Message, headers map[string]string, onMessage func(line []byte), abortable func(abort func())) error
+}
+
 // Corker is implemented by links whose writes can be held and flushed together, so that
 // a burst of requests leaves in one system call (pipes; every HTTP message is its own
 // request).

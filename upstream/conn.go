@@ -72,6 +72,7 @@ type pendingCall struct {
 	canceller   *Canceller  // the caller's, or nil
 	stopCtx     func() bool // unregisters the context watcher, or nil
 	input       func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
+	abort       func() // ends the call's inline exchange (see AllowInline), or nil; guarded by conn.mu
 }
 
 func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
@@ -102,7 +103,7 @@ func (c *conn) requestFailed(id jsonrpc.ID, err error) {
 	if !ok {
 		return
 	}
-	pc := c.take(n)
+	pc := c.takeAnswered(n) // the exchange is over
 	if pc == nil {
 		return
 	}
@@ -125,7 +126,10 @@ func (c *conn) setProtocolVersion(v string) {
 // own (HTTP), the request goes with the Mcp-Param-* headers a modern upstream's tool
 // schema asks for, and what its answer carries is handled knowing which call it belongs
 // to: a server request on a call's own stream goes to that call's client.
-func (c *conn) writeRequest(m *jsonrpc.Message) error {
+//
+// With abortable set, the exchange runs on the calling goroutine (see AllowInline), and
+// abortable is given what ends it early.
+func (c *conn) writeRequest(m *jsonrpc.Message, abortable func(abort func())) error {
 	ex, ok := c.proc.(transport.Exchanger)
 	if !ok {
 		return c.write(m)
@@ -139,7 +143,14 @@ func (c *conn) writeRequest(m *jsonrpc.Message) error {
 		headers = mcp.ParamHeaderValues(phs, m.Params)
 	}
 	origin, _ := m.ID.Int64()
-	if err := ex.Exchange(m, headers, func(line []byte) { c.handleLine(line, origin) }); err != nil {
+	onMessage := func(line []byte) { c.handleLine(line, origin) }
+	var err error
+	if ie, ok := c.proc.(transport.InlineExchanger); ok && abortable != nil {
+		err = ie.ExchangeInline(m, headers, onMessage, abortable)
+	} else {
+		err = ex.Exchange(m, headers, onMessage)
+	}
+	if err != nil {
 		return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
 	}
 	return nil
@@ -158,7 +169,6 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		return 0
 	}
 	id = c.nextID.Add(1)
-	idRaw := strconv.FormatInt(id, 10)
 	params := req.Params
 	if c.modern.Load() && req.Method != mcp.MethodSubscriptionsListen && !req.ClientHandlesInput {
 		// Before the pending call takes done: the answer goes through the wrapper.
@@ -166,13 +176,13 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	}
 	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input}
 
-	params, origToken, err := c.adapt(req, idRaw)
+	params, origToken, err := c.adapt(req, id)
 	if err != nil {
 		done(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "malformed _meta: %v", err))
 		return 0
 	}
 	if origToken != nil {
-		pc.progressKey = idRaw
+		pc.progressKey = strconv.FormatInt(id, 10) // the token adapt put in its place
 	}
 	c.mu.Lock()
 	if c.closed != nil {
@@ -226,7 +236,17 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		return 0
 	}
 
-	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}); err != nil {
+	var abortable func(abort func())
+	if _, ok := c.proc.(transport.InlineExchanger); ok {
+		if hook, claimed := claimInline(ctx); claimed {
+			if hook != nil {
+				hook.InlineStarted()
+				defer hook.InlineEnded()
+			}
+			abortable = c.abortable(id, pc)
+		}
+	}
+	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}, abortable); err != nil {
 		if c.take(id) != nil {
 			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
 		}
@@ -234,17 +254,47 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	return id
 }
 
-// take removes a pending call and its timers; nil when another path already took it.
-func (c *conn) take(id int64) *pendingCall {
+// abortable gives an inline exchange's abort to call pc: taking the call (a
+// cancellation, a timeout) ends the exchange.
+func (c *conn) abortable(id int64, pc *pendingCall) func(abort func()) {
+	return func(abort func()) {
+		c.mu.Lock()
+		if c.pending[id] == pc {
+			pc.abort = abort
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		abort() // already cancelled or timed out: no need to wait for the answer
+	}
+}
+
+// take removes a pending call and its timers, and ends its inline exchange, if any (it
+// was cancelled, timed out or failed: what the exchange would bring is not wanted); nil
+// when another path already took it.
+func (c *conn) take(id int64) *pendingCall { return c.takeCall(id, true) }
+
+// takeAnswered is take for the call's own exchange bringing its end (its response, or a
+// failure of the exchange itself), which must not be cut short.
+func (c *conn) takeAnswered(id int64) *pendingCall { return c.takeCall(id, false) }
+
+func (c *conn) takeCall(id int64, abort bool) *pendingCall {
 	c.mu.Lock()
 	pc := c.pending[id]
+	var stop func()
 	if pc != nil {
 		delete(c.pending, id)
 		if pc.progressKey != "" {
 			delete(c.progress, pc.progressKey)
 		}
+		if abort {
+			stop = pc.abort
+		}
 	}
 	c.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	if pc != nil {
 		if pc.canceller != nil {
 			pc.canceller.disarm()
@@ -422,7 +472,7 @@ func (c *conn) deliver(msg *jsonrpc.Message) {
 		return
 	}
 	c.answered.Add(1) // late or not, the upstream is answering
-	pc := c.take(id)
+	pc := c.takeAnswered(id)
 	if pc == nil {
 		c.log.Debug().Int64("id", id).Msg("late response for a cancelled or timed-out request; dropped")
 		return

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
@@ -26,6 +28,20 @@ type ClientMeta struct {
 	Capabilities json.RawMessage // already narrowed to what the proxy relays
 	Info         json.RawMessage // clientInfo
 	LogLevel     string          // requested log level, "" for none
+
+	capsKey atomic.Pointer[string] // CapsKey's result
+}
+
+// CapsKey returns key(m.Capabilities), computed once per ClientMeta: a session's meta
+// serves every call of the session, which then does not decode the capabilities again.
+// Capabilities must not change once it has been called.
+func (m *ClientMeta) CapsKey(key func(caps json.RawMessage) string) string {
+	if p := m.capsKey.Load(); p != nil {
+		return *p
+	}
+	k := key(m.Capabilities)
+	m.capsKey.Store(&k)
+	return k
 }
 
 // modernKeys are the _meta keys of the modern era that identify the client.
@@ -35,7 +51,7 @@ var modernKeys = []string{mcp.MetaProtocolVersion, mcp.MetaClientCapabilities, m
 // this connection's id space, and the request metadata of this upstream's era (modern:
 // version, capabilities, client info and log level stamped; legacy: the modern keys and
 // retry fields removed). origToken is the client's progress token when one is mapped.
-func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMessage, err error) {
+func (c *conn) adapt(req *Request, id int64) (params, origToken json.RawMessage, err error) {
 	params = req.Params
 	meta, hasMeta, _ := jsonx.Get(params, "_meta")
 	if hasMeta && (len(meta) == 0 || meta[0] != '{') {
@@ -46,7 +62,7 @@ func (c *conn) adapt(req *Request, idRaw string) (params, origToken json.RawMess
 		if tok, ok, _ := jsonx.Get(meta, mcp.MetaProgressToken); ok {
 			if req.Progress != nil {
 				origToken = tok
-				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Value: []byte(idRaw)})
+				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Value: strconv.AppendInt(nil, id, 10)})
 			} else {
 				changes = append(changes, jsonx.Change{Key: mcp.MetaProgressToken, Delete: true})
 			}

@@ -38,7 +38,7 @@ func TestAdapt(t *testing.T) {
 			`{"name":"x","requestState":"s","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":42,"io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"ide"},"io.modelcontextprotocol/logLevel":"debug"}}`, true},
 	}
 	for _, tt := range tests {
-		got, tok, err := tt.c.adapt(tt.req, "42")
+		got, tok, err := tt.c.adapt(tt.req, 42)
 		if err != nil {
 			t.Errorf("%s: %v", tt.name, err)
 			continue
@@ -50,7 +50,7 @@ func TestAdapt(t *testing.T) {
 			t.Errorf("%s: mapped token %s", tt.name, tok)
 		}
 	}
-	if _, _, err := legacy.adapt(&Request{Params: json.RawMessage(`{"_meta":7}`)}, "1"); err == nil {
+	if _, _, err := legacy.adapt(&Request{Params: json.RawMessage(`{"_meta":7}`)}, 1); err == nil {
 		t.Errorf("a non-object _meta was accepted")
 	}
 }

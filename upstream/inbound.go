@@ -90,7 +90,7 @@ func (c *conn) badLine(line []byte, msg *jsonrpc.Message, err error) {
 	if msg != nil && msg.ID.IsValid() && msg.Method == "" {
 		// A response we can attribute: fail that call with a clear error.
 		if id, ok := msg.ID.Int64(); ok {
-			if pc := c.take(id); pc != nil {
+			if pc := c.takeAnswered(id); pc != nil {
 				pc.done(nil, mcp.ProxyError(mcp.CodeUpstreamProtocol, c.u.spec.Name,
 					fmt.Sprintf("upstream %q sent an invalid response: %v", c.u.spec.Name, err)))
 				return
@@ -116,7 +116,7 @@ func (c *conn) tooLarge(err error) {
 	if errors.As(err, &tl) {
 		if raw, ok := headID(tl.Head); ok {
 			if id, err2 := strconv.ParseInt(raw, 10, 64); err2 == nil {
-				if pc := c.take(id); pc != nil {
+				if pc := c.takeAnswered(id); pc != nil {
 					pc.done(nil, mcp.ProxyError(mcp.CodeMessageTooLarge, c.u.spec.Name,
 						fmt.Sprintf("upstream %q answered with %d bytes, over its max_message_size of %d", c.u.spec.Name, tl.Size, tl.Limit)))
 				}

@@ -190,12 +190,34 @@ func readBody(req *http.Request) ([]byte, error) {
 		return nil, nil
 	}
 	defer req.Body.Close()
+	if b, ok := req.Body.(*Body); ok && b.Len() == len(b.b) && int64(len(b.b)) == req.ContentLength {
+		return b.b, nil // unread: its bytes are the body, no copy
+	}
 	b := make([]byte, req.ContentLength)
 	if _, err := io.ReadFull(req.Body, b); err != nil {
 		return nil, fmt.Errorf("reading the request body: %w", err)
 	}
 	return b, nil
 }
+
+// Body is a request body held in memory: this transport takes its bytes as they are
+// instead of reading them into a copy; any other reader (net/http, for a request sent
+// to Fallback) reads it as a bytes.Reader. The bytes must not change until the request
+// is done.
+type Body struct {
+	bytes.Reader
+	b []byte
+}
+
+// NewBody returns a request body of b, to go with ContentLength len(b).
+func NewBody(b []byte) *Body {
+	body := &Body{b: b}
+	body.Reset(b)
+	return body
+}
+
+// Close implements io.Closer.
+func (*Body) Close() error { return nil }
 
 func hostPort(host string) string {
 	if _, _, err := net.SplitHostPort(host); err == nil {

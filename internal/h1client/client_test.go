@@ -439,3 +439,45 @@ func TestHugeHeadRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestBodySentAsIs: a Body reaches the server whole, whether this transport takes its
+// bytes as they are (unread) or reads what is left of it (partly read: only the rest is
+// the request's body), and over the fallback (net/http) too.
+func TestBodySentAsIs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	defer srv.Close()
+	tr := &Transport{Fallback: http.DefaultTransport}
+	defer tr.CloseIdleConnections()
+	send := func(rt http.RoundTripper, body *Body, n int64) string {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Body, req.ContentLength = body, n
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got)
+	}
+	if got := send(tr, NewBody([]byte(`{"a":1}`)), 7); got != `{"a":1}` {
+		t.Errorf("unread body: the server got %q", got)
+	}
+	partly := NewBody([]byte(`xx{"b":2}`))
+	partly.Read(make([]byte, 2))
+	if got := send(tr, partly, 7); got != `{"b":2}` {
+		t.Errorf("partly read body: the server got %q", got)
+	}
+	if got := send(http.DefaultTransport, NewBody([]byte(`{"c":3}`)), 7); got != `{"c":3}` {
+		t.Errorf("over net/http: the server got %q", got)
+	}
+}
