@@ -243,6 +243,30 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			reqID = m.ID
 		}
 	}
+	f.relay(w, r, owner, addr, body, reqID, sessionGone)
+	return true
+}
+
+// gone is what a forwarder answers when the replica it forwards to has stopped: before
+// it answered (status, code and message of a JSON-RPC error), or in the middle of a
+// call's event stream (broken: the message of an error event); log is the log line.
+type gone struct {
+	status int
+	code   int64
+	msg    string
+	broken string
+	log    string
+}
+
+// sessionGone: a legacy session ends with the replica that held it.
+var sessionGone = gone{status: http.StatusNotFound, code: jsonrpc.CodeInvalidRequest,
+	msg:    "Session not found: the proxy replica that held it stopped",
+	broken: "mcp-proxy: the proxy replica that held this session stopped while the call was in flight",
+	log:    "cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session"}
+
+// relay sends r, with body, to replica owner at addr and streams its answer back to w;
+// reqID is the request's id when the body is one request.
+func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr string, body []byte, reqID jsonrpc.ID, g gone) {
 	ctx := r.Context()
 	if r.Method == http.MethodGet { // a stream: it ends when this replica drains
 		var cancel context.CancelFunc
@@ -253,7 +277,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 	out, err := http.NewRequestWithContext(ctx, r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, "cannot forward the request", http.StatusInternalServerError)
-		return true
+		return
 	}
 	copyHeader(out.Header, r.Header)
 	out.Host = r.Host // the owner checks the Host the client sent, as this replica did
@@ -262,19 +286,18 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 	resp, err := f.client.Do(out)
 	if err != nil {
 		if ctx.Err() != nil {
-			return true // the client went away, or this replica drains
+			return // the client went away, or this replica drains
 		}
-		var op *net.OpError
-		if errors.As(err, &op) && op.Op == "dial" {
+		if ownerStopped(err, addr) {
 			// The owner is gone, and its sessions with it.
 			f.forget(owner)
-			log.Warn().Err(err).Msg("cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session")
-			writeError(w, http.StatusNotFound, reqID, jsonrpc.CodeInvalidRequest, "Session not found: the proxy replica that held it stopped")
-			return true
+			log.Warn().Err(err).Msg(g.log)
+			writeError(w, g.status, reqID, g.code, g.msg)
+			return
 		}
 		log.Error().Err(err).Msg("cluster: forwarding to the replica that holds the session failed")
 		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError, "mcp-proxy: the proxy replica that holds this session did not answer")
-		return true
+		return
 	}
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
@@ -288,30 +311,46 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				return true // the client went away: closing resp.Body tells the owner
+				return // the client went away: closing resp.Body tells the owner
 			}
 			_ = rc.Flush()
 		}
 		if rerr == io.EOF {
-			return true
+			return
 		}
 		if rerr != nil {
 			if ctx.Err() != nil {
-				return true // the client went away, or this replica drains (the client resumes elsewhere)
+				return // the client went away, or this replica drains (the client resumes elsewhere)
 			}
 			log.Warn().Err(rerr).Msg("cluster: the replica that holds the session broke off its answer")
 			if reqID.IsValid() && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 				m := jsonrpc.NewErrorResponse(reqID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-					Message: "mcp-proxy: the proxy replica that held this session stopped while the call was in flight",
+					Message: g.broken,
 					Data:    []byte(`{"origin":"mcp-proxy"}`)})
 				if b, err := m.Encode(); err == nil {
 					fmt.Fprintf(w, "\nevent: message\ndata: %s\n\n", b)
 					_ = rc.Flush()
 				}
 			}
-			return true
+			return
 		}
 	}
+}
+
+// ownerStopped tells, from the error of a request forwarded to addr, whether the replica
+// there has stopped: it could not be dialled, or the connection (an idle one, reused)
+// broke and a new one cannot be made.
+func ownerStopped(err error, addr string) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	c, derr := net.DialTimeout("tcp", addr, time.Second)
+	if derr != nil {
+		return true
+	}
+	c.Close()
+	return false
 }
 
 // copyBufs are the buffers that carry forwarded answers, reused across requests.

@@ -49,6 +49,16 @@ type HTTPOptions struct {
 	// that holds the session); false lets the handler answer as without it. Nil: no
 	// forwarding.
 	Forward func(w http.ResponseWriter, r *http.Request, sessionID string) bool
+	// Replica is this replica's id in a cluster ("": none). The requestState of a modern
+	// call the proxy parks for its client's input names it, since the call waits in this
+	// process only.
+	Replica string
+	// ForwardTo, when set, is offered each request that another replica must serve: a
+	// modern retry whose requestState names another replica, since its call is parked
+	// there. body is the request's body, already read. It returns true when it has
+	// answered the request; false lets the handler answer as without it (a retry then
+	// gets a -32602 error saying the call is gone). Nil: no forwarding.
+	ForwardTo func(w http.ResponseWriter, r *http.Request, replica string, body []byte) bool
 }
 
 // HTTPHandler serves MCP over Streamable HTTP: legacy sessions (initialize, then POSTs
@@ -114,6 +124,7 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 		beat: newBeat(opts.KeepAlive)}
 	h.modern = newSession(s, transport.NewOutputStream(io.Discard), s.log.With().Str("session", "http-modern").Logger())
 	h.modern.corkless = true
+	h.modern.replica = opts.Replica
 	h.wg.Add(1)
 	go h.expire()
 	return h
@@ -285,6 +296,9 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 				status = http.StatusNotFound
 			}
 			writeMessage(w, status, jsonrpc.NewErrorResponse(msg.ID, jerr))
+			return
+		}
+		if h.opts.ForwardTo != nil && h.forwardRetry(w, r, msg, body) {
 			return
 		}
 		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, meta, &rm)

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net"
-	"net/http"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
@@ -14,6 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
 // The metrics' cluster series are the cluster package's Observer (metrics does not
@@ -71,17 +71,19 @@ func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog
 	f.Start()
 	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
 	if c.Key == "" {
-		log.Warn().Msg("cluster: no key: a pagination cursor a replica hands a modern (stateless) client is refused by the others; set key = env(...) in the cluster block")
+		log.Warn().Msg("cluster: no key: a pagination cursor or an upstream's requestState a replica hands a modern (stateless) client is refused by the others; set key = env(...) in the cluster block")
 	}
 	return f, nil
 }
 
-// forwarding is what the HTTP handler takes of a forwarder (nothing without one).
-func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.ResponseWriter, *http.Request, string) bool) {
+// forwarding sets what the HTTP handler takes of a forwarder into o (nothing without
+// one): legacy sessions' requests and modern retries go to the replica that holds them.
+func forwarding(f *cluster.Forwarder, o *server.HTTPOptions) {
 	if f == nil {
-		return "", nil
+		return
 	}
-	return f.SessionIDPrefix(), f.Forward
+	o.SessionIDPrefix, o.Forward = f.SessionIDPrefix(), f.Forward
+	o.Replica, o.ForwardTo = f.ID(), f.ForwardTo
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the
@@ -95,5 +97,19 @@ func clusterCursorKey(cfg *config.Config) []byte {
 	}
 	m := hmac.New(sha256.New, []byte(cfg.Cluster.Key))
 	m.Write([]byte("mcp-proxy cluster: cursor key"))
+	return m.Sum(nil)
+}
+
+// clusterStateKey derives, from the cluster block's shared key, the key of the
+// requestState handles (server.Options.StateKey), so that an upstream's requestState one
+// replica hands a modern client (wrapped and bound to its principal) is good at the
+// others; nil without a key. A handle of a call parked by the proxy is forwarded to its
+// replica instead (HTTPOptions.ForwardTo), key or not.
+func clusterStateKey(cfg *config.Config) []byte {
+	if cfg.Cluster == nil || cfg.Cluster.Key == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.Cluster.Key))
+	m.Write([]byte("mcp-proxy cluster: requestState key"))
 	return m.Sum(nil)
 }

@@ -345,6 +345,7 @@ func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *ob
 		Version:      proxyVersion(cfg),
 		Instructions: cfg.Proxy.Instructions,
 		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
+		StateKey:     clusterStateKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 
 		MaxClientBuffer:   cfg.Proxy.MaxClientBuffer,
 		MaxClientInFlight: cfg.Proxy.MaxClientInFlight,

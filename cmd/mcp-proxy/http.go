@@ -66,12 +66,13 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if fwd != nil {
 		defer fwd.Close()
 	}
-	prefix, forward := forwarding(fwd)
-	h := srv.NewHTTPHandler(base, server.HTTPOptions{
+	ho := server.HTTPOptions{
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
-		RequestContext: httpTraceContext(tr), SessionIDPrefix: prefix, Forward: forward,
-	})
+		RequestContext: httpTraceContext(tr),
+	}
+	forwarding(fwd, &ho) // cluster.go
+	h := srv.NewHTTPHandler(base, ho)
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {
 		return err
