@@ -55,10 +55,16 @@ type HTTPOptions struct {
 	Replica string
 	// ForwardTo, when set, is offered each request that another replica must serve: a
 	// modern retry whose requestState names another replica, since its call is parked
-	// there. body is the request's body, already read. It returns true when it has
-	// answered the request; false lets the handler answer as without it (a retry then
-	// gets a -32602 error saying the call is gone). Nil: no forwarding.
+	// there; a task's request (tasks/get, tasks/result, tasks/cancel) whose task the
+	// router's store says another replica holds. body is the request's body, already
+	// read. It returns true when it has answered the request; false lets the handler
+	// answer as without it (a retry then gets a -32602 error saying the call is gone, a
+	// task's request an error saying its replica cannot be reached). Nil: no forwarding.
 	ForwardTo func(w http.ResponseWriter, r *http.Request, replica string, body []byte) bool
+	// Forwarded reports whether another replica forwarded r to this one with ForwardTo.
+	// A task's request forwarded here names a session of the sending replica's; it is
+	// served without one (the task's store and the policy need no session). Nil: none is.
+	Forwarded func(r *http.Request) bool
 }
 
 // HTTPHandler serves MCP over Streamable HTTP: legacy sessions (initialize, then POSTs
@@ -313,6 +319,10 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		h.initialize(w, r, msg)
 		return
 	}
+	if h.opts.Forwarded != nil && isTaskRequest(msg) && h.opts.Forwarded(r) && !h.holds(sid) {
+		h.serveForwardedTask(w, r, msg) // http_replicas.go
+		return
+	}
 	hs := h.sessionOf(w, r, msg.ID)
 	if hs == nil {
 		return
@@ -324,6 +334,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	case msg.IsResponse():
 		hs.ss.deliverResponse(msg)
 		w.WriteHeader(http.StatusAccepted)
+	case h.opts.ForwardTo != nil && isTaskRequest(msg) && h.forwardTask(w, r, msg, body):
 	default:
 		h.serveRequest(w, r, hs.ctx, hs, hs.ss, msg, meta, nil)
 	}

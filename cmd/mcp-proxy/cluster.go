@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
@@ -83,7 +84,21 @@ func forwarding(f *cluster.Forwarder, o *server.HTTPOptions) {
 		return
 	}
 	o.SessionIDPrefix, o.Forward = f.SessionIDPrefix(), f.Forward
-	o.Replica, o.ForwardTo = f.ID(), f.ForwardTo
+	o.Replica, o.ForwardTo, o.Forwarded = f.ID(), f.ForwardTo, f.Forwarded
+}
+
+// newTaskStore makes the task store the replicas share through Redis, for the replica
+// of forwarder f (the router's TaskStore), and its close; nil without a forwarder (the
+// router keeps its tasks in memory).
+func newTaskStore(cfg *config.Config, f *cluster.Forwarder) (router.TaskStore, func() error, error) {
+	if f == nil {
+		return nil, func() error { return nil }, nil
+	}
+	client, err := cluster.NewClient(cfg.Cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cluster.NewRedisTasks(client, cfg.Cluster.KeyPrefix, f.ID()), client.Close, nil
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the
