@@ -319,7 +319,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		h.initialize(w, r, msg)
 		return
 	}
-	if h.opts.Forwarded != nil && isTaskRequest(msg) && h.opts.Forwarded(r) && !h.holds(sid) {
+	if h.opts.Forwarded != nil && sid != "" && isTaskRequest(msg) && h.opts.Forwarded(r) && !h.holds(sid) {
 		h.serveForwardedTask(w, r, msg) // http_replicas.go
 		return
 	}
@@ -335,6 +335,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		hs.ss.deliverResponse(msg)
 		w.WriteHeader(http.StatusAccepted)
 	case h.opts.ForwardTo != nil && isTaskRequest(msg) && h.forwardTask(w, r, msg, body):
+		// Answered by the replica that holds the task (http_replicas.go).
 	default:
 		h.serveRequest(w, r, hs.ctx, hs, hs.ss, msg, meta, nil)
 	}
