@@ -249,20 +249,23 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 
 // gone is what a forwarder answers when the replica it forwards to has stopped: before
 // it answered (status, code and message of a JSON-RPC error), or in the middle of a
-// call's event stream (broken: the message of an error event); log is the log line.
+// call's event stream (broken: the message of an error event); log is the log line;
+// failed is the message of the 502 when that replica runs but did not answer.
 type gone struct {
 	status int
 	code   int64
 	msg    string
 	broken string
 	log    string
+	failed string
 }
 
 // sessionGone: a legacy session ends with the replica that held it.
 var sessionGone = gone{status: http.StatusNotFound, code: jsonrpc.CodeInvalidRequest,
 	msg:    "Session not found: the proxy replica that held it stopped",
 	broken: "mcp-proxy: the proxy replica that held this session stopped while the call was in flight",
-	log:    "cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session"}
+	log:    "cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session",
+	failed: "mcp-proxy: the proxy replica that holds this session did not answer"}
 
 // relay sends r, with body, to replica owner at addr and streams its answer back to w;
 // reqID is the request's id when the body is one request.
@@ -295,8 +298,8 @@ func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr st
 			writeError(w, g.status, reqID, g.code, g.msg)
 			return
 		}
-		log.Error().Err(err).Msg("cluster: forwarding to the replica that holds the session failed")
-		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError, "mcp-proxy: the proxy replica that holds this session did not answer")
+		log.Error().Err(err).Msg("cluster: forwarding to another replica failed")
+		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError, g.failed)
 		return
 	}
 	defer resp.Body.Close()
@@ -322,7 +325,7 @@ func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr st
 			if ctx.Err() != nil {
 				return // the client went away, or this replica drains (the client resumes elsewhere)
 			}
-			log.Warn().Err(rerr).Msg("cluster: the replica that holds the session broke off its answer")
+			log.Warn().Err(rerr).Msg("cluster: the replica forwarded to broke off its answer")
 			if reqID.IsValid() && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 				m := jsonrpc.NewErrorResponse(reqID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
 					Message: g.broken,

@@ -13,13 +13,15 @@ import (
 var callGone = gone{status: http.StatusOK, code: jsonrpc.CodeInvalidParams,
 	msg:    "Invalid params: requestState names a call parked on a proxy replica that stopped; send the request again without requestState",
 	broken: "mcp-proxy: the proxy replica that held this call stopped while the call was in flight",
-	log:    "cluster: the replica that parked the call is unreachable; the client must start the call again"}
+	log:    "cluster: the replica that parked the call is unreachable; the client must start the call again",
+	failed: "mcp-proxy: the proxy replica that holds this call did not answer"}
 
 // taskGone: a task's upstream session lived on a replica that stopped.
 var taskGone = gone{status: http.StatusOK, code: jsonrpc.CodeInternalError,
 	msg:    "mcp-proxy: the proxy replica that held this task stopped; the task is gone",
 	broken: "mcp-proxy: the proxy replica that held this task stopped while the request was in flight",
-	log:    "cluster: the replica that holds the task is unreachable"}
+	log:    "cluster: the replica that holds the task is unreachable",
+	failed: "mcp-proxy: the proxy replica that holds this task did not answer"}
 
 // ForwardedToHeader marks a request that ForwardTo sent to the replica it names. Such a
 // request is never sent on by ForwardTo again; it may have come through Forward first (a
