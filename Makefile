@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    := ./...
 BIN     := bin
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist
 
 all: build
 
@@ -112,6 +112,19 @@ load-tls:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -tls -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
 		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-tls.json
+
+# Start-up, list cost and idle memory (mcp-bench -startup): 20 upstreams that each take
+# 1 s to initialize against one; initialize with a fast upstream and one taking 5 s
+# (ready_grace) against waiting for both; tools/list over 1 and 20 upstreams of 50 tools;
+# the idle proxy's memory with 10 upstreams. BASELINE=path/to/older/mcp-proxy measures
+# that binary alongside in the list and idle phases.
+BASELINE ?=
+load-startup:
+	$(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
+	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -startup -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" $(if $(BASELINE),-baseline-proxy $(BASELINE)) \
+		-rounds 3 -fanout 20 -init-delay 1s -slow-delay 5s -list-tools 50 -list-calls 3000 -warmup 200 -idle-upstreams 10 -json $(BIN)/load-startup.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one

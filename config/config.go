@@ -83,12 +83,17 @@ type Proxy struct {
 	// MaxClientInFlight caps the requests one client session has in flight; more are
 	// refused with -31006; default 1024; >= 1.
 	MaxClientInFlight int
+	// ReadyGrace is how long a client's initialize waits for upstreams still starting
+	// before it is answered with what is ready (the rest are announced with list_changed
+	// when they come up); default 1s; 0 answers at once.
+	ReadyGrace time.Duration
 }
 
 // Defaults and minimums of the client session caps.
 const (
 	DefaultMaxClientBuffer   = 16 << 20
 	DefaultMaxClientInFlight = 1024
+	DefaultReadyGrace        = time.Second
 	minMaxClientBuffer       = 64 << 10
 )
 

@@ -99,7 +99,7 @@ upstream "defaults" {
 			Instructions:  "Use the tools.",
 
 			MaxClientBuffer:   DefaultMaxClientBuffer,
-			MaxClientInFlight: DefaultMaxClientInFlight,
+			MaxClientInFlight: DefaultMaxClientInFlight, ReadyGrace: DefaultReadyGrace,
 		},
 		Upstreams: []Upstream{
 			{
@@ -159,7 +159,7 @@ upstream "defaults" {
 func TestParseDefaultsWithoutProxyBlock(t *testing.T) {
 	cfg := mustParse(t, `upstream "a" { command = ["a"] }`, Options{})
 	want := Proxy{Name: "mcp-proxy", Separator: "__", PageSize: 100, MaxNameLength: 128,
-		MaxClientBuffer: 16 << 20, MaxClientInFlight: 1024}
+		MaxClientBuffer: 16 << 20, MaxClientInFlight: 1024, ReadyGrace: time.Second}
 	if !reflect.DeepEqual(cfg.Proxy, want) {
 		t.Errorf("Proxy = %+v, want %+v", cfg.Proxy, want)
 	}
@@ -383,5 +383,23 @@ func TestProtocolAttribute(t *testing.T) {
 	_, diags := Parse([]byte("upstream \"a\" {\n  command = [\"a\"]\n  protocol = \"newest\"\n}\n"), "p.hcl", "/base")
 	if !diags.HasErrors() || !strings.Contains(FormatDiagnostics(diags), "p.hcl:3:") {
 		t.Errorf("bad protocol not reported at its line: %s", FormatDiagnostics(diags))
+	}
+}
+
+// TestReadyGrace: ready_grace defaults to 1s, and takes zero ("answer at once").
+func TestReadyGrace(t *testing.T) {
+	for _, tt := range []struct {
+		block string
+		want  time.Duration
+	}{
+		{"", DefaultReadyGrace},
+		{"proxy {\n}\n", DefaultReadyGrace},
+		{"proxy {\n  ready_grace = \"0s\"\n}\n", 0},
+		{"proxy {\n  ready_grace = \"250ms\"\n}\n", 250 * time.Millisecond},
+	} {
+		cfg := mustParse(t, tt.block+"upstream \"a\" {\n  command = [\"srv\"]\n}\n", Options{})
+		if cfg.Proxy.ReadyGrace != tt.want {
+			t.Errorf("%q: ready_grace = %v, want %v", tt.block, cfg.Proxy.ReadyGrace, tt.want)
+		}
 	}
 }

@@ -176,6 +176,15 @@ const durationHint = `use a duration string such as "60s", "1m30s" or "500ms"`
 // positive. A bare number is rejected rather than guessed at: "5" could mean
 // seconds or nanoseconds.
 func (e *evaluator) duration(attr *hcl.Attribute) (time.Duration, bool) {
+	return e.durationMin(attr, false)
+}
+
+// durationOrZero is duration for settings where zero means "none": it also takes "0s".
+func (e *evaluator) durationOrZero(attr *hcl.Attribute) (time.Duration, bool) {
+	return e.durationMin(attr, true)
+}
+
+func (e *evaluator) durationMin(attr *hcl.Attribute, zero bool) (time.Duration, bool) {
 	if attr == nil {
 		return 0, false
 	}
@@ -202,8 +211,12 @@ func (e *evaluator) duration(attr *hcl.Attribute) (time.Duration, bool) {
 		e.errorf(attr, "Invalid duration", "%q is not a valid duration for %q; %s.", s, attr.Name, durationHint)
 		return 0, false
 	}
-	if d <= 0 {
-		e.errorf(attr, "Invalid duration", "%q must be greater than zero, got %q; %s.", attr.Name, s, durationHint)
+	if d < 0 || d == 0 && !zero {
+		want := "greater than zero"
+		if zero {
+			want = "zero or more"
+		}
+		e.errorf(attr, "Invalid duration", "%q must be %s, got %q; %s.", attr.Name, want, s, durationHint)
 		return 0, false
 	}
 	return d, true

@@ -187,6 +187,15 @@ func TestParseErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "ready_grace negative or a number",
+			src:  "proxy {\n  ready_grace = \"-1s\"\n}\nproxy {\n  ready_grace = 5\n}\nupstream \"a\" { " + cmd + " }\n",
+			want: []string{
+				`p.hcl:4:1: error: Duplicate proxy block; Only one proxy block is allowed; the first one is at p.hcl:1:1.`,
+				`p.hcl:2:17: error: Invalid duration; "ready_grace" must be zero or more, got "-1s"; use a duration string such as "60s", "1m30s" or "500ms".`,
+				`p.hcl:5:17: error: Invalid duration; "ready_grace" must be a duration string, not a number; use a duration string such as "60s", "1m30s" or "500ms".`,
+			},
+		},
+		{
 			name: "max_message_size too small",
 			src:  "upstream \"a\" {\n  " + cmd + "\n  max_message_size = 1023\n}\n",
 			want: []string{`p.hcl:3:22: error: Invalid max_message_size; "max_message_size" must be at least 1024 bytes, got 1023.`},

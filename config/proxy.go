@@ -39,6 +39,7 @@ func defaultProxy() Proxy {
 
 		MaxClientBuffer:   DefaultMaxClientBuffer,
 		MaxClientInFlight: DefaultMaxClientInFlight,
+		ReadyGrace:        DefaultReadyGrace,
 	}
 }
 
@@ -107,6 +108,9 @@ func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
 		} else {
 			p.MaxClientInFlight = n
 		}
+	}
+	if d, ok := e.durationOrZero(raw.ReadyGrace); ok {
+		p.ReadyGrace = d
 	}
 	return p
 }

@@ -40,6 +40,7 @@ type rawProxy struct {
 
 	MaxClientBuffer   *hcl.Attribute `hcl:"max_client_buffer,optional"`
 	MaxClientInFlight *hcl.Attribute `hcl:"max_client_in_flight,optional"`
+	ReadyGrace        *hcl.Attribute `hcl:"ready_grace,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }

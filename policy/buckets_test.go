@@ -273,6 +273,19 @@ func TestLimitsStageFailsClosed(t *testing.T) {
 		t.Errorf("log: %s", logs.String())
 	}
 
+	// A second failure right after is refused the same way, but not logged again: while
+	// the store is down every limited call fails, and the log says so once per interval.
+	lines := strings.Count(logs.String(), "\n")
+	got = nil
+	h(context.Background(), &router.Call{Method: req.Method, Params: req.Params, Target: tgt, Request: req},
+		func(_ json.RawMessage, err error) { got = err })
+	if !errors.As(got, &je) || je.Code != jsonrpc.CodeInternalError {
+		t.Fatalf("second reply %v; want the same proxy error", got)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != lines {
+		t.Errorf("the second refusal was logged too: %s", logs.String())
+	}
+
 	// The client went away while the store was asked: cancelled, not a store failure.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -286,6 +299,24 @@ func TestLimitsStageFailsClosed(t *testing.T) {
 	a.Close() // writes what is queued
 	if s := audit.String(); !strings.Contains(s, `"rate_limited"`) || !strings.Contains(s, OutcomeProtocolError) {
 		t.Errorf("audit: %s", s)
+	}
+}
+
+// TestLogThrottle: one line per interval; the next line let through says how many were
+// held back since the last.
+func TestLogThrottle(t *testing.T) {
+	var th logThrottle
+	t0 := time.Unix(1_000_000, 0)
+	if ok, held := th.allow(t0, 10*time.Second); !ok || held != 0 {
+		t.Fatalf("first: %v %d", ok, held)
+	}
+	for i := range 3 {
+		if ok, _ := th.allow(t0.Add(time.Duration(i+1)*time.Second), 10*time.Second); ok {
+			t.Fatalf("line %d let through within the interval", i+2)
+		}
+	}
+	if ok, held := th.allow(t0.Add(10*time.Second), 10*time.Second); !ok || held != 3 {
+		t.Fatalf("after the interval: %v, held back %d; want true, 3", ok, held)
 	}
 }
 

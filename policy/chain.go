@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,6 +32,30 @@ type Chain struct {
 	// trace id and the id of the span the proxy records for it, each "" when there is
 	// none (telemetry.IDs). Nil when the proxy does not trace.
 	TraceIDs func(ctx context.Context) (traceID, spanID string)
+
+	// storeFailures throttles the log of calls refused because the bucket store failed:
+	// while Redis is down every limited call is refused, and one line per refusal
+	// would flood the log (each is still in the audit trail and the metrics).
+	storeFailures logThrottle
+}
+
+// logThrottle lets one line through per interval, and counts the ones it held back.
+type logThrottle struct {
+	next       atomic.Int64 // unix ns before which lines are held back
+	suppressed atomic.Int64 // held back since the last line let through
+}
+
+// storeFailureLogEvery is how often a refusal for a failed bucket store is logged.
+const storeFailureLogEvery = 10 * time.Second
+
+// allow reports whether a line may be written now, and how many were held back before it.
+func (t *logThrottle) allow(now time.Time, every time.Duration) (bool, int64) {
+	next := t.next.Load()
+	if now.UnixNano() < next || !t.next.CompareAndSwap(next, now.Add(every).UnixNano()) {
+		t.suppressed.Add(1)
+		return false, 0
+	}
+	return true, t.suppressed.Swap(0)
 }
 
 var _ router.Guard = (*Chain)(nil)
@@ -237,8 +262,11 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 			return
 		}
 		if refusal != nil && refusal.Err != nil {
-			c.Log.Error().Ctx(ctx).Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
-				Str("limit", refusal.Limit).Msg("rate limits could not be checked; call refused")
+			if ok, held := c.storeFailures.allow(time.Now(), storeFailureLogEvery); ok {
+				c.Log.Error().Ctx(ctx).Err(refusal.Err).Str("method", call.Method).Str("upstream", it.Upstream).
+					Str("limit", refusal.Limit).Int64("refused_since_last_line", held).
+					Msg("rate limits could not be checked; call refused (logged at most once every 10s)")
+			}
 			c.observe(Decided{Stage: StageLimits, Method: call.Method, Upstream: it.Upstream, Rule: refusal.Limit, Decision: DecisionError})
 			if rec := recordOf(ctx); rec != nil {
 				rec.Decision, rec.Outcome, rec.Error, rec.Rule = "rate_limited", OutcomeProtocolError, refusal.Message, refusal.Limit

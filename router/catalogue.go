@@ -69,6 +69,10 @@ type snapshot struct {
 	// []json.RawMessage), filled on first use; nviews counts what was stored.
 	views  sync.Map
 	nviews atomic.Int32
+	// pages caches the encoded pages of the views (pageKey → json.RawMessage), filled on
+	// first use; npages counts what was stored.
+	pages  sync.Map
+	npages atomic.Int32
 	// hidden are the URIs (in every spelling) of resources a Presenter hid: not routable,
 	// even through a template that matches them. Nil when none.
 	hidden map[string]bool

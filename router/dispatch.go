@@ -240,15 +240,26 @@ func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what))
 		return
 	}
+	e := index[name]
+	if e == nil && !r.Settled() {
+		go r.callWhenStarted(ctx, req, what, reply) // an upstream still starting may list it
+		return
+	}
+	r.callEntry(ctx, req, e, name, what, reply)
+}
+
+// callEntry routes a tools/call or prompts/get to the owner of e, the catalogue entry of
+// name (nil: unknown).
+func (r *Router) callEntry(ctx context.Context, req *Request, e *entry, name, what string, reply Reply) {
 	kind := TargetPrompt
 	if what == "tool" {
 		kind = TargetTool
 	}
-	e := index[name]
 	if e == nil {
 		reply(nil, UnknownError(kind, name))
 		return
 	}
+	var err error
 	params := req.Params
 	if e.original != name {
 		if params, err = jsonx.Set(params, "name", e.quoted); err != nil {

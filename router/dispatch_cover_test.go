@@ -449,7 +449,7 @@ func TestListPages(t *testing.T) {
 		t.Errorf("a cursor past the shrunk list: %s %v", res, err)
 	}
 	res, err := r.Call(context.Background(), &Request{Method: mcp.MethodToolsList, Modern: true})
-	if err != nil || string(res) != `{"tools":[],"ttlMs":0,"cacheScope":"private"}` {
+	if err != nil || string(res) != `{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":[]}` {
 		t.Errorf("modern tools/list: %s %v", res, err)
 	}
 }
@@ -530,4 +530,10 @@ func recvT[T any](t *testing.T, ch <-chan T) T {
 	}
 	var zero T
 	return zero
+}
+
+func (s *scriptUpstream) FirstAttemptDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started > 0
 }

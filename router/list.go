@@ -24,7 +24,9 @@ var listKeys = map[byte]string{
 	listTemplates: "resourceTemplates",
 }
 
-// listPage serves one page of a merged list from the current snapshot.
+// listPage serves one page of a merged list from the current snapshot: each page is
+// encoded once per snapshot and view (principal class) and then served as is, so that
+// a list costs the same whatever the size of the whole catalogue.
 func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 	offset := 0
 	if cur, ok, err := jsonx.Get(req.Params, "cursor"); err == nil && ok && string(cur) != "null" {
@@ -37,6 +39,38 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		}
 	}
 	snap := r.snap.Load()
+	key := pageKey{view: viewKey{list: list}, offset: offset, modern: req.Modern}
+	if g := r.Guard(); g != nil {
+		key.view.class, key.guarded = principalClass(req), true
+	}
+	if p, ok := snap.pages.Load(key); ok {
+		return p.(json.RawMessage), nil
+	}
+	page := r.encodePage(snap, req, key)
+	if snap.npages.Add(1) <= maxPages {
+		snap.pages.Store(key, page)
+	}
+	return page, nil
+}
+
+// maxPages bounds the cached pages of one snapshot (views × offsets × eras); past it,
+// pages are encoded and not kept.
+const maxPages = 4096
+
+// pageKey names one encoded page of a view: the page starting at offset, for the legacy
+// or the modern era (which adds caching hints).
+type pageKey struct {
+	view    viewKey
+	offset  int
+	modern  bool
+	guarded bool // a guard was installed: the page is never public
+}
+
+// encodePage encodes the page of the view key names. The result is shared by
+// every request for that page of that snapshot: nobody may modify it (its capacity is
+// its length, so an append copies).
+func (r *Router) encodePage(snap *snapshot, req *Request, key pageKey) json.RawMessage {
+	list, offset := key.view.list, key.offset
 	items := snap.view(r, req, list)
 	if offset > len(items) {
 		offset = len(items) // the list shrank since the cursor was minted
@@ -46,8 +80,22 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 	for _, it := range items[offset:end] {
 		size += len(it) + 1
 	}
-	out := make([]byte, 0, size+64)
-	out = append(out, `{"`...)
+	out := make([]byte, 0, size+128)
+	out = append(out, '{')
+	if req.Modern {
+		// The modern era's fields come first, so that the front end, which adds
+		// resultType, ttlMs and cacheScope to results that lack them, finds them without
+		// scanning the items.
+		h := snap.hints[list]
+		out = append(out, `"resultType":"complete","ttlMs":`...)
+		out = strconv.AppendInt(out, h.TTLMs, 10)
+		if h.Public && !key.guarded { // a list filtered per principal is never public
+			out = append(out, `,"cacheScope":"public",`...)
+		} else {
+			out = append(out, `,"cacheScope":"private",`...)
+		}
+	}
+	out = append(out, '"')
 	out = append(out, listKeys[list]...)
 	out = append(out, `":[`...)
 	for i, it := range items[offset:end] {
@@ -61,17 +109,8 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		out = append(out, `,"nextCursor":`...)
 		out = jsonrpc.AppendString(out, r.cursors.encode(list, end))
 	}
-	if req.Modern {
-		h := snap.hints[list]
-		out = append(out, `,"ttlMs":`...)
-		out = strconv.AppendInt(out, h.TTLMs, 10)
-		if h.Public && r.Guard() == nil { // a list filtered per principal is never public
-			out = append(out, `,"cacheScope":"public"`...)
-		} else {
-			out = append(out, `,"cacheScope":"private"`...)
-		}
-	}
-	return append(out, '}'), nil
+	out = append(out, '}')
+	return out[:len(out):len(out)]
 }
 
 // maxViews bounds the cached views of one snapshot (principal classes × lists); past it,

@@ -94,6 +94,9 @@ type Options struct {
 	// share a key, so that a client can page through a list on any of them. At least
 	// MinKeyLen bytes; check it with CheckCursorKey (New panics on a shorter one).
 	CursorKey []byte
+	// StartWait bounds how long a tools/call or prompts/get naming an item not listed
+	// yet waits for the upstreams still starting their first time; default 60s.
+	StartWait time.Duration
 	// Tasks keeps which upstream owns each task; nil keeps it in memory
 	// (NewMemoryTasks). Replicas share one store to route a task's requests anywhere.
 	Tasks TaskStore
@@ -241,6 +244,9 @@ func New(opts Options, log zerolog.Logger) *Router {
 		opts.MaxNameLength = specMaxNameLength
 	}
 	opts.Clock = clock.Or(opts.Clock)
+	if opts.StartWait <= 0 {
+		opts.StartWait = defaultStartWait
+	}
 	if opts.NotifyDelay <= 0 {
 		opts.NotifyDelay = 300 * time.Millisecond
 	}
@@ -333,10 +339,6 @@ func (r *Router) WaitReady(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// Settled reports, without waiting, whether every upstream's first start attempt has
-// finished (as observed by WaitReady).
-func (r *Router) Settled() bool { return r.settled.Load() }
 
 // Close stops every upstream (concurrently) and waits for them.
 func (r *Router) Close() error {

@@ -206,11 +206,7 @@ func (s *Server) discover() json.RawMessage {
 	return out
 }
 
-// waitReady waits (bounded) for the upstreams' first start.
+// waitReady waits (at most the ready grace) for the upstreams' first start.
 func (s *Server) waitReady(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.ReadyTimeout)
-	defer cancel()
-	if err := s.r.WaitReady(ctx); err != nil {
-		s.log.Warn().Err(err).Msg("serving while some upstreams are not ready")
-	}
+	s.awaitStart(ctx, &s.log, "serving")
 }

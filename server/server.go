@@ -31,9 +31,11 @@ type Options struct {
 	Name         string // serverInfo.name
 	Version      string // serverInfo.version
 	Instructions string // prepended to the upstreams' merged instructions
-	// ReadyTimeout bounds how long initialize waits for upstreams still starting; 0 means
-	// 60s. Upstreams that are not ready by then are left out of the answer and join the
-	// catalogue (with list_changed) when they come up.
+	// ReadyTimeout bounds how long initialize (and a modern client's first requests)
+	// waits for upstreams still starting (the configured ready_grace); 0 means 60s, and
+	// a negative value does not wait. Upstreams that are not ready by then are left out
+	// of the answer and join the catalogue (with list_changed) when they come up; a call
+	// naming one of their tools meanwhile waits for them (see router.Options.StartWait).
 	ReadyTimeout time.Duration
 	// MaxMessage bounds one message from a client, in bytes; 0 means 64 MiB.
 	MaxMessage int
@@ -102,7 +104,7 @@ func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
 	if opts.Name == "" {
 		opts.Name = "mcp-proxy"
 	}
-	if opts.ReadyTimeout <= 0 {
+	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 60 * time.Second
 	}
 	return &Server{r: r, opts: opts, log: log, baseCtx: context.Background()}
@@ -171,7 +173,35 @@ func (s *Server) capabilities() json.RawMessage {
 	for _, st := range s.r.Upstreams() {
 		all = append(all, st.Info.Capabilities)
 	}
+	if !s.r.Settled() {
+		// An upstream still starting may bring any of the lists: offer them all (with
+		// listChanged), so that the client listens for the list_changed announcing them.
+		all = append(all, startingCapabilities)
+	}
 	return mcp.MergeServerCapabilities(all)
+}
+
+// startingCapabilities stands for the upstreams still starting in capabilities.
+var startingCapabilities = json.RawMessage(`{"tools":{},"prompts":{},"resources":{}}`)
+
+// awaitStart waits, up to ReadyTimeout (the ready grace), for the upstreams' first start
+// attempts; doing names what is about to be served, for the log.
+func (s *Server) awaitStart(ctx context.Context, log *zerolog.Logger, doing string) {
+	if s.r.Settled() {
+		return
+	}
+	var err error
+	if s.opts.ReadyTimeout > 0 {
+		wctx, cancel := context.WithTimeout(ctx, s.opts.ReadyTimeout)
+		err = s.r.WaitReady(wctx)
+		cancel()
+	}
+	if starting := s.r.Starting(); len(starting) > 0 {
+		log.Info().Strs("starting", starting).Dur("ready_grace", max(s.opts.ReadyTimeout, 0)).
+			Msg(doing + " while some upstreams are still starting; list_changed announces their items when they are ready")
+	} else if err != nil {
+		log.Warn().Err(err).Msg(doing + " while some upstreams failed to start")
+	}
 }
 
 // instructions merges the configured text with each upstream's instructions, each under

@@ -415,7 +415,8 @@ type initializeParams struct {
 }
 
 // initialize answers the legacy handshake once the upstreams have had their chance to
-// start, with the negotiated version and the merged capabilities.
+// start (at most the ready grace), with the negotiated version and the merged
+// capabilities.
 func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrpc.Message {
 	var p initializeParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.ProtocolVersion == "" {
@@ -446,11 +447,7 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	// are already running.
 	ss.s.startUpstreams(mcp.NarrowClientCapabilities(p.Capabilities), true)
 
-	rctx, cancel := context.WithTimeout(ctx, ss.s.opts.ReadyTimeout)
-	if err := ss.s.r.WaitReady(rctx); err != nil {
-		ss.log.Warn().Err(err).Msg("answering initialize while some upstreams are not ready")
-	}
-	cancel()
+	ss.s.awaitStart(ctx, &ss.log, "answering initialize")
 
 	version := mcp.NegotiateLegacy(p.ProtocolVersion)
 	result := map[string]any{

@@ -250,6 +250,17 @@ func (u *Upstream) WaitFirstAttempt(ctx context.Context) error {
 	}
 }
 
+// FirstAttemptDone reports, without waiting, whether the first start attempt has
+// finished (see WaitFirstAttempt).
+func (u *Upstream) FirstAttemptDone() bool {
+	select {
+	case <-u.firstDone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Close stops the supervisor and the child (stdin closed, then SIGTERM, then SIGKILL to
 // its process group) and fails calls in flight. It is safe to call more than once, and
 // before or without Start.

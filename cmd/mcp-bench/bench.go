@@ -585,6 +585,9 @@ type idleResult struct {
 	Tools     int     `json:"tools"` // tools listed; should equal Upstreams
 	RSSkB     int64   `json:"rss_kb"`
 	RSSMiB    float64 `json:"rss_mib"`
+	AnonkB    int64   `json:"rss_anon_kb"` // RssAnon: the private part of VmRSS (heap, stacks)
+	FilekB    int64   `json:"rss_file_kb"` // RssFile: pages of mapped files (the binary)
+	Threads   int64   `json:"threads"`
 	Error     string  `json:"error,omitempty"` // set when the tool count never matched
 }
 
@@ -623,6 +626,7 @@ func measureIdle(ctx context.Context, argv []string, dir string, n int, stderr i
 		return res, fmt.Errorf("reading proxy-idle memory: %w", err)
 	}
 	res.RSSkB, res.RSSMiB = st.RSSkB, kBToMiB(st.RSSkB)
+	res.AnonkB, res.FilekB, res.Threads = st.AnonkB, st.FilekB, st.Threads
 	return res, t.Close()
 }
 

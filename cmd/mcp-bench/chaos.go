@@ -109,7 +109,14 @@ type chaosReport struct {
 	// Leaks are End minus Start where positive (goroutines need the debug listener).
 	GoroutineLeak int `json:"goroutine_leak"`
 	FDLeak        int `json:"fd_leak"`
-	ProcLeak      int `json:"process_leak"`
+	// UpstreamConnsStart and UpstreamConnsEnd are the proxy's connections to the HTTP
+	// upstreams (through the relays), pooled idle ones included. They are left out of the
+	// descriptor comparison: the idle pool holds as many as the load needed at once,
+	// which differs between the warm-up and the run without being a leak. That they are
+	// bounded is checked apart: never more than the calls in flight.
+	UpstreamConnsStart int `json:"upstream_conns_start"`
+	UpstreamConnsEnd   int `json:"upstream_conns_end"`
+	ProcLeak           int `json:"process_leak"`
 }
 
 // runChaosMode runs the chaos (o.chaosEvery > 0) or soak (o.soak > 0) mode.
@@ -208,7 +215,16 @@ func runChaosMode(ctx context.Context, o *options, tmp string, stdout, errw io.W
 	if err := chaosWarm(ctx, o, url, ups, rep.Concurrency); err != nil {
 		return err
 	}
-	if rep.Start, rep.ProcsStart, _, err = settled(ctx, proxy.pid(), debugAddr, nil, 0); err != nil {
+	pooled := func() int {
+		n := 0
+		for _, u := range ups {
+			if u.relay != nil {
+				n += u.relay.open()
+			}
+		}
+		return n
+	}
+	if rep.Start, rep.UpstreamConnsStart, rep.ProcsStart, _, err = settled(ctx, proxy.pid(), debugAddr, pooled, nil, 0); err != nil {
 		return err
 	}
 	fmt.Fprintf(errw, "%s: start: RSS %.1f MiB, goroutines %d, fds %d, processes %d\n",
@@ -334,7 +350,7 @@ func runChaosMode(ctx context.Context, o *options, tmp string, stdout, errw io.W
 		}
 		u.mu.Unlock()
 	}
-	rep.End, rep.ProcsEnd, rep.Zombies, err = settled(ctx, proxy.pid(), debugAddr, &rep.Start, rep.ProcsStart)
+	rep.End, rep.UpstreamConnsEnd, rep.ProcsEnd, rep.Zombies, err = settled(ctx, proxy.pid(), debugAddr, pooled, &rep.Start, rep.ProcsStart)
 	if err != nil {
 		return err
 	}
@@ -502,17 +518,22 @@ func processCount(proxyPID int) (live, zombies int, err error) {
 // apart agree on goroutines and descriptors (what the warm-up's closing sessions still
 // held is gone), so that the baseline is not inflated; with one, until the goroutines,
 // descriptors and processes are back to it. Either way for at most settleTimeout.
-func settled(ctx context.Context, pid int, debugAddr string, base *procSnapshot, baseProcs int) (procSnapshot, int, int, error) {
+//
+// The snapshot's FDs leave out the conns() connections to the HTTP upstreams, which it
+// returns apart (see chaosReport.UpstreamConnsStart).
+func settled(ctx context.Context, pid int, debugAddr string, conns func() int, base *procSnapshot, baseProcs int) (procSnapshot, int, int, int, error) {
 	deadline := time.Now().Add(settleTimeout)
 	var prev *procSnapshot
 	for {
 		snap, err := snapshot(ctx, pid, debugAddr)
 		if err != nil {
-			return snap, 0, 0, fmt.Errorf("reading the proxy's state: %w", err)
+			return snap, 0, 0, 0, fmt.Errorf("reading the proxy's state: %w", err)
 		}
+		up := conns()
+		snap.FDs -= up
 		live, zombies, err := processCount(pid)
 		if err != nil {
-			return snap, 0, 0, err
+			return snap, 0, 0, 0, err
 		}
 		var ok bool
 		if base == nil {
@@ -521,7 +542,7 @@ func settled(ctx context.Context, pid int, debugAddr string, base *procSnapshot,
 			ok = snap.Goroutines <= base.Goroutines && snap.FDs <= base.FDs && live <= baseProcs && zombies == 0
 		}
 		if ok || time.Now().After(deadline) || sleepCtx(ctx, 200*time.Millisecond) != nil {
-			return snap, live, zombies, nil
+			return snap, up, live, zombies, nil
 		}
 		prev = &snap
 	}
@@ -551,6 +572,10 @@ func (r *chaosReport) summarize() {
 		r.GoroutineLeak = max(0, r.End.Goroutines-r.Start.Goroutines)
 	}
 	r.FDLeak = max(0, r.End.FDs-r.Start.FDs)
+	if r.UpstreamConnsEnd > max(r.UpstreamConnsStart, r.Concurrency) {
+		// More sockets to the upstreams than calls were ever in flight: not a pool.
+		r.FDLeak += r.UpstreamConnsEnd - max(r.UpstreamConnsStart, r.Concurrency)
+	}
 	r.ProcLeak = max(0, r.ProcsEnd-r.ProcsStart)
 }
 
@@ -585,6 +610,7 @@ func (r *chaosReport) writeText(w io.Writer) {
 		kBToMiB(r.Start.RSSkB), r.Start.Goroutines, r.Start.FDs, r.ProcsStart)
 	fmt.Fprintf(w, "proxy end:   RSS %.1f MiB, goroutines %d, fds %d, processes %d (zombies %d)\n",
 		kBToMiB(r.End.RSSkB), r.End.Goroutines, r.End.FDs, r.ProcsEnd, r.Zombies)
+	fmt.Fprintf(w, "connections to the HTTP upstreams (pooled, not in fds): start %d, end %d\n", r.UpstreamConnsStart, r.UpstreamConnsEnd)
 	fmt.Fprintf(w, "leaks: goroutines %d, fds %d, processes %d\n", r.GoroutineLeak, r.FDLeak, r.ProcLeak)
 }
 

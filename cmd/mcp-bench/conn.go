@@ -33,6 +33,8 @@ type conn struct {
 
 	badMessages atomic.Int64 // undecodable lines from the child
 	readerDone  chan struct{}
+
+	onNotify atomic.Pointer[func(method string)] // told of each notification from the child, if set
 }
 
 func newConn(w io.Writer, r io.Reader) *conn {
@@ -67,7 +69,10 @@ func (c *conn) read(lr *jsonrpc.LineReader) {
 			if m.ID.IsValid() { // a request from the server: we offer nothing
 				_ = c.w.Write(jsonrpc.NewErrorResponse(m.ID, jsonrpc.Errorf(jsonrpc.CodeMethodNotFound, "mcp-bench does not serve %s", m.Method)))
 			}
-			continue // notifications are ignored
+			if f := c.onNotify.Load(); f != nil && !m.ID.IsValid() {
+				(*f)(m.Method)
+			}
+			continue // notifications are otherwise ignored
 		}
 		id, ok := m.ID.Int64()
 		if !ok {

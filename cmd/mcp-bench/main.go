@@ -91,7 +91,14 @@ type options struct {
 	soak          time.Duration // -soak: the soak mode (chaos.go); 0: off
 	timeout       time.Duration
 	jsonPath      string
-	dir           string // working directory of the children
+	startup       bool          // -startup: the start-up mode (startup.go)
+	fanout        int           // -startup: upstreams of the fan-out and list phases
+	initDelay     time.Duration // -startup: how long each fan-out upstream takes to initialize
+	slowDelay     time.Duration // -startup: how long the slow upstream takes to initialize
+	listTools     int           // -startup: tools per upstream of the list phase
+	listCalls     int           // -startup: tools/list calls per target of the list phase
+	baselineProxy string        // -startup: another mcp-proxy binary measured alongside (list and idle phases); "": none
+	dir           string        // working directory of the children
 }
 
 // Flag limits, so that every loop stays bounded.
@@ -185,6 +192,15 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.reloadEvery, "reload-every", 0, "-mode http: instead of the comparison, reload the proxy's configuration this often for -duration while the first -concurrency level of sessions calls the tool (reload.go)")
 	fs.DurationVar(&o.chaosEvery, "chaos-every", 0, "instead of the comparison, the chaos mode (chaos.go): five upstreams (-upstream must be the testserver), -concurrency sessions calling them for -duration, and every ~D one upstream killed (kill -9) or its connections reset")
 	fs.DurationVar(&o.soak, "soak", 0, "instead of the comparison, the soak mode (chaos.go): the chaos mode's load without faults for this long; the proxy's RSS, goroutines and fds at start and end")
+	fs.BoolVar(&o.startup, "startup", false, "instead of the comparison, the start-up mode (startup.go; -upstream must be the testserver): fan-out of -fanout upstreams "+
+		"taking -init-delay to initialize against one, initialize with an upstream taking -slow-delay, tools/list over 1 and -fanout upstreams of -list-tools tools, "+
+		"idle memory with -idle-upstreams")
+	fs.IntVar(&o.fanout, "fanout", 20, "-startup: upstreams of the fan-out and list phases")
+	fs.DurationVar(&o.initDelay, "init-delay", time.Second, "-startup: how long each fan-out upstream takes to answer initialize")
+	fs.DurationVar(&o.slowDelay, "slow-delay", 5*time.Second, "-startup: how long the slow upstream takes to answer initialize")
+	fs.IntVar(&o.listTools, "list-tools", 50, "-startup: tools per upstream of the list phase")
+	fs.IntVar(&o.listCalls, "list-calls", 3000, "-startup: tools/list calls per target of the list phase (a tenth as many walks)")
+	fs.StringVar(&o.baselineProxy, "baseline-proxy", "", "-startup: another mcp-proxy binary (say the previous version) measured alongside in the list and idle phases")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
 	fs.BoolVar(&o.stdioHTTPUp, "stdio-httpup", false, "-mode http: also measure the proxy spoken to over stdio with the upstream over HTTP (target stdio-httpup)")
@@ -242,6 +258,12 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.chaosEvery == 0 || o.chaosEvery >= 100*time.Millisecond, "-chaos-every must be at least 100ms")
 	check(o.soak >= 0 && o.soak <= maxSoak, "-soak must be in [0, %v]", maxSoak)
 	check(o.soak == 0 || o.chaosEvery == 0, "-soak and -chaos-every cannot be combined")
+	check(o.fanout >= 1 && o.fanout <= maxIdle, "-fanout must be in [1, %d]", maxIdle)
+	check(o.initDelay >= 0 && o.initDelay <= maxDuration, "-init-delay must be in [0, %v]", maxDuration)
+	check(o.slowDelay > 0 && o.slowDelay <= maxDuration, "-slow-delay must be in (0, %v]", maxDuration)
+	check(o.listTools >= testserverBaseTools && o.listTools <= 10000, "-list-tools must be in [%d, 10000]", testserverBaseTools)
+	check(o.listCalls >= 10 && o.listCalls <= maxCalls, "-list-calls must be in [10, %d]", maxCalls)
+	check(!o.startup || o.mode == modeStdio, "-startup needs -mode stdio")
 	if len(errs) > 0 {
 		return nil, usageError{strings.Join(errs, "; ")}
 	}
@@ -326,6 +348,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if o.chaosEvery > 0 || o.soak > 0 {
 		return runChaosMode(ctx, o, tmp, stdout, errw)
+	}
+	if o.startup {
+		if o.baselineProxy != "" {
+			if o.baselineProxy, err = resolveProgram(o.baselineProxy); err != nil {
+				return fmt.Errorf("finding the baseline proxy: %w", err)
+			}
+		}
+		return runStartupMode(ctx, o, tmp, stdout, errw)
 	}
 	if o.useTLS {
 		if o.tls, err = makeLoopbackCert(tmp); err != nil {

@@ -21,9 +21,13 @@ type memStatus struct {
 	RSSkB   int64 // VmRSS: resident set size now
 	HWMkB   int64 // VmHWM: peak resident set size
 	Threads int64 // Threads: OS threads (0 if the line is missing)
+	// RssAnon and RssFile split VmRSS into private memory (heap, stacks) and pages of
+	// mapped files (the binary's code and data); 0 if the kernel does not say.
+	AnonkB, FilekB int64
 }
 
-// parseStatus reads VmRSS and VmHWM from the text of /proc/PID/status.
+// parseStatus reads VmRSS and VmHWM (and RssAnon, RssFile and Threads when present)
+// from the text of /proc/PID/status.
 func parseStatus(s string) (memStatus, error) {
 	var st memStatus
 	var haveRSS, haveHWM bool
@@ -38,6 +42,10 @@ func parseStatus(s string) (memStatus, error) {
 			dst, haveRSS = &st.RSSkB, true
 		case "VmHWM":
 			dst, haveHWM = &st.HWMkB, true
+		case "RssAnon":
+			dst = &st.AnonkB
+		case "RssFile":
+			dst = &st.FilekB
 		case "Threads":
 			n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
 			if err != nil {

@@ -92,6 +92,14 @@ func (r *relay) resetAll() int {
 	return len(r.conns)
 }
 
+// open returns how many connections are being piped: the proxy's sockets to this
+// upstream (its pooled idle ones included), to within the closes still in transit.
+func (r *relay) open() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns)
+}
+
 // Close stops accepting, resets what is open and waits for every copier.
 func (r *relay) Close() error {
 	err := r.ln.Close()

@@ -72,7 +72,7 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 }
 
 // bridgeConfig is the configuration of a bridge: one upstream, names unprefixed,
-// everything else at its defaults.
+// initialize waiting for it, everything else at its defaults.
 func bridgeConfig(u config.Upstream, timeout time.Duration) *config.Config {
 	u.Namespace, u.Timeout, u.StartupTimeout = "", timeout, config.DefaultStartupTimeout
 	u.MaxMessageSize, u.Protocol = config.DefaultMaxMessageSize, config.ProtocolAuto
@@ -81,7 +81,10 @@ func bridgeConfig(u config.Upstream, timeout time.Duration) *config.Config {
 	}
 	return &config.Config{
 		Proxy: config.Proxy{Name: config.DefaultName, Separator: config.DefaultSeparator,
-			PageSize: config.DefaultPageSize, MaxNameLength: config.DefaultMaxNameLength},
+			PageSize: config.DefaultPageSize, MaxNameLength: config.DefaultMaxNameLength,
+			// One upstream: initialize waits for it (up to its startup), as a direct
+			// connection to it would.
+			ReadyGrace: u.StartupTimeout + 5*time.Second},
 		Upstreams: []config.Upstream{u},
 	}
 }

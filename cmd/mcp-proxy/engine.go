@@ -201,7 +201,8 @@ func (e *engine) newRouter(cfg *config.Config) (*router.Router, error) {
 		PageSize:      cfg.Proxy.PageSize,
 		MaxNameLength: cfg.Proxy.MaxNameLength,
 		CursorKey:     clusterCursorKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
-		Tasks:         e.tasks,               // shared by the replicas in a cluster (http.go); nil in memory
+		StartWait:     maxStartup(cfg) + 5*time.Second,
+		Tasks:         e.tasks, // shared by the replicas in a cluster (http.go); nil in memory
 	}, e.log)
 	var setupErrs []error
 	for _, uc := range cfg.Upstreams {
@@ -344,6 +345,15 @@ func proxyVersion(cfg *config.Config) string {
 	return buildVersion()
 }
 
+// readyGrace is how long a client's initialize waits for upstreams still starting:
+// proxy.ready_grace (negative: not at all), never longer than the slowest startup.
+func readyGrace(cfg *config.Config) time.Duration {
+	if cfg.Proxy.ReadyGrace <= 0 {
+		return -1
+	}
+	return min(cfg.Proxy.ReadyGrace, maxStartup(cfg)+5*time.Second)
+}
+
 // newServer is the front end for cfg over r; obs, when not nil, watches its sessions.
 func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *observers) *server.Server {
 	return server.New(r, server.Options{
@@ -352,7 +362,7 @@ func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *ob
 		Name:         proxyName(cfg),
 		Version:      proxyVersion(cfg),
 		Instructions: cfg.Proxy.Instructions,
-		ReadyTimeout: maxStartup(cfg) + 5*time.Second,
+		ReadyTimeout: readyGrace(cfg),
 		StateKey:     clusterStateKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 
 		MaxClientBuffer:   cfg.Proxy.MaxClientBuffer,

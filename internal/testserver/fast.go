@@ -163,6 +163,7 @@ func (f *fastServer) respond(out *lineWriter, msg *fastMessage) {
 			err = writeError(out, msg.ID, &rpcError{Code: codeInvalidParams, Message: "Unknown tool: " + name})
 		}
 	case fastInitialize:
+		f.cfg.holdInitialize(context.Background())
 		err = f.initialize(out, msg)
 	default:
 		err = out.writeLine(responsePrefix, msg.ID, errorInfix, fastMethodNotFound, responseSuffix)

@@ -1,26 +1,30 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 )
 
 // config is the server's behaviour as chosen on the command line.
 type config struct {
-	name             string // serverInfo.name and part of the static resource URI
-	version          string // if set, the protocol version always answered
-	instructions     string // initialize instructions; omitted when empty
-	dup              string // name of an extra echo tool prefixed with the server name
-	initializedError bool   // answer notifications/initialized with an error
-	banner           bool   // print a non-JSON line on stdout at start
-	chatter          bool   // log every message received to stderr
-	fast             bool   // minimal, allocation-light mode for benchmarks
-	page             int    // tools per tools/list page; 0 means all at once
-	extraTools       int    // number of extra echo tools t0001..tNNNN
-	exitAfter        int64  // exit with status 4 after this many requests; 0 never
+	name             string        // serverInfo.name and part of the static resource URI
+	version          string        // if set, the protocol version always answered
+	instructions     string        // initialize instructions; omitted when empty
+	dup              string        // name of an extra echo tool prefixed with the server name
+	initializedError bool          // answer notifications/initialized with an error
+	banner           bool          // print a non-JSON line on stdout at start
+	chatter          bool          // log every message received to stderr
+	fast             bool          // minimal, allocation-light mode for benchmarks
+	page             int           // tools per tools/list page; 0 means all at once
+	extraTools       int           // number of extra echo tools t0001..tNNNN
+	exitAfter        int64         // exit with status 4 after this many requests; 0 never
+	initDelay        time.Duration // wait this long before answering initialize
+	initGate         string        // answer initialize only once this file exists
 
 	httpAddr      string        // serve Streamable HTTP on this host:port instead of stdio
 	httpAddrFile  string        // write the bound host:port here once listening
@@ -54,6 +58,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.fast, "fast", false, "trivial fast mode: initialize, ping, tools/list and tools/call of echo only, handled inline")
 	fs.IntVar(&cfg.page, "page", 0, "tools per tools/list page (`N`); 0 means one page")
 	fs.IntVar(&cfg.extraTools, "extra-tools", 0, "add `N` echo tools named t0001..tNNNN")
+	fs.DurationVar(&cfg.initDelay, "init-delay", 0, "wait `D` before answering initialize (a server slow to start)")
+	fs.StringVar(&cfg.initGate, "init-gate", "", "answer initialize only once `FILE` exists (polled every 10ms), after -init-delay:\n"+
+		"a test decides when this server is ready")
 	fs.Int64Var(&cfg.exitAfter, "exit-after", 0, "exit with status 4 after handling `N` requests; 0 means never")
 	fs.StringVar(&cfg.httpAddr, "http", "", "serve Streamable HTTP at http://`ADDR`/mcp (host:port; port 0 picks a free one) instead of stdin/stdout;\n"+
 		"GET /stats answers JSON counters (connections accepted, requests, sessions)")
@@ -103,6 +110,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") || (cfg.tlsCert != "" && cfg.httpAddr == "") {
 		problems = append(problems, errors.New("-tls-cert and -tls-key go together, with -http"))
 	}
+	if cfg.initDelay < 0 {
+		problems = append(problems, fmt.Errorf("-init-delay must not be negative, got %v", cfg.initDelay))
+	}
 	if cfg.exitAfter < 0 {
 		problems = append(problems, fmt.Errorf("-exit-after must not be negative, got %d", cfg.exitAfter))
 	}
@@ -111,4 +121,33 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		return nil, &exitError{code: 2, reason: err.Error()}
 	}
 	return &cfg, nil
+}
+
+// holdInitialize delays the answer to initialize as -init-delay and -init-gate say, or
+// until ctx ends.
+func (c *config) holdInitialize(ctx context.Context) {
+	if c.initDelay > 0 {
+		t := time.NewTimer(c.initDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+	if c.initGate == "" {
+		return
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(c.initGate); err == nil {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }

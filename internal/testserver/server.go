@@ -220,6 +220,7 @@ func (s *server) handle(ctx context.Context, msg *incoming) {
 func (s *server) call(ctx context.Context, msg *incoming) (json.RawMessage, *rpcError) {
 	switch msg.Method {
 	case methodInitialize:
+		s.cfg.holdInitialize(ctx)
 		return s.initialize(msg.Params)
 	case methodPing, methodLoggingSetLevel:
 		return json.RawMessage(`{}`), nil

@@ -1,0 +1,136 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// lateUpstream is a scripted upstream whose first start attempt finishes when the test
+// says (start): its catalogue is empty until then, and, as a real upstream does, the
+// router's catalogue is rebuilt before its first attempt counts as finished.
+type lateUpstream struct {
+	*scriptUpstream
+	done chan struct{}
+	cat  *upstream.Catalogue
+	once sync.Once
+}
+
+func newLate(name string, tools ...string) *lateUpstream {
+	s := newScript(name, tools...)
+	l := &lateUpstream{scriptUpstream: s, done: make(chan struct{}), cat: s.cat}
+	s.cat = &upstream.Catalogue{}
+	return l
+}
+
+func (l *lateUpstream) Catalogue() *upstream.Catalogue {
+	select {
+	case <-l.done:
+		return l.cat
+	default:
+		return &upstream.Catalogue{}
+	}
+}
+
+func (l *lateUpstream) FirstAttemptDone() bool {
+	select {
+	case <-l.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (l *lateUpstream) WaitFirstAttempt(ctx context.Context) error {
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// start finishes the first attempt: the catalogue is published and r rebuilt first.
+func (l *lateUpstream) start(r *Router) {
+	l.once.Do(func() {
+		close(l.done)
+		r.rebuild()
+	})
+}
+
+type outcome struct {
+	res json.RawMessage
+	err error
+}
+
+func dispatchAsync(r *Router, ctx context.Context, method, params string) <-chan outcome {
+	ch := make(chan outcome, 1)
+	r.Dispatch(ctx, &Request{Method: method, Params: json.RawMessage(params)}, func(res json.RawMessage, err error) {
+		ch <- outcome{res, err}
+	})
+	return ch
+}
+
+// TestCallWaitsForUpstreamStarting: a call naming a tool that is not listed while an
+// upstream is still starting is not refused as unknown: it waits, and is routed once the
+// upstream lists the name; a name nobody lists is refused once no upstream is left
+// starting; a cancelled wait answers ErrCancelled; and Settled/Starting say who starts.
+func TestCallWaitsForUpstreamStarting(t *testing.T) {
+	fast := newScript("fast", "t")
+	fast.started = 1
+	late := newLate("late", "t")
+	r := New(Options{}, zerolog.Nop())
+	r.Add(fast, "fast")
+	r.Add(late, "late")
+	r.rebuild()
+	t.Cleanup(func() { late.start(r) })
+
+	if r.Settled() || strings.Join(r.Starting(), ",") != "late" {
+		t.Fatalf("settled %v, starting %v; want late starting", r.Settled(), r.Starting())
+	}
+	// The fast upstream's tool is served at once.
+	if _, err := r.Call(context.Background(), &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"fast__t"}`)}); err != nil {
+		t.Fatalf("fast__t: %v", err)
+	}
+
+	lateCall := dispatchAsync(r, context.Background(), mcp.MethodToolsCall, `{"name":"late__t"}`)
+	unknown := dispatchAsync(r, context.Background(), mcp.MethodToolsCall, `{"name":"nobody__t"}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := dispatchAsync(r, ctx, mcp.MethodPromptsGet, `{"name":"late__p"}`)
+	cancel()
+	if o := <-cancelled; !errors.Is(o.err, ErrCancelled) {
+		t.Errorf("cancelled wait: %v, want ErrCancelled", o.err)
+	}
+	select {
+	case o := <-lateCall:
+		t.Fatalf("late__t answered before its upstream started: %s %v", o.res, o.err)
+	case o := <-unknown:
+		t.Fatalf("nobody__t answered while an upstream was starting: %s %v", o.res, o.err)
+	default:
+	}
+
+	late.start(r)
+	if o := <-lateCall; o.err != nil || !strings.Contains(string(o.res), "ok from late") {
+		t.Errorf("late__t after its upstream started: %s %v", o.res, o.err)
+	}
+	var je *jsonrpc.Error
+	if o := <-unknown; !errors.As(o.err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("nobody__t: %v, want unknown tool", o.err)
+	}
+	if !r.Settled() || r.Starting() != nil {
+		t.Errorf("after the start: settled %v, starting %v", r.Settled(), r.Starting())
+	}
+	// Settled: an unknown name is refused at once.
+	if o := <-dispatchAsync(r, context.Background(), mcp.MethodToolsCall, `{"name":"nobody__t"}`); !errors.As(o.err, &je) {
+		t.Errorf("nobody__t once settled: %v", o.err)
+	}
+}
