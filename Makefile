@@ -71,6 +71,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzReadOnlySQL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckURL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckCommand -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
+	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
 
 # Go benchmarks of the per-message hot path.
 bench-go:

@@ -380,13 +380,14 @@ func TestMiddleware(t *testing.T) {
 	jc.RequiredScopes = []string{"mcp:tools"}
 	a, logs := newAuth(t, Config{Resource: testResource, JWT: jc, APIKeys: []APIKey{{Name: "ci", Groups: []string{"ci"}, Token: ciKey}}})
 	var got *principal.Principal
-	var gotHeader http.Header
+	var gotHeader, gotCreds http.Header
 	h := a.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, gotHeader = principal.From(r.Context()), r.Header
+		got, gotHeader, gotCreds = principal.From(r.Context()), r.Header, Credentials(r.Context())
 		w.WriteHeader(204)
 	}))
 
-	// Success: the principal is in the context and the credential is gone.
+	// Success: the principal is in the context and the credential is gone from the
+	// headers, kept aside for a forward to another replica only (Credentials).
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, request(bearer(ciKey)))
 	if w.Code != 204 || got == nil || got.Name != "ci" || got.Via != "api_key" {
@@ -394,6 +395,9 @@ func TestMiddleware(t *testing.T) {
 	}
 	if gotHeader.Get("Authorization") != "" {
 		t.Fatal("Authorization header passed on")
+	}
+	if gotCreds.Get("Authorization") != "Bearer "+ciKey || len(gotCreds) != 1 {
+		t.Errorf("Credentials = %v, want the Authorization header as sent", gotCreds)
 	}
 
 	rpcErr := func(w *httptest.ResponseRecorder) (code int, msg string, data map[string]any) {

@@ -1,8 +1,10 @@
 package auth
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -81,11 +83,40 @@ func (a *Authenticator) serve(w http.ResponseWriter, r *http.Request, meta, next
 		WriteFailure(w, f)
 		return
 	}
-	r2 := r.WithContext(principal.With(r.Context(), p))
+	ctx := principal.With(r.Context(), p)
+	if creds := credentialHeaders(r.Header); creds != nil {
+		ctx = context.WithValue(ctx, credentialsKey{}, creds)
+	}
+	r2 := r.WithContext(ctx)
 	r2.Header = r.Header.Clone()
 	r2.Header.Del("Authorization")
 	r2.Header.Del("X-API-Key")
 	next.ServeHTTP(w, r2)
+}
+
+type credentialsKey struct{}
+
+// credentialHeaders are the request's credential headers, as the client sent them.
+func credentialHeaders(h http.Header) http.Header {
+	var out http.Header
+	for _, k := range []string{"Authorization", "X-API-Key"} {
+		if v := h.Values(k); len(v) > 0 {
+			if out == nil {
+				out = http.Header{}
+			}
+			out[k] = slices.Clone(v)
+		}
+	}
+	return out
+}
+
+// Credentials returns the credential headers (Authorization, X-API-Key) of a request
+// Middleware authenticated, which it removed from the request; nil for none. They are
+// for one use only: forwarding the request to another replica of this proxy, which
+// authenticates it again (cluster). Never send them to an upstream.
+func Credentials(ctx context.Context) http.Header {
+	h, _ := ctx.Value(credentialsKey{}).(http.Header)
+	return h
 }
 
 // WriteFailure writes f as the response: its status, its WWW-Authenticate challenge and

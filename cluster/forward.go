@@ -56,8 +56,11 @@ type Forwarder struct {
 	client  *http.Client
 	log     zerolog.Logger
 
-	mu    sync.Mutex // guards cache
-	cache map[string]peer
+	mu       sync.Mutex // guards cache and adopters
+	cache    map[string]peer
+	adopters map[string]peer // session id → the replica that adopted it (addr is its id), when its owner is gone
+
+	sessions *Sessions // nil: sessions cannot be adopted (no cluster key); set by NewSessions
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -68,7 +71,7 @@ type Forwarder struct {
 }
 
 type peer struct {
-	addr string
+	addr string // "": known gone
 	at   time.Time
 }
 
@@ -87,7 +90,7 @@ func NewForwarder(c *config.Cluster, advertise string, maxBody int, log zerolog.
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
 	f := &Forwarder{redis: client, id: id, addr: advertise, keyPre: c.KeyPrefix + "replica:", timeout: c.Timeout,
-		maxBody: maxBody, cache: map[string]peer{}, stop: make(chan struct{}),
+		maxBody: maxBody, cache: map[string]peer{}, adopters: map[string]peer{}, stop: make(chan struct{}),
 		log: log.With().Str("component", "cluster").Str("replica", id).Logger()}
 	f.key = f.keyPre + id
 	f.draining, f.drain = context.WithCancel(context.Background())
@@ -101,6 +104,9 @@ func NewForwarder(c *config.Cluster, advertise string, maxBody int, log zerolog.
 	return f, nil
 }
 
+// Sessions is the replica's adoptable sessions (NewSessions); nil without.
+func (f *Forwarder) Sessions() *Sessions { return f.sessions }
+
 // ID is this replica's id.
 func (f *Forwarder) ID() string { return f.id }
 
@@ -108,8 +114,10 @@ func (f *Forwarder) ID() string { return f.id }
 // (server.HTTPOptions.SessionIDPrefix).
 func (f *Forwarder) SessionIDPrefix() string { return f.id + "-" }
 
-// Start registers the replica now and every 3 s until Close. The first registration
-// failing is logged, not fatal: a replica serves its own sessions without Redis.
+// Start registers the replica now and every 3 s until Close, and renews the Redis state
+// of the sessions it holds when they can be adopted (NewSessions). The first
+// registration failing is logged, not fatal: a replica serves its own sessions without
+// Redis.
 func (f *Forwarder) Start() {
 	f.wg.Add(1)
 	go func() {
@@ -134,6 +142,23 @@ func (f *Forwarder) Start() {
 			case <-f.stop:
 				return
 			case <-t.C:
+			}
+		}
+	}()
+	if f.sessions == nil {
+		return
+	}
+	f.wg.Add(1)
+	go func() { // the held sessions' hashes outlive them by session_idle at least
+		defer f.wg.Done()
+		t := time.NewTicker(f.sessions.every)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-t.C:
+				f.sessions.renew()
 			}
 		}
 	}()
@@ -170,18 +195,18 @@ func (f *Forwarder) lookup(ctx context.Context, id string) (string, bool) {
 	p, cached := f.cache[id]
 	f.mu.Unlock()
 	if cached && time.Since(p.at) < cacheFor {
-		return p.addr, true
+		return p.addr, p.addr != ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	addr, err := f.redis.Get(ctx, f.keyPre+id).Result()
 	cancel()
 	switch {
 	case errors.Is(err, redis.Nil):
-		f.forget(id)
+		f.gone(id)
 		return "", false
 	case err != nil:
 		f.log.Warn().Err(err).Str("owner", id).Bool("cached", cached).Msg("cluster: cannot read the replica registry")
-		return p.addr, cached
+		return p.addr, cached && p.addr != ""
 	}
 	f.mu.Lock()
 	f.cache[id] = peer{addr: addr, at: time.Now()}
@@ -189,9 +214,12 @@ func (f *Forwarder) lookup(ctx context.Context, id string) (string, bool) {
 	return addr, true
 }
 
-func (f *Forwarder) forget(id string) {
+// gone remembers, for the cache's time, that replica id is gone (unregistered, or
+// refusing connections), so that the requests of its sessions cost no trip to learn it
+// again.
+func (f *Forwarder) gone(id string) {
 	f.mu.Lock()
-	delete(f.cache, id)
+	f.cache[id] = peer{at: time.Now()}
 	f.mu.Unlock()
 }
 
@@ -214,20 +242,23 @@ func copyHeader(dst, src http.Header) {
 }
 
 // Forward implements server.HTTPOptions.Forward: a request for a session that another
-// registered replica holds is sent there, and its answer streamed back. It declines
-// (false) a request already forwarded, a session of this replica's (it is gone), and
-// one whose replica is not registered (gone too): the handler answers those 404, which
-// tells the client to start a new session.
+// live replica holds is sent there, and its answer streamed back. It declines (false) a
+// request already forwarded and a session of this replica's (it is gone): the handler
+// answers those 404, which tells the client to start a new session.
+//
+// When the replica that holds the session is gone (not registered, or refusing
+// connections) and sessions can be adopted (NewSessions), the session is claimed in
+// Redis: when this replica wins the claim, Forward declines and the handler adopts the
+// session (server.SessionShare); when another replica has adopted it, the request is
+// forwarded there. Only then is the adoption looked up (and cached): a request whose
+// owner is alive costs no trip to Redis. Without adoption, a gone owner's session is
+// declined (404).
 func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID string) bool {
 	if r.Header.Get(ForwardedHeader) != "" {
 		return false
 	}
 	owner, _, ok := strings.Cut(sessionID, "-")
 	if !ok || owner == f.id || owner == "" {
-		return false
-	}
-	addr, ok := f.lookup(r.Context(), owner)
-	if !ok {
 		return false
 	}
 	var body []byte
@@ -239,37 +270,100 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			return true
 		}
 		body = b
+		r.Body = io.NopCloser(bytes.NewReader(b)) // for the handler, when this declines
 		if m, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil && m.IsRequest() {
 			reqID = m.ID
 		}
 	}
-	f.relay(w, r, owner, addr, body, reqID, sessionGone)
+	if f.sessions == nil {
+		return f.forwardPlain(w, r, owner, body, reqID)
+	}
+	if a, ok := f.adopter(sessionID); ok {
+		owner = a
+	}
+	sealed := false
+	for range 3 { // the owner, its adopter, the adopter's adopter: then give up
+		if owner == f.id {
+			return false // this replica holds the claim: the handler adopts the session
+		}
+		if addr, ok := f.lookup(r.Context(), owner); ok {
+			if f.forwardTo(w, r, owner, addr, body, reqID) {
+				return true
+			}
+			f.gone(owner) // refused the connection: gone
+		}
+		if !sealed { // only now: a request whose owner is alive costs no opening
+			if _, _, err := f.sessions.sealer.Open(sessionID); err != nil {
+				return false // a plain id (minted without a key) or a forged one: never adopted (404)
+			}
+			sealed = true
+		}
+		holder, err := f.sessions.claim(r.Context(), sessionID, owner)
+		if err != nil {
+			f.log.Warn().Err(err).Str("gone", owner).Msg("cluster: cannot claim a session whose replica is gone; answering 503")
+			writeError(w, http.StatusServiceUnavailable, reqID, jsonrpc.CodeInternalError,
+				"mcp-proxy: the proxy replica that held this session is gone, and the session cannot be taken over now; try again")
+			return true
+		}
+		if holder == "" {
+			return false // ended or expired: 404
+		}
+		if holder == f.id {
+			f.log.Info().Str("gone", owner).Msg("cluster: claimed a session whose replica is gone; adopting it")
+		}
+		f.noteAdopter(sessionID, holder)
+		owner = holder
+	}
+	return false
+}
+
+// forwardPlain forwards a request of a session that cannot be adopted to its owner; when
+// the owner is gone it declines (the handler answers 404: start a new session).
+func (f *Forwarder) forwardPlain(w http.ResponseWriter, r *http.Request, owner string, body []byte, reqID jsonrpc.ID) bool {
+	addr, ok := f.lookup(r.Context(), owner)
+	if !ok {
+		return false
+	}
+	if f.forwardTo(w, r, owner, addr, body, reqID) {
+		return true
+	}
+	f.gone(owner)
+	f.log.Warn().Str("owner", owner).Msg("cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session")
+	writeError(w, http.StatusNotFound, reqID, jsonrpc.CodeInvalidRequest, "Session not found: the proxy replica that held it stopped")
 	return true
 }
 
-// gone is what a forwarder answers when the replica it forwards to has stopped: before
-// it answered (status, code and message of a JSON-RPC error), or in the middle of a
-// call's event stream (broken: the message of an error event); log is the log line;
-// failed is the message of the 502 when that replica runs but did not answer.
-type gone struct {
-	status int
-	code   int64
-	msg    string
-	broken string
-	log    string
-	failed string
+// adopter is the replica that adopted session id, as last seen (for the cache's time).
+func (f *Forwarder) adopter(id string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.adopters[id]
+	if !ok {
+		return "", false
+	}
+	if time.Since(a.at) >= cacheFor {
+		delete(f.adopters, id)
+		return "", false
+	}
+	return a.addr, true
 }
 
-// sessionGone: a legacy session ends with the replica that held it.
-var sessionGone = gone{status: http.StatusNotFound, code: jsonrpc.CodeInvalidRequest,
-	msg:    "Session not found: the proxy replica that held it stopped",
-	broken: "mcp-proxy: the proxy replica that held this session stopped while the call was in flight",
-	log:    "cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session",
-	failed: "mcp-proxy: the proxy replica that holds this session did not answer"}
+func (f *Forwarder) noteAdopter(id, holder string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	for k, a := range f.adopters { // prune: the map holds the last few seconds' adoptions only
+		if now.Sub(a.at) >= cacheFor {
+			delete(f.adopters, k)
+		}
+	}
+	f.adopters[id] = peer{addr: holder, at: now}
+}
 
-// relay sends r, with body, to replica owner at addr and streams its answer back to w;
-// reqID is the request's id when the body is one request.
-func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr string, body []byte, reqID jsonrpc.ID, g gone) {
+// forwardTo sends the request to replica owner at addr and streams its answer back; it
+// returns false, having written nothing, when the owner refused the connection (it is
+// gone).
+func (f *Forwarder) forwardTo(w http.ResponseWriter, r *http.Request, owner, addr string, body []byte, reqID jsonrpc.ID) bool {
 	ctx := r.Context()
 	if r.Method == http.MethodGet { // a stream: it ends when this replica drains
 		var cancel context.CancelFunc
@@ -280,7 +374,7 @@ func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr st
 	out, err := http.NewRequestWithContext(ctx, r.Method, "http://"+addr+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, "cannot forward the request", http.StatusInternalServerError)
-		return
+		return true
 	}
 	copyHeader(out.Header, r.Header)
 	out.Host = r.Host // the owner checks the Host the client sent, as this replica did
@@ -289,18 +383,17 @@ func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr st
 	resp, err := f.client.Do(out)
 	if err != nil {
 		if ctx.Err() != nil {
-			return // the client went away, or this replica drains
+			return true // the client went away, or this replica drains
 		}
-		if ownerStopped(err, addr) {
-			// The owner is gone, and its sessions with it.
-			f.forget(owner)
-			log.Warn().Err(err).Msg(g.log)
-			writeError(w, g.status, reqID, g.code, g.msg)
-			return
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			log.Warn().Err(err).Msg("cluster: the replica that holds the session refuses connections: it is gone")
+			return false
 		}
-		log.Error().Err(err).Msg("cluster: forwarding to another replica failed")
-		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError, g.failed)
-		return
+		log.Error().Err(err).Msg("cluster: forwarding to the replica that holds the session failed")
+		writeError(w, http.StatusBadGateway, reqID, jsonrpc.CodeInternalError,
+			"mcp-proxy: the proxy replica that holds this session stopped or failed before answering this request (a call may have run)")
+		return true
 	}
 	defer resp.Body.Close()
 	copyHeader(w.Header(), resp.Header)
@@ -314,54 +407,47 @@ func (f *Forwarder) relay(w http.ResponseWriter, r *http.Request, owner, addr st
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			if _, err := w.Write(buf[:n]); err != nil {
-				return // the client went away: closing resp.Body tells the owner
+				return true // the client went away: closing resp.Body tells the owner
 			}
 			_ = rc.Flush()
 		}
 		if rerr == io.EOF {
-			return
+			return true
 		}
 		if rerr != nil {
 			if ctx.Err() != nil {
-				return // the client went away, or this replica drains (the client resumes elsewhere)
+				return true // the client went away, or this replica drains (the client resumes elsewhere)
 			}
-			log.Warn().Err(rerr).Msg("cluster: the replica forwarded to broke off its answer")
+			log.Warn().Err(rerr).Msg("cluster: the replica that holds the session broke off its answer")
 			if reqID.IsValid() && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-				m := jsonrpc.NewErrorResponse(reqID, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-					Message: g.broken,
-					Data:    []byte(`{"origin":"mcp-proxy"}`)})
-				if b, err := m.Encode(); err == nil {
-					fmt.Fprintf(w, "\nevent: message\ndata: %s\n\n", b)
-					_ = rc.Flush()
-				}
+				writeErrorEvent(w, reqID)
+				_ = rc.Flush()
 			}
-			return
+			return true
 		}
 	}
 }
 
-// ownerStopped tells, from the error of a request forwarded to addr, whether the replica
-// there has stopped: it could not be dialled, or the connection (an idle one, reused)
-// broke and a new one cannot be made.
-func ownerStopped(err error, addr string) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
+// GoneMessage is the error a call gets when the replica it was in flight on stopped.
+const GoneMessage = "mcp-proxy: the proxy replica that held this session stopped while the call was in flight"
+
+// writeErrorEvent writes the event that answers call id with the proxy's error: the
+// replica it was in flight on stopped.
+func writeErrorEvent(w io.Writer, id jsonrpc.ID) {
+	m := jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: GoneMessage,
+		Data: []byte(`{"origin":"mcp-proxy"}`)})
+	if b, err := m.Encode(); err == nil {
+		fmt.Fprintf(w, "\nevent: message\ndata: %s\n\n", b)
 	}
-	c, derr := net.DialTimeout("tcp", addr, time.Second)
-	if derr != nil {
-		return true
-	}
-	c.Close()
-	return false
 }
 
 // copyBufs are the buffers that carry forwarded answers, reused across requests.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// writeError answers with one JSON-RPC error as application/json.
+// writeError answers with one JSON-RPC error as application/json, marked as the proxy's
+// (data.origin "mcp-proxy").
 func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
-	b, err := jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg}).Encode()
+	b, err := jsonrpc.NewErrorResponse(id, &jsonrpc.Error{Code: code, Message: msg, Data: []byte(`{"origin":"mcp-proxy"}`)}).Encode()
 	if err != nil {
 		w.WriteHeader(status)
 		return

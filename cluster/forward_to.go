@@ -8,20 +8,23 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 
-// callGone: what a request continues (a modern call parked for its client's input)
-// lived in the process of a replica that stopped, and ended with it.
+// gone is what ForwardTo answers when the replica it forwards to refuses connections (it
+// stopped, and what the request continues ended with it): status, code and message of a
+// JSON-RPC error.
+type gone struct {
+	status int
+	code   int64
+	msg    string
+}
+
+// callGone: a modern call parked for its client's input lived in the process of a
+// replica that stopped: the client starts it over.
 var callGone = gone{status: http.StatusOK, code: jsonrpc.CodeInvalidParams,
-	msg:    "Invalid params: requestState names a call parked on a proxy replica that stopped; send the request again without requestState",
-	broken: "mcp-proxy: the proxy replica that held this call stopped while the call was in flight",
-	log:    "cluster: the replica that parked the call is unreachable; the client must start the call again",
-	failed: "mcp-proxy: the proxy replica that holds this call did not answer"}
+	msg: "Invalid params: requestState names a call parked on a proxy replica that stopped; send the request again without requestState"}
 
 // taskGone: a task's upstream session lived on a replica that stopped.
 var taskGone = gone{status: http.StatusOK, code: jsonrpc.CodeInternalError,
-	msg:    "mcp-proxy: the proxy replica that held this task stopped; the task is gone",
-	broken: "mcp-proxy: the proxy replica that held this task stopped while the request was in flight",
-	log:    "cluster: the replica that holds the task is unreachable",
-	failed: "mcp-proxy: the proxy replica that holds this task did not answer"}
+	msg: "mcp-proxy: the proxy replica that held this task stopped; the task is gone"}
 
 // ForwardedToHeader marks a request that ForwardTo sent to the replica it names. Such a
 // request is never sent on by ForwardTo again; it may have come through Forward first (a
@@ -61,6 +64,11 @@ func (f *Forwarder) ForwardTo(w http.ResponseWriter, r *http.Request, replica st
 	}
 	out := r.Clone(r.Context()) // the headers sent on are the client's and this mark
 	out.Header.Set(ForwardedToHeader, replica)
-	f.relay(w, out, replica, addr, body, reqID, g)
+	if f.forwardTo(w, out, replica, addr, body, reqID) {
+		return true
+	}
+	f.gone(replica)
+	f.log.Warn().Str("replica", replica).Msg("cluster: the replica that holds what a request continues refuses connections: it is gone")
+	writeError(w, g.status, reqID, g.code, g.msg)
 	return true
 }

@@ -51,8 +51,13 @@ type Cluster struct {
 	Advertise string
 	// Key is a secret the replicas share (at least 32 bytes; write it with env()): the key
 	// of the pagination cursors they mint derives from it, so that a cursor from one
-	// replica is good at another. "": each replica has a key of its own.
+	// replica is good at another, and the key that seals legacy sessions' ids, so that
+	// another replica can adopt a session whose replica is gone. "": each replica has a
+	// key of its own, and a session ends with its replica.
 	Key string
+	// PreviousKeys are keys the cluster had before Key (rotation): session ids sealed with
+	// them are still read; new ones are sealed with Key.
+	PreviousKeys []string
 	// RedisRange is where the redis attribute is, for diagnostics reported later (the
 	// cluster package checks the URL's options against go-redis).
 	RedisRange hcl.Range
@@ -66,6 +71,7 @@ type rawCluster struct {
 	KeyPrefix      *hcl.Attribute `hcl:"key_prefix,optional"`
 	Advertise      *hcl.Attribute `hcl:"advertise,optional"`
 	Key            *hcl.Attribute `hcl:"key,optional"`
+	PreviousKeys   *hcl.Attribute `hcl:"previous_keys,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }
@@ -127,6 +133,19 @@ func decodeClusterBlock(e *evaluator, raw *rawCluster) *Cluster {
 				minClusterKeyLen, len(s))
 		} else {
 			c.Key = s
+		}
+	}
+	if keys, ok := e.stringList(raw.PreviousKeys); ok {
+		for _, k := range keys {
+			if len(k) < minClusterKeyLen {
+				e.errorf(raw.PreviousKeys, "Invalid previous_keys",
+					"each of \"previous_keys\" must be a secret of at least %d bytes, as \"key\" is; one has %d.", minClusterKeyLen, len(k))
+				continue
+			}
+			c.PreviousKeys = append(c.PreviousKeys, k)
+		}
+		if c.Key == "" && len(c.PreviousKeys) > 0 {
+			e.errorf(raw.PreviousKeys, "Invalid previous_keys", "\"previous_keys\" needs \"key\": the key new session ids are sealed with.")
 		}
 	}
 	return c

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +26,11 @@ func TestParseCluster(t *testing.T) {
   key_prefix       = "team-a:"
   advertise        = "10.0.0.5:8080"
   key              = env("CLUSTER_KEY")
+  previous_keys    = [env("OLD_KEY")]
 }
-` + up, map[string]string{"CLUSTER_KEY": strings.Repeat("k", 32)}, &Cluster{Redis: "rediss://proxy:s3cret@redis.internal:6380/2",
+` + up, map[string]string{"CLUSTER_KEY": strings.Repeat("k", 32), "OLD_KEY": strings.Repeat("o", 32)}, &Cluster{Redis: "rediss://proxy:s3cret@redis.internal:6380/2",
 			OnRedisFailure: OnRedisFailureLocal, Timeout: 150 * time.Millisecond, KeyPrefix: "team-a:", Advertise: "10.0.0.5:8080",
-			Key: strings.Repeat("k", 32)}},
+			Key: strings.Repeat("k", 32), PreviousKeys: []string{strings.Repeat("o", 32)}}},
 		{"secret from the environment", "cluster {\n  redis = env(\"REDIS_URL\")\n}\n" + up,
 			map[string]string{"REDIS_URL": "redis://:pw@10.0.0.5:6379"},
 			&Cluster{Redis: "redis://:pw@10.0.0.5:6379", OnRedisFailure: OnRedisFailureDeny, Timeout: DefaultRedisTimeout,
@@ -54,7 +56,7 @@ func TestParseCluster(t *testing.T) {
 			}
 			got := *cfg.Cluster
 			got.DeclRange, got.RedisRange = tt.want.DeclRange, tt.want.RedisRange
-			if got != *tt.want {
+			if !reflect.DeepEqual(got, *tt.want) {
 				t.Errorf("cluster = %+v, want %+v", got, *tt.want)
 			}
 		})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
@@ -207,7 +208,7 @@ func TestEventStoreThroughHTTP(t *testing.T) {
 	store := &recordingEvents{MemoryEventStore: NewMemoryEventStore(0)}
 	h := New(r, Options{}, log).NewHTTPHandler(context.Background(), HTTPOptions{Events: store})
 	defer h.Close()
-	hs := h.newHTTPSession()
+	hs := h.newHTTPSession("")
 	h.mu.Lock()
 	h.sessions[hs.id] = hs
 	h.mu.Unlock()
@@ -290,7 +291,7 @@ func TestEventStoreThroughHTTP(t *testing.T) {
 	// are deleted from the store.
 	var streams []*eventStream
 	for range keepDetachedStreams + 1 {
-		streams = append(streams, hs.newStream())
+		streams = append(streams, hs.newStream(jsonrpc.ID{}))
 	}
 	if got := store.took(); got != "delete p1" {
 		t.Errorf("store calls on trimming: %s", got)

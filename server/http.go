@@ -65,6 +65,11 @@ type HTTPOptions struct {
 	// A task's request forwarded here names a session of the sending replica's; it is
 	// served without one (the task's store and the policy need no session). Nil: none is.
 	Forwarded func(r *http.Request) bool
+	// Share, when set with Forward, makes legacy Streamable HTTP sessions adoptable: a
+	// session's id seals its description, its later state is recorded through Share,
+	// and a session whose replica is gone, which Forward declined for this replica to
+	// adopt, is rebuilt here under the same id (adopt.go). Nil: no adoption.
+	Share SessionShare
 }
 
 // HTTPHandler serves MCP over Streamable HTTP: legacy sessions (initialize, then POSTs
@@ -77,7 +82,8 @@ type HTTPHandler struct {
 
 	mu       sync.RWMutex // guards sessions
 	sessions map[string]*httpSession
-	modern   *session // serves every modern request (stateless: no state between them but parked calls)
+	adoptMu  sync.Mutex // one adoption at a time (adopt.go)
+	modern   *session   // serves every modern request (stateless: no state between them but parked calls)
 	seq      atomic.Uint64
 	stop     chan struct{}
 	draining chan struct{} // closed by Drain
@@ -92,12 +98,21 @@ type httpSession struct {
 	sse       bool                 // a legacy HTTP+SSE session (GET /sse): addressed by /message?sessionId= only
 	principal *principal.Principal // authenticated when the session was opened; every later request must be the same
 	version   string               // negotiated at initialize
-	ss        *session
-	get       *eventSink // the client's GET stream sink
-	out       *outbox    // between the session's writers and get
-	ctx       context.Context
-	cancel    context.CancelFunc
-	lastUsed  atomic.Int64
+	share     SessionShare         // HTTPOptions.Share, for a session that can be adopted; else nil
+	// streamPrefix starts the ids of its POST answer streams: "" for a session opened
+	// here, random for an adopted one (never one of the gone replica's stream ids).
+	streamPrefix string
+	ss           *session
+	get          *eventSink // the client's GET stream sink
+	out          *outbox    // between the session's writers and get
+	ctx          context.Context
+	cancel       context.CancelFunc
+	lastUsed     atomic.Int64
+
+	stateMu sync.Mutex   // guards state and gone
+	state   sessionState // what share records (adopt.go)
+	gone    bool         // share has removed the session: record nothing more
+	saveMu  sync.Mutex   // held by each write of state to share, and by its removal
 
 	mu         sync.Mutex              // guards the fields below
 	streams    map[string]*eventStream // resumable POST answer streams by id
@@ -193,8 +208,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.opts.Forward != nil {
-		if sid := h.requestSession(r); sid != "" && !h.holds(sid) && h.opts.Forward(w, r, sid) {
-			return
+		if sid := h.requestSession(r); sid != "" && !h.holds(sid) {
+			if h.opts.Forward(w, r, sid) {
+				return
+			}
+			if h.opts.Share != nil && r.URL.Path == h.opts.Path {
+				h.adopt(r, sid) // when this replica claimed it; else the 404 below
+			}
 		}
 	}
 	if r.URL.Path != h.opts.Path { // the configured endpoint wins, even at /sse or /message
@@ -359,7 +379,13 @@ func readBody(r *http.Request, max int) ([]byte, error) {
 
 // initialize creates a legacy session and answers its handshake as JSON.
 func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
-	hs := h.newHTTPSession()
+	var id string
+	if h.opts.Share != nil {
+		if desc := describe(msg, principal.From(r.Context())); desc != nil {
+			id = h.opts.Share.NewID(desc)
+		}
+	}
+	hs := h.newHTTPSession(id)
 	if hs == nil {
 		reason := "Too many sessions"
 		if h.isDraining() {
@@ -368,7 +394,7 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 		httpError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.CodeInternalError, reason)
 		return
 	}
-	id := hs.id
+	id = hs.id
 	hs.principal = principal.From(r.Context())
 	done := make(chan *jsonrpc.Message, 1)
 	hs.ss.handleRequest(hs.ctx, msg, replier{reply: func(m *jsonrpc.Message) { done <- m }})
@@ -379,6 +405,9 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 		return
 	}
 	hs.version, _, _ = jsonx.GetString(resp.Result, "protocolVersion")
+	if hs.share != nil {
+		hs.share.Opened(r.Context(), id)
+	}
 	h.mu.Lock()
 	h.sessions[id] = hs
 	h.mu.Unlock()
@@ -400,6 +429,7 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 // meta is the request's _meta, read once by the caller.
 func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, meta json.RawMessage, rm *requestMeta) {
 	a := newAnswer(w, hs, 1)
+	a.reqID = msg.ID
 	if hs != nil {
 		a.prime = hs.primes()
 	}

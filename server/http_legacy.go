@@ -20,7 +20,7 @@ const (
 // The session belongs to the principal that opened it, as a Streamable HTTP session
 // belongs to the one that initialized it.
 func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
-	hs := h.newHTTPSession()
+	hs := h.newHTTPSession("")
 	if hs == nil {
 		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
 		return

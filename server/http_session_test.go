@@ -29,7 +29,7 @@ func TestSessionOwnership(t *testing.T) {
 	aliceJWT := &principal.Principal{Name: "alice", Via: "jwt"}
 	bob := &principal.Principal{Name: "bob", Via: "api_key"}
 	add := func(sse bool, p *principal.Principal) *httpSession {
-		hs := h.newHTTPSession()
+		hs := h.newHTTPSession("")
 		hs.sse, hs.principal = sse, p
 		hs.lastUsed.Store(1)
 		h.mu.Lock()

@@ -128,9 +128,16 @@ func (h *HTTPHandler) requestContext(base context.Context, r *http.Request) cont
 	return ctx
 }
 
-// newHTTPSession makes a session (not yet registered) with a cryptographically random
-// id, whose output goes to its event sink; nil when the cap on sessions is reached.
-func (h *HTTPHandler) newHTTPSession() *httpSession {
+// newHTTPSession makes a session (not yet registered) with id, or a cryptographically
+// random id when id is "", whose output goes to its event sink; nil when the cap on
+// sessions is reached. A session with a given id is adoptable (HTTPOptions.Share).
+func (h *HTTPHandler) newHTTPSession(id string) *httpSession {
+	return h.newHTTPSessionStreams(id, "")
+}
+
+// newHTTPSessionStreams is newHTTPSession for a session whose streams' ids start with
+// streamPrefix (an adopted one's: see httpSession.streamPrefix).
+func (h *HTTPHandler) newHTTPSessionStreams(id, streamPrefix string) *httpSession {
 	if h.isDraining() {
 		return nil
 	}
@@ -140,18 +147,27 @@ func (h *HTTPHandler) newHTTPSession() *httpSession {
 	if full {
 		return nil
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails since Go 1.24
-	id := h.opts.SessionIDPrefix + hex.EncodeToString(b[:])
-	short := id[:len(h.opts.SessionIDPrefix)+8]
-	hs := &httpSession{id: id, events: h.opts.Events, log: h.s.log.With().Str("session", short).Logger()}
-	hs.get = newEventSink(newEventStream(getStreamID, hs.keeper(getStreamID)), h.beat)
+	var share SessionShare
+	if id == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:]) // never fails since Go 1.24
+		id = h.opts.SessionIDPrefix + hex.EncodeToString(b[:])
+	} else {
+		share = h.opts.Share
+	}
+	short := id[:min(len(id), len(h.opts.SessionIDPrefix)+8)]
+	hs := &httpSession{id: id, events: h.opts.Events, share: share, streamPrefix: streamPrefix,
+		log: h.s.log.With().Str("session", short).Logger()}
+	hs.get = newEventSink(newEventStream(hs.getStreamID(), hs.keeper(hs.getStreamID())), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
 	hs.out = newOutbox(hs.get, h.s.opts.MaxClientBuffer, func() { h.stuck(hs) })
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.out), hs.log)
 	hs.ss.maxInFlight = h.s.maxClientInFlight()
 	hs.ss.corkless = true
 	hs.ss.transport, hs.ss.id = TransportStreamableHTTP, id
+	if share != nil {
+		hs.ss.onChange = hs.noteChange
+	}
 	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs
 }
@@ -171,6 +187,7 @@ func (h *HTTPHandler) stuck(hs *httpSession) {
 		}
 		h.mu.Unlock()
 		hs.close()
+		hs.ended()
 	}()
 }
 
@@ -196,9 +213,24 @@ func (h *HTTPHandler) expire() {
 			for _, hs := range idle {
 				h.s.log.Info().Str("session", hs.id).Msg("idle HTTP session ended")
 				hs.close()
+				hs.ended()
 			}
 		}
 	}
+}
+
+// ended removes what the share recorded of a session DELETE, idle expiry or a stuck
+// client ended (not one the handler's Close ends: another replica may adopt that one).
+func (hs *httpSession) ended() {
+	if hs.share == nil {
+		return
+	}
+	hs.stateMu.Lock()
+	hs.gone = true // no write of its state starts after this
+	hs.stateMu.Unlock()
+	hs.saveMu.Lock() // and the one under way, if any, ends before the removal
+	defer hs.saveMu.Unlock()
+	hs.share.Ended(context.Background(), hs.id)
 }
 
 // close ends the session, and forgets what its streams kept for replay.

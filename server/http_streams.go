@@ -2,8 +2,9 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 
 // getStream serves a legacy session's GET stream (messages tied to no request), or
@@ -21,9 +22,13 @@ func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
 	after := int64(-1)
 	if last := r.Header.Get("Last-Event-Id"); last != "" {
 		if stream, seq, ok := parseEventID(last); ok {
-			if stream != getStreamID {
+			if stream != hs.getStreamID() {
 				if es := hs.findStream(stream); es != nil {
 					h.resume(w, r, hs, es, seq)
+					return
+				}
+				if id, ok := hs.lostCall(stream); ok {
+					answerLost(w, id) // the stream was on the replica that stopped
 					return
 				}
 			} else {
@@ -70,17 +75,23 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hs.close()
+	hs.ended()
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // getStreamID names the GET stream in event ids; POST streams are numbered.
 const getStreamID = "g"
 
+// getStreamID names the session's GET stream in its event ids: an adopted session's is
+// not the gone replica's, whose event numbers mean nothing here (a client resuming from
+// one gets what the session has not sent yet, rather than what follows that number).
+func (hs *httpSession) getStreamID() string { return hs.streamPrefix + getStreamID }
+
 // newStream registers a new resumable stream for a POST's answer.
-func (hs *httpSession) newStream() *eventStream {
+func (hs *httpSession) newStream(req jsonrpc.ID) *eventStream {
 	hs.mu.Lock()
 	hs.nextStream++
-	id := "p" + strconv.FormatUint(hs.nextStream, 10)
+	id := hs.streamIDFor(hs.nextStream, req)
 	es := newEventStream(id, hs.keeper(id))
 	if hs.streams == nil {
 		hs.streams = map[string]*eventStream{}

@@ -45,6 +45,10 @@ type session struct {
 
 	corkless bool // an HTTP session (see Corkless)
 
+	// onChange, when set (an adoptable HTTP session), is told of each successful request
+	// that changes the state that outlives the session's replica (stateChanging).
+	onChange func(method string, params json.RawMessage)
+
 	maxInFlight int // requests in flight at most (0: no cap); set before serving
 
 	// For the session observer: how the client reaches the session, its id, and what
@@ -317,6 +321,9 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		if errors.Is(err, router.ErrCancelled) {
 			reply(nil) // the client cancelled: it must get no response
 			return
+		}
+		if err == nil && ss.onChange != nil && stateChanging(msg.Method) {
+			ss.onChange(msg.Method, msg.Params)
 		}
 		reply(responseFor(msg.ID, res, err))
 	})

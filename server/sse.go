@@ -298,6 +298,7 @@ type answer struct {
 	modern bool         // a 2026-07-28 request: some errors are HTTP statuses
 	prime  bool         // start an event stream with a priming event (2025-11-25 and later)
 	opened bool         // set by open
+	reqID  jsonrpc.ID   // the request answered (invalid for a batch)
 
 	mu      sync.Mutex
 	es      *eventStream // nil until the answer becomes a stream
@@ -320,7 +321,7 @@ func (a *answer) stream() *eventStream {
 	}
 	a.out = openEventStream(a.w)
 	if a.hs != nil {
-		a.es = a.hs.newStream()
+		a.es = a.hs.newStream(a.reqID)
 		if a.prime {
 			a.es.prime(a.out)
 		}

@@ -5,10 +5,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net"
+	"net/http"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/auth"
 	"github.com/mcp-proxy/mcp-proxy/cluster"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
@@ -48,10 +51,15 @@ func newBucketStore(cfg *config.Config, log zerolog.Logger, obs *observers) (pol
 	return b, b.Close, nil
 }
 
+// The cluster's shared sessions are what the HTTP handler adopts sessions through.
+var _ server.SessionShare = (*cluster.Sessions)(nil)
+
 // startForwarder makes and starts the forwarder of legacy sessions' requests between the
 // replicas of the cluster block, for an HTTP listener at address with bodies of at most
-// maxBody; nil without the block. The caller closes it after the HTTP handler.
-func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog.Logger) (*cluster.Forwarder, error) {
+// maxBody and sessions idle for sessionIdle at most; nil without the block. With the
+// block's key, sessions can also be adopted by another replica when theirs is gone
+// (cluster.Sessions). The caller closes it after the HTTP handler.
+func startForwarder(cfg *config.Config, address string, maxBody int, sessionIdle time.Duration, log zerolog.Logger) (*cluster.Forwarder, error) {
 	c := cfg.Cluster
 	if c == nil {
 		return nil, nil
@@ -69,22 +77,62 @@ func startForwarder(cfg *config.Config, address string, maxBody int, log zerolog
 	if err != nil {
 		return nil, err
 	}
+	if c.Key != "" {
+		sealer, err := cluster.NewSealer(c.Key, c.PreviousKeys...)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		cluster.NewSessions(f, sealer, sessionIdle)
+	}
 	f.Start()
-	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
+	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Bool("adoptable", c.Key != "").
+		Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
 	if c.Key == "" {
-		log.Warn().Msg("cluster: no key: a pagination cursor or an upstream's requestState a replica hands a modern (stateless) client is refused by the others; set key = env(...) in the cluster block")
+		log.Warn().Msg("cluster: no key: a pagination cursor or an upstream's requestState a replica hands a modern (stateless) client is refused by the others, " +
+			"and a legacy session ends with the replica that holds it (none can adopt it); set key = env(...) in the cluster block")
 	}
 	return f, nil
 }
 
 // forwarding sets what the HTTP handler takes of a forwarder into o (nothing without
-// one): legacy sessions' requests and modern retries go to the replica that holds them.
+// one): the session ids' prefix, the forwarding of legacy sessions' requests, the
+// adoption of sessions (nil without the cluster's key; never a typed nil), and the
+// forwarding of modern retries and tasks' requests to the replica that holds them.
 func forwarding(f *cluster.Forwarder, o *server.HTTPOptions) {
 	if f == nil {
 		return
 	}
-	o.SessionIDPrefix, o.Forward = f.SessionIDPrefix(), f.Forward
-	o.Replica, o.ForwardTo, o.Forwarded = f.ID(), f.ForwardTo, f.Forwarded
+	if s := f.Sessions(); s != nil {
+		o.Share = s
+	}
+	o.SessionIDPrefix = f.SessionIDPrefix()
+	o.Forward = func(w http.ResponseWriter, r *http.Request, sid string) bool {
+		defer withCredentials(r)()
+		return f.Forward(w, r, sid)
+	}
+	o.Replica, o.Forwarded = f.ID(), f.Forwarded
+	o.ForwardTo = func(w http.ResponseWriter, r *http.Request, replica string, body []byte) bool {
+		defer withCredentials(r)()
+		return f.ForwardTo(w, r, replica, body)
+	}
+}
+
+// withCredentials puts the client's credentials back on r for the replica it is
+// forwarded to, and returns what takes them off again. The authenticator removed them;
+// the replica the request goes to authenticates it again, so it gets them back for that
+// (the header is the authenticator's copy), and loses them again when this replica
+// serves it.
+func withCredentials(r *http.Request) func() {
+	creds := auth.Credentials(r.Context())
+	for k, v := range creds {
+		r.Header[k] = v
+	}
+	return func() {
+		for k := range creds {
+			r.Header.Del(k)
+		}
+	}
 }
 
 // newTaskStore makes the task store the replicas share through Redis, for the replica

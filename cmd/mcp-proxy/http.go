@@ -38,7 +38,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
 	log = traceLogs(log, tr)
 	obs := newObservers(cfg)
-	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, log) // cluster.go; nil without a cluster block
+	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, log) // cluster.go; nil without a cluster block
 	if err != nil {
 		return err
 	}
