@@ -33,8 +33,17 @@ type modernRound struct {
 // and inputResponses), and reads its answer (JSON or an event stream).
 func modernTool(ctx context.Context, t *testing.T, url, tool, extra string) modernRound {
 	t.Helper()
+	return modernToolAs(ctx, t, url, "", tool, extra)
+}
+
+// modernToolAs is modernTool with an API key ("" for none).
+func modernToolAs(ctx context.Context, t *testing.T, url, key, tool, extra string) modernRound {
+	t.Helper()
 	c := &httpWire{t: t, url: url}
 	h := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": tool}
+	if key != "" {
+		h["Authorization"] = "Bearer " + key
+	}
 	r := c.post(ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":{"prompt":"hi"},%s%s}}`,
 		tool, extra, clusterModernMeta), h)
 	body := r.body
@@ -199,5 +208,30 @@ func TestClusterModernInput(t *testing.T) {
 	}
 	if again := modernTool(ctx, t, at(r1), "ev__test_sampling", ""); again.resultType != "input_required" {
 		t.Errorf("starting the call again: %s", again.raw)
+	}
+}
+
+// TestClusterModernInputAuth: with authentication, a retry forwarded to the replica that
+// parked the call carries the client's credentials there (the replica authenticates it
+// again), and the handle is bound to its principal: alice's retry through another
+// replica completes, bob's is refused.
+func TestClusterModernInputAuth(t *testing.T) {
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := startCluster(t, front, clusterBase(front)+everythingUpstreamEra("ev", "ev", "legacy"), `key = "0123456789abcdef0123456789abcdef-e2e"`)
+	ctx := ctxT(t, 120*time.Second)
+	at := func(r *topology.Replica) string { return "http://" + r.Addr + "/mcp" }
+	first := modernToolAs(ctx, t, at(topo.Replicas[0]), aliceKey, "ev__test_sampling", "")
+	if first.resultType != "input_required" || !strings.HasPrefix(first.state, "r.") {
+		t.Fatalf("alice's call: %s", first.raw)
+	}
+	answer := answerInputs(t, first)
+	if bob := modernToolAs(ctx, t, at(topo.Replicas[1]), bobKey, "ev__test_sampling", answer); bob.errCode != -32602 {
+		t.Errorf("bob's retry of alice's call: %+v", bob)
+	}
+	if done := modernToolAs(ctx, t, at(topo.Replicas[1]), aliceKey, "ev__test_sampling", answer); done.errCode != 0 || !strings.Contains(done.text, "from the client") {
+		t.Errorf("alice's retry through r1: %+v", done)
 	}
 }
