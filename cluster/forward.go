@@ -46,7 +46,7 @@ const (
 // Make it with NewForwarder; Start starts the registration, Close stops it and removes
 // the replica from the registry.
 type Forwarder struct {
-	redis   *redis.Client
+	redis   redis.UniversalClient
 	id      string // this replica's id
 	addr    string // this replica's advertised host:port
 	key     string // its registry key

@@ -36,7 +36,7 @@ func startRedis(t testing.TB) *topology.Redis {
 // newClient is a client of r as the cluster block makes it, counting the scripts it
 // runs (a round trip each); a new connection's handshake (HELLO, CLIENT) is not a
 // call's and is not counted.
-func newClient(t *testing.T, r *topology.Redis) (*redis.Client, *atomic.Int64) {
+func newClient(t *testing.T, r *topology.Redis) (redis.UniversalClient, *atomic.Int64) {
 	t.Helper()
 	c, err := NewClient(&config.Cluster{Redis: r.URL(), Timeout: config.DefaultRedisTimeout})
 	if err != nil {

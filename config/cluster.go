@@ -32,8 +32,10 @@ const (
 // Without the block the proxy keeps all its state in memory and nothing here runs.
 type Cluster struct {
 	// Redis is the server's URL as go-redis reads it: redis://[user:password@]host:port/db,
-	// rediss:// for TLS, or unix:///path/to/socket (one server: Sentinel and Redis Cluster
-	// are not supported yet). It may hold a password, so it is never
+	// rediss:// for TLS, or unix:///path/to/socket for one server;
+	// redis-sentinel://host:port/db?master_name=NAME (rediss-sentinel:// for TLS) for a
+	// master found through Sentinel; redis-cluster://host:port (rediss-cluster://) for a
+	// Redis Cluster (cluster.NewClient). It may hold a password, so it is never
 	// logged or shown in a diagnostic (write it with env()).
 	Redis string
 	// OnRedisFailure is OnRedisFailureDeny (default) or OnRedisFailureLocal.
@@ -169,7 +171,7 @@ func checkRedisURL(s string) string {
 		scheme = ""
 	}
 	switch scheme {
-	case "redis", "rediss":
+	case "redis", "rediss", "redis-sentinel", "rediss-sentinel", "redis-cluster", "rediss-cluster":
 		if u.Host == "" {
 			return "\"redis\" names no host: write redis://host:port/db, such as redis://127.0.0.1:6379/0."
 		}
@@ -188,9 +190,11 @@ func checkRedisURL(s string) string {
 			return "\"redis\" names no socket: write unix:///path/to/redis.sock."
 		}
 	case "":
-		return "\"redis\" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0."
+		return "\"redis\" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0 " +
+			"(Sentinel: redis-sentinel://host:26379/0?master_name=NAME; Redis Cluster: redis-cluster://host:6379)."
 	default:
-		return "\"redis\" must start with redis://, rediss:// (TLS) or unix://, not " + strconv.Quote(u.Scheme+"://") + "."
+		return "\"redis\" must start with redis://, rediss:// (TLS), unix://, redis-sentinel:// or rediss-sentinel:// (Sentinel), " +
+			"or redis-cluster:// or rediss-cluster:// (Redis Cluster), not " + strconv.Quote(u.Scheme+"://") + "."
 	}
 	return ""
 }

@@ -95,7 +95,7 @@ upstream "a" {
 `
 	got := mustFail(t, src, fakeEnv(nil))
 	want := strings.Join([]string{
-		`p.hcl:2:22: error: Invalid redis URL; "redis" must start with redis://, rediss:// (TLS) or unix://, not "http://".`,
+		`p.hcl:2:22: error: Invalid redis URL; "redis" must start with redis://, rediss:// (TLS), unix://, redis-sentinel:// or rediss-sentinel:// (Sentinel), or redis-cluster:// or rediss-cluster:// (Redis Cluster), not "http://".`,
 		`p.hcl:3:22: error: Invalid on_redis_failure; "on_redis_failure" must be "deny" (refuse the calls a rate limit applies to while Redis is unreachable) or "local" (check the limits in each replica's memory meanwhile), not "allow".`,
 		`p.hcl:4:22: error: Invalid duration; "timeout" must be a duration string, not a number; use a duration string such as "60s", "1m30s" or "500ms".`,
 		`p.hcl:5:22: error: Invalid key_prefix; "key_prefix" must be 1 to 64 characters without spaces or braces, such as "mcp-proxy:".`,
@@ -108,7 +108,7 @@ upstream "a" {
 		`p.hcl:14:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
 		`p.hcl:15:11: error: Invalid redis URL; "redis" must end with a database number (/0, /1, …) or nothing after the host.`,
 		`p.hcl:17:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
-		`p.hcl:18:11: error: Invalid redis URL; "redis" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0.`,
+		`p.hcl:18:11: error: Invalid redis URL; "redis" must be a URL that starts with redis://, rediss:// (TLS) or unix://, such as redis://127.0.0.1:6379/0 (Sentinel: redis-sentinel://host:26379/0?master_name=NAME; Redis Cluster: redis-cluster://host:6379).`,
 		`p.hcl:20:1: error: Duplicate cluster block; Only one cluster block is allowed; the first one is at p.hcl:1:1.`,
 		`p.hcl:21:15: error: Invalid redis URL; "redis" is not a valid URL: missing ']' in host.`,
 		`p.hcl:22:15: error: Invalid advertise; "advertise" must be the host:port at which the other replicas reach this one, such as "10.0.0.5:8080", not "0.0.0.0:8080".`,

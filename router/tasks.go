@@ -90,9 +90,25 @@ func (r *Router) recordTask(ctx context.Context, b *backend, task json.RawMessag
 	return id, true
 }
 
+// TaskReplica is the proxy replica that holds task id when it is not this one (see
+// TaskOwner.Replica): the front end forwards the task's requests there. "" when the task
+// is this replica's, unknown, or the store cannot say (the request is then served here,
+// and answered as such).
+func (r *Router) TaskReplica(ctx context.Context, id string) string {
+	o, ok, err := r.tasks.store.Get(ctx, id)
+	if err != nil || !ok {
+		return ""
+	}
+	return o.Replica
+}
+
 // taskOwner resolves a task's owner to the backend its requests go to; the error is
 // what the client is told.
 func (r *Router) taskOwner(id string, o TaskOwner) (*backend, error) {
+	if o.Replica != "" { // not forwarded there (that replica is gone, or no front end forwards)
+		return nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, o.Upstream,
+			fmt.Sprintf("task %s is held by mcp-proxy replica %s, which cannot be reached", id, o.Replica))
+	}
 	for _, b := range r.all() {
 		if b.name != o.Upstream {
 			continue

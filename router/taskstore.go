@@ -47,6 +47,12 @@ type TaskOwner struct {
 	Session string
 	// Principal is who created the task; "" when the proxy only saw it listed.
 	Principal string
+	// Replica is, from Get, the proxy replica whose upstream session holds the task when
+	// it is not this one: each replica has its own upstream processes and sessions, so a
+	// task lives where it was created and its requests must go there. "" for this
+	// replica, and outside a cluster. A shared store records the replica that Put (Put
+	// ignores this field) and compares it with its own.
+	Replica string
 }
 
 // MemoryTasks is the in-memory TaskStore: a map bounded at a number of tasks, which

@@ -204,7 +204,7 @@ func (bc *bridgeCall) input(ctx context.Context, method string, params json.RawM
 		}
 		bc.mu.Unlock()
 		bc.ss.keepBridge(bc)
-		state := bc.ss.s.mintState(bc.ss.nonce, bc.principal, bc.id, time.Now().Add(parkTTL))
+		state := bc.ss.s.mintState(bc.ss.nonce, bc.ss.replica, bc.principal, bc.id, time.Now().Add(parkTTL))
 		res, _ := jsonx.Marshal(map[string]any{
 			"resultType":    mcp.ResultTypeInputRequired,
 			"inputRequests": requests,
@@ -239,7 +239,13 @@ func (ss *session) resume(ctx context.Context, msg *jsonrpc.Message, state strin
 		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: requestState %s", why)))
 	}
 	who := principalName(ctx)
-	id, err := ss.s.openState(ss.nonce, who, state)
+	id, err := ss.s.openState(ss.nonce, ss.replica, who, state)
+	if errors.Is(err, errOtherReplica) {
+		// Forwarding (HTTPOptions.ForwardTo) did not take it: that replica is gone, and
+		// the call it parked with it.
+		bad("names a call parked on another proxy replica, which cannot be reached; send the request again without requestState")
+		return
+	}
 	if err != nil {
 		// Not a parked call of this proxy's: an upstream's own state, which the proxy
 		// handed out wrapped and bound to the principal it was issued to.
@@ -311,6 +317,16 @@ func (bc *bridgeCall) parked() bool {
 	return bc.pending != nil && bc.pending.sent
 }
 
+// parkedCalls appends the cancellers of the calls parked for their client's retry (no
+// client request is in flight for them, so ss.inflight does not hold them): a session
+// that shuts down ends them rather than waiting parkTTL. The caller holds ss.mu.
+func (ss *session) parkedCalls(to []*router.Canceller) []*router.Canceller {
+	for _, bc := range ss.bridges {
+		to = append(to, &bc.canceller)
+	}
+	return to
+}
+
 func (ss *session) keepBridge(bc *bridgeCall) {
 	ss.mu.Lock()
 	ss.bridges[bc.id] = bc
@@ -326,12 +342,25 @@ func (ss *session) forgetBridge(id uint64) {
 // stateKeys mint and check requestState handles: call id and expiry under an HMAC that
 // also binds the connection, so a handle is useless anywhere else or after it expires.
 // The key is Options.StateKey, or random for this process.
+//
+// In a cluster (HTTPOptions.Replica) a handle also names the replica whose process holds
+// the parked call, "r.REPLICA." before the MAC'd bytes, so that a retry landing on
+// another replica is forwarded there (HTTPOptions.ForwardTo); the MAC covers the replica
+// id too. A forged or altered name only sends the retry to another registered replica,
+// which refuses it: its MAC does not check there.
 type stateKeys struct {
 	once sync.Once
 	key  []byte // set once
 }
 
 const stateMACLen = 16
+
+// replicaStatePrefix starts the handles that name a replica; base64url has no '.', so
+// neither a plain handle nor a wrapped upstream state ("w.") can be read as one.
+const replicaStatePrefix = "r."
+
+// errOtherReplica: the handle names another replica than the one opening it.
+var errOtherReplica = errors.New("was issued by another proxy replica")
 
 func (s *Server) stateKey() []byte {
 	s.states.once.Do(func() {
@@ -345,17 +374,42 @@ func (s *Server) stateKey() []byte {
 	return s.states.key
 }
 
-func (s *Server) mintState(nonce [16]byte, who string, id uint64, expires time.Time) string {
+func (s *Server) mintState(nonce [16]byte, replica, who string, id uint64, expires time.Time) string {
 	var b [16 + stateMACLen]byte
 	binary.BigEndian.PutUint64(b[0:8], id)
 	binary.BigEndian.PutUint64(b[8:16], uint64(expires.Unix()))
-	copy(b[16:], s.stateMAC(nonce, who, b[:16]))
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	copy(b[16:], s.stateMAC(nonce, replica, who, b[:16]))
+	if replica == "" {
+		return base64.RawURLEncoding.EncodeToString(b[:])
+	}
+	return replicaStatePrefix + replica + "." + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func (s *Server) openState(nonce [16]byte, who, state string) (uint64, error) {
+// stateReplica is the replica a handle names ("" for none: a handle of a proxy outside a
+// cluster, an upstream's wrapped state, or anything else).
+func stateReplica(state string) string {
+	rest, ok := strings.CutPrefix(state, replicaStatePrefix)
+	if !ok {
+		return ""
+	}
+	replica, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return replica
+}
+
+func (s *Server) openState(nonce [16]byte, replica, who, state string) (uint64, error) {
+	named := stateReplica(state)
+	if named != "" {
+		if named != replica {
+			return 0, errOtherReplica
+		}
+		state = state[len(replicaStatePrefix)+len(named)+1:]
+	}
+	// The MAC covers this replica's name: a handle that names none does not open here.
 	b, err := base64.RawURLEncoding.DecodeString(state)
-	if err != nil || len(b) != 16+stateMACLen || !hmac.Equal(b[16:], s.stateMAC(nonce, who, b[:16])) {
+	if err != nil || len(b) != 16+stateMACLen || !hmac.Equal(b[16:], s.stateMAC(nonce, replica, who, b[:16])) {
 		return 0, errors.New("is not one this proxy issued")
 	}
 	if time.Now().Unix() > int64(binary.BigEndian.Uint64(b[8:16])) {
@@ -364,9 +418,12 @@ func (s *Server) openState(nonce [16]byte, who, state string) (uint64, error) {
 	return binary.BigEndian.Uint64(b[0:8]), nil
 }
 
-func (s *Server) stateMAC(nonce [16]byte, who string, body []byte) []byte {
+func (s *Server) stateMAC(nonce [16]byte, replica, who string, body []byte) []byte {
 	m := hmac.New(sha256.New, s.stateKey())
 	m.Write(nonce[:])
+	if replica != "" { // absent outside a cluster: those handles' MACs are as before
+		m.Write([]byte(replicaStatePrefix + replica + "\x00"))
+	}
 	m.Write([]byte(who))
 	m.Write([]byte{0})
 	m.Write(body)

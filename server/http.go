@@ -49,6 +49,22 @@ type HTTPOptions struct {
 	// that holds the session); false lets the handler answer as without it. Nil: no
 	// forwarding.
 	Forward func(w http.ResponseWriter, r *http.Request, sessionID string) bool
+	// Replica is this replica's id in a cluster ("": none). The requestState of a modern
+	// call the proxy parks for its client's input names it, since the call waits in this
+	// process only.
+	Replica string
+	// ForwardTo, when set, is offered each request that another replica must serve: a
+	// modern retry whose requestState names another replica, since its call is parked
+	// there; a task's request (tasks/get, tasks/result, tasks/cancel) whose task the
+	// router's store says another replica holds. body is the request's body, already
+	// read. It returns true when it has answered the request; false lets the handler
+	// answer as without it (a retry then gets a -32602 error saying the call is gone, a
+	// task's request an error saying its replica cannot be reached). Nil: no forwarding.
+	ForwardTo func(w http.ResponseWriter, r *http.Request, replica string, body []byte) bool
+	// Forwarded reports whether another replica forwarded r to this one with ForwardTo.
+	// A task's request forwarded here names a session of the sending replica's; it is
+	// served without one (the task's store and the policy need no session). Nil: none is.
+	Forwarded func(r *http.Request) bool
 	// Share, when set with Forward, makes legacy Streamable HTTP sessions adoptable: a
 	// session's id seals its description, its later state is recorded through Share,
 	// and a session whose replica is gone, which Forward declined for this replica to
@@ -129,6 +145,7 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 		beat: newBeat(opts.KeepAlive)}
 	h.modern = newSession(s, transport.NewOutputStream(io.Discard), s.log.With().Str("session", "http-modern").Logger())
 	h.modern.corkless = true
+	h.modern.replica = opts.Replica
 	h.wg.Add(1)
 	go h.expire()
 	return h
@@ -307,6 +324,9 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			writeMessage(w, status, jsonrpc.NewErrorResponse(msg.ID, jerr))
 			return
 		}
+		if h.opts.ForwardTo != nil && h.forwardRetry(w, r, msg, body) {
+			return
+		}
 		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, meta, &rm)
 		return
 	}
@@ -317,6 +337,10 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.initialize(w, r, msg)
+		return
+	}
+	if h.opts.Forwarded != nil && sid != "" && isTaskRequest(msg) && h.opts.Forwarded(r) && !h.holds(sid) {
+		h.serveForwardedTask(w, r, msg) // http_replicas.go
 		return
 	}
 	hs := h.sessionOf(w, r, msg.ID)
@@ -330,6 +354,8 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	case msg.IsResponse():
 		hs.ss.deliverResponse(msg)
 		w.WriteHeader(http.StatusAccepted)
+	case h.opts.ForwardTo != nil && isTaskRequest(msg) && h.forwardTask(w, r, msg, body):
+		// Answered by the replica that holds the task (http_replicas.go).
 	default:
 		h.serveRequest(w, r, hs.ctx, hs, hs.ss, msg, meta, nil)
 	}

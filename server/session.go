@@ -40,6 +40,7 @@ type session struct {
 	bridges     map[uint64]*bridgeCall          // modern calls parked for client input
 
 	nonce    [16]byte        // binds requestState handles to this connection
+	replica  string          // names this replica in the handles (HTTPOptions.Replica); set before serving
 	clientID router.ClientID // who the session's requests come from, for the router
 
 	corkless bool // an HTTP session (see Corkless)
@@ -180,6 +181,7 @@ func (ss *session) shutdown() {
 	for _, c := range ss.inflight {
 		inflight = append(inflight, c)
 	}
+	inflight = ss.parkedCalls(inflight) // bridge.go
 	ss.mu.Unlock()
 	for _, c := range inflight {
 		c.Cancel() // the client is gone: stop its requests upstream

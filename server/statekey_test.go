@@ -40,8 +40,8 @@ func TestStateKeyShared(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := New(r, Options{StateKey: tc.mint}, log), New(r, Options{StateKey: tc.at}, log)
-			handle := a.mintState(conn, "alice", 42, time.Now().Add(time.Minute))
-			if id, err := b.openState(conn, "alice", handle); (err == nil) != tc.ok || (tc.ok && id != 42) {
+			handle := a.mintState(conn, "", "alice", 42, time.Now().Add(time.Minute))
+			if id, err := b.openState(conn, "", "alice", handle); (err == nil) != tc.ok || (tc.ok && id != 42) {
 				t.Errorf("a parked call's handle from the other server: %d %v", id, err)
 			}
 			wrapped := a.wrapState("alice", "upstream-state")

@@ -62,8 +62,9 @@ type target struct {
 
 	// -cluster only: the topology (child is nil), and the processes whose CPU time is the
 	// target's (replicas, HAProxy, redis-server).
-	topo *topology.Topology
-	pids []int
+	topo     *topology.Topology
+	pids     []int
+	replicas []int // the replicas alone (part of pids)
 }
 
 // callers returns n callers, one per worker: over the one stdio connection, or over HTTP
@@ -160,6 +161,8 @@ type phaseResult struct {
 	HTTP *httpPhaseStats `json:"http,omitempty"`
 	// CPUSplit divides CPUSec of proxy+plugin between the proxy and its plugin processes.
 	CPUSplit *cpuSplit `json:"cpu_split,omitempty"`
+	// Cluster holds the cluster targets' own figures: the replicas' CPU, Redis's work.
+	Cluster *clusterStats `json:"cluster,omitempty"`
 }
 
 // httpPhaseStats counts TCP connections opened during the measured part of a phase.
@@ -372,6 +375,10 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 	if err != nil {
 		return res, err
 	}
+	probe, err := startClusterProbe(t) // nil unless a cluster target
+	if err != nil {
+		return res, err
+	}
 	cpu := startCPU(pids)
 	start := time.Now()
 	for range o.latencyCalls {
@@ -398,6 +405,9 @@ func runLatency(ctx context.Context, t *target, o *options, params json.RawMessa
 	res.fill(lat, elapsed, cpuUsed, &tally)
 	if t.topo == nil { // a cluster's processes are not a proxy and its plugins
 		res.setCPUSplit(pids, cpuUsed)
+	}
+	if res.Cluster, err = probe.stop(res.Calls); err != nil {
+		return res, err
 	}
 	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
 		return res, err
@@ -486,6 +496,7 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 	}
 	ready.Wait()
 	conns, connErr := startConnCount(ctx, t)
+	probe, probeErr := startClusterProbe(t) // nil unless a cluster target
 	cpu := startCPU(pids)
 	start := time.Now()
 	deadline = start.Add(o.duration)
@@ -510,6 +521,9 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 	if cpuErr != nil {
 		return res, cpuErr
 	}
+	if probeErr != nil {
+		return res, probeErr
+	}
 	lat := make([]time.Duration, 0, total)
 	for _, r := range results {
 		lat = append(lat, r.lat...)
@@ -517,6 +531,9 @@ func runThroughput(ctx context.Context, t *target, conc int, o *options, params 
 	res.fill(lat, elapsed, cpuUsed, &tally)
 	if t.topo == nil { // a cluster's processes are not a proxy and its plugins
 		res.setCPUSplit(pids, cpuUsed)
+	}
+	if res.Cluster, err = probe.stop(res.Calls); err != nil {
+		return res, err
 	}
 	if res.HTTP, err = conns.stop(ctx, res.Calls); err != nil {
 		return res, err

@@ -306,8 +306,8 @@ func startHTTPTargetsBare(ctx context.Context, o *options, tmp string, round int
 		}
 	}
 	if o.cluster > 0 {
-		for _, n := range []int{1, o.cluster} {
-			c, err := startClusterTarget(ctx, o, filepath.Join(tmp, fmt.Sprintf("round-%d", round)), n, stderr)
+		for _, n := range []int{1, o.cluster, 0} { // 0: haproxy-1
+			c, err := startClusterTarget(ctx, o, filepath.Join(tmp, fmt.Sprintf("round-%d", round)), max(n, 1), n > 0, stderr)
 			if err != nil {
 				return fail(err)
 			}

@@ -146,11 +146,14 @@ code; the TCP connections it dials during each measured phase are counted:
                 opened to it per call
   -idle-sessions N  holds N idle sessions with open GET streams on every target while
                 the phases run (a proxy with many connected clients)
-  -cluster N    two more targets, cluster-1 and cluster-N: redis-server, 1 (N) replicas
+  -cluster N    three more targets, cluster-1 and cluster-N: redis-server, 1 (N) replicas
                 of mcp-proxy with a cluster block and a rate limit every call takes a
-                token from (never refusing), and HAProxy round-robin in front; their CPU
-                is the replicas', HAProxy's and redis-server's together; the summary
-                compares cluster-1 with proxy and cluster-N with cluster-1
+                token from (never refusing), and HAProxy round-robin in front; haproxy-1:
+                the same with 1 replica and no cluster block (the limit in memory); their
+                CPU is the replicas', HAProxy's and redis-server's together (the replicas'
+                alone, Redis's CPU and its round trips per call, from INFO, are reported
+                too); the summary compares cluster-1 with proxy and with haproxy-1 (the
+                shared-state path) and cluster-N with cluster-1
   -sessions N   then opens N sessions at once to a fresh proxy, each with its GET
                 stream open and -session-calls tools/call, and reports the proxy's RSS per
                 idle session, and its threads, descriptors (and goroutines, if it serves

@@ -331,7 +331,9 @@ func (r *report) summarize() {
 		}
 		if n := r.Settings.Cluster; n > 0 && len(byKey[k][clusterTargetName(1)]) > 0 && len(byKey[k][clusterTargetName(n)]) > 0 {
 			one, many := medianFigures(byKey[k][clusterTargetName(1)]), medianFigures(byKey[k][clusterTargetName(n)])
-			s.Cluster = append(s.Cluster, summarizeCluster(k.kind, k.conc, n, &ps.Proxy, &one, &many))
+			base := medianFigures(byKey[k][targetHAProxy1])
+			s.Cluster = append(s.Cluster, summarizeCluster(k.kind, k.conc, n, &ps.Proxy, &one, &many, &base,
+				medianClusterStats(byKey[k][clusterTargetName(1)]), medianClusterStats(byKey[k][clusterTargetName(n)])))
 		}
 		s.Phases = append(s.Phases, ps)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/policy"
+	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
@@ -88,37 +89,64 @@ func startForwarder(cfg *config.Config, address string, maxBody int, sessionIdle
 	log.Info().Str("replica", f.ID()).Str("advertise", advertise).Bool("adoptable", c.Key != "").
 		Msg("cluster: legacy sessions' requests forwarded to the replica that holds them")
 	if c.Key == "" {
-		log.Warn().Msg("cluster: no key: a pagination cursor a replica hands a modern (stateless) client is refused by the others, " +
+		log.Warn().Msg("cluster: no key: a pagination cursor or an upstream's requestState a replica hands a modern (stateless) client is refused by the others, " +
 			"and a legacy session ends with the replica that holds it (none can adopt it); set key = env(...) in the cluster block")
 	}
 	return f, nil
 }
 
-// forwarding is what the HTTP handler takes of a forwarder (nothing without one): the
-// session ids' prefix, the forwarding, and the adoption of sessions (nil without the
-// cluster's key; never a typed nil).
-func forwarding(f *cluster.Forwarder) (prefix string, forward func(http.ResponseWriter, *http.Request, string) bool, share server.SessionShare) {
+// forwarding sets what the HTTP handler takes of a forwarder into o (nothing without
+// one): the session ids' prefix, the forwarding of legacy sessions' requests, the
+// adoption of sessions (nil without the cluster's key; never a typed nil), and the
+// forwarding of modern retries and tasks' requests to the replica that holds them.
+func forwarding(f *cluster.Forwarder, o *server.HTTPOptions) {
 	if f == nil {
-		return "", nil, nil
+		return
 	}
 	if s := f.Sessions(); s != nil {
-		share = s
+		o.Share = s
 	}
-	forward = func(w http.ResponseWriter, r *http.Request, sid string) bool {
-		// The authenticator removed the client's credentials; the replica the request
-		// goes to authenticates it again, so it gets them back for that (the header is
-		// the authenticator's copy), and loses them again when this replica serves it.
-		creds := auth.Credentials(r.Context())
-		for k, v := range creds {
-			r.Header[k] = v
-		}
-		done := f.Forward(w, r, sid)
+	o.SessionIDPrefix = f.SessionIDPrefix()
+	o.Forward = func(w http.ResponseWriter, r *http.Request, sid string) bool {
+		defer withCredentials(r)()
+		return f.Forward(w, r, sid)
+	}
+	o.Replica, o.Forwarded = f.ID(), f.Forwarded
+	o.ForwardTo = func(w http.ResponseWriter, r *http.Request, replica string, body []byte) bool {
+		defer withCredentials(r)()
+		return f.ForwardTo(w, r, replica, body)
+	}
+}
+
+// withCredentials puts the client's credentials back on r for the replica it is
+// forwarded to, and returns what takes them off again. The authenticator removed them;
+// the replica the request goes to authenticates it again, so it gets them back for that
+// (the header is the authenticator's copy), and loses them again when this replica
+// serves it.
+func withCredentials(r *http.Request) func() {
+	creds := auth.Credentials(r.Context())
+	for k, v := range creds {
+		r.Header[k] = v
+	}
+	return func() {
 		for k := range creds {
 			r.Header.Del(k)
 		}
-		return done
 	}
-	return f.SessionIDPrefix(), forward, share
+}
+
+// newTaskStore makes the task store the replicas share through Redis, for the replica
+// of forwarder f (the router's TaskStore), and its close; nil without a forwarder (the
+// router keeps its tasks in memory).
+func newTaskStore(cfg *config.Config, f *cluster.Forwarder) (router.TaskStore, func() error, error) {
+	if f == nil {
+		return nil, func() error { return nil }, nil
+	}
+	client, err := cluster.NewClient(cfg.Cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cluster.NewRedisTasks(client, cfg.Cluster.KeyPrefix, f.ID()), client.Close, nil
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the
@@ -132,5 +160,19 @@ func clusterCursorKey(cfg *config.Config) []byte {
 	}
 	m := hmac.New(sha256.New, []byte(cfg.Cluster.Key))
 	m.Write([]byte("mcp-proxy cluster: cursor key"))
+	return m.Sum(nil)
+}
+
+// clusterStateKey derives, from the cluster block's shared key, the key of the
+// requestState handles (server.Options.StateKey), so that an upstream's requestState one
+// replica hands a modern client (wrapped and bound to its principal) is good at the
+// others; nil without a key. A handle of a call parked by the proxy is forwarded to its
+// replica instead (HTTPOptions.ForwardTo), key or not.
+func clusterStateKey(cfg *config.Config) []byte {
+	if cfg.Cluster == nil || cfg.Cluster.Key == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(cfg.Cluster.Key))
+	m.Write([]byte("mcp-proxy cluster: requestState key"))
 	return m.Sum(nil)
 }

@@ -66,6 +66,7 @@ type engine struct {
 	obs        *observers
 	store      policy.BucketStore // the rate limits' buckets: they outlive reloads
 	closeStore func() error
+	tasks      router.TaskStore // the router's, when shared (nil: in memory); its caller closes it
 
 	mu      sync.Mutex // serialises reloads; guards the fields below
 	cfg     *config.Config
@@ -82,7 +83,13 @@ type engine struct {
 
 // buildEngine is newEngine, returning the engine a reload works on.
 func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*engine, error) {
-	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{}}
+	return buildEngineWith(ctx, cfg, log, manyClients, tr, obs, nil)
+}
+
+// buildEngineWith is buildEngine with the router's task store (nil: in memory); the
+// caller closes the store after the router.
+func buildEngineWith(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers, tasks router.TaskStore) (*engine, error) {
+	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{}, tasks: tasks}
 	// The rate limits' buckets outlive reloads: shared through Redis with a cluster
 	// block (cluster.go), else in memory.
 	store, closeStore, err := newBucketStore(cfg, log, obs)
@@ -195,6 +202,7 @@ func (e *engine) newRouter(cfg *config.Config) (*router.Router, error) {
 		MaxNameLength: cfg.Proxy.MaxNameLength,
 		CursorKey:     clusterCursorKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 		StartWait:     maxStartup(cfg) + 5*time.Second,
+		Tasks:         e.tasks, // shared by the replicas in a cluster (http.go); nil in memory
 	}, e.log)
 	var setupErrs []error
 	for _, uc := range cfg.Upstreams {
@@ -355,6 +363,7 @@ func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *ob
 		Version:      proxyVersion(cfg),
 		Instructions: cfg.Proxy.Instructions,
 		ReadyTimeout: readyGrace(cfg),
+		StateKey:     clusterStateKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 
 		MaxClientBuffer:   cfg.Proxy.MaxClientBuffer,
 		MaxClientInFlight: cfg.Proxy.MaxClientInFlight,

@@ -38,7 +38,19 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
 	log = traceLogs(log, tr)
 	obs := newObservers(cfg)
-	e, err := buildEngine(ctx, cfg, log, true, tr, obs)
+	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, log) // cluster.go; nil without a cluster block
+	if err != nil {
+		return err
+	}
+	if fwd != nil {
+		defer fwd.Close()
+	}
+	tasks, closeTasks, err := newTaskStore(cfg, fwd) // cluster.go; nil without a cluster block
+	if err != nil {
+		return err
+	}
+	defer closeTasks() // after the router
+	e, err := buildEngineWith(ctx, cfg, log, true, tr, obs, tasks)
 	if err != nil {
 		return err
 	}
@@ -59,19 +71,13 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	host, _, _ := net.SplitHostPort(l.Address)
 	ip := net.ParseIP(host)
 	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
-	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, log) // cluster.go; nil without a cluster block
-	if err != nil {
-		return err
-	}
-	if fwd != nil {
-		defer fwd.Close()
-	}
-	prefix, forward, share := forwarding(fwd)
-	h := srv.NewHTTPHandler(base, server.HTTPOptions{
+	ho := server.HTTPOptions{
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
-		RequestContext: httpTraceContext(tr), SessionIDPrefix: prefix, Forward: forward, Share: share,
-	})
+		RequestContext: httpTraceContext(tr),
+	}
+	forwarding(fwd, &ho) // cluster.go
+	h := srv.NewHTTPHandler(base, ho)
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {
 		return err

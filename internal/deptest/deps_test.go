@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "jsonrpc", "mcp", "internal/jsonx"},
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "jsonrpc", "mcp", "internal/jsonx"},
 	"admin":                {"metrics", "router", "upstream"},
-	"cluster":              {"policy", "config", "jsonrpc"},
+	"cluster":              {"policy", "router", "config", "jsonrpc"},
 	"internal/topology":    {},
 	"internal/devcluster":  {"internal/topology"},
 	"internal/testplugin":  {"plugins/sdk"},

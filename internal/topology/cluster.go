@@ -35,6 +35,9 @@ type Options struct {
 	// ListenAttrs are more attributes for the replicas' listen block, such as
 	// `max_sessions = 2000`.
 	ListenAttrs string
+	// NoCluster gives the replicas no cluster block: each is a proxy of its own behind
+	// HAProxy (Redis runs, unused), a baseline for what the shared state costs.
+	NoCluster bool
 }
 
 // Topology is a started cluster: Redis, the replicas and HAProxy in front.
@@ -114,8 +117,12 @@ func (t *Topology) StartReplica(i int) (*Replica, error) {
 			return nil, err
 		}
 		r = &Replica{Name: fmt.Sprintf("r%d", i), Addr: addr}
-		cfg := fmt.Sprintf("listen \"http\" {\n  address = %s\n  path    = \"/mcp\"\n  %s\n}\ncluster {\n  redis = %s\n  %s\n}\n%s",
-			hclQuote(addr), t.opts.ListenAttrs, hclQuote(t.Redis.URL()), t.opts.ClusterAttrs, t.opts.Base)
+		block := fmt.Sprintf("cluster {\n  redis = %s\n  %s\n}\n", hclQuote(t.Redis.URL()), t.opts.ClusterAttrs)
+		if t.opts.NoCluster {
+			block = ""
+		}
+		cfg := fmt.Sprintf("listen \"http\" {\n  address = %s\n  path    = \"/mcp\"\n  %s\n}\n%s%s",
+			hclQuote(addr), t.opts.ListenAttrs, block, t.opts.Base)
 		if r.Config, err = writeFile(t.opts.Dir, r.Name+".hcl", cfg); err != nil {
 			return nil, err
 		}
