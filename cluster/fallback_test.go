@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
@@ -235,5 +237,19 @@ upstream "a" {
 	if _, diags := config.ParseWithOptions([]byte("cluster {\n  redis = \"rediss://u:p@h:6380/1?dial_timeout=2s\"\n}\nupstream \"a\" {\n  command = [\"a\"]\n}\n"),
 		"p.hcl", "/base", config.Options{Check: Check}); diags.HasErrors() {
 		t.Errorf("a good URL: %s", config.FormatDiagnostics(diags))
+	}
+}
+
+// TestRedisLogLines: go-redis's own lines reach the proxy's log as JSON at warn level.
+func TestRedisLogLines(t *testing.T) {
+	var buf bytes.Buffer
+	l := redisLog{zerolog.New(&buf).With().Str("component", "redis").Logger()}
+	l.Printf(context.Background(), "redis: discarding bad PubSub connection: %v", errors.New("EOF"))
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("not a JSON line: %q", buf.String())
+	}
+	if line["level"] != "warn" || line["component"] != "redis" || line["message"] != "redis: discarding bad PubSub connection: EOF" {
+		t.Errorf("line %v", line)
 	}
 }

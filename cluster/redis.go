@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 )
@@ -118,4 +120,18 @@ func NewClient(c *config.Cluster) (redis.UniversalClient, error) {
 		return redis.NewClusterClient(o.cluster), nil
 	}
 	return redis.NewClient(o.single), nil
+}
+
+// SetLogger sends go-redis's own log lines (a failed dial, a Sentinel failover) to log,
+// as JSON lines at warn level with component "redis", instead of the library's default
+// plain lines on stderr. go-redis has one logger per process; it costs nothing until
+// a Redis client logs.
+func SetLogger(log zerolog.Logger) {
+	redis.SetLogger(redisLog{log.With().Str("component", "redis").Logger()})
+}
+
+type redisLog struct{ log zerolog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.Warn().Ctx(ctx).Msgf(format, v...)
 }

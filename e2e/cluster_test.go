@@ -24,7 +24,7 @@ import (
 // redis-server or haproxy installed the test is skipped, or fails when CI is set.
 func startCluster(t *testing.T, front, base, clusterAttrs string) *topology.Topology {
 	t.Helper()
-	topo, err := topology.Start(topology.Options{ProxyBin: proxyBin, Replicas: 3, Base: base, ClusterAttrs: clusterAttrs,
+	topo, err := topology.Start(topology.Options{ProxyBin: proxyBin, Replicas: 3, Base: withTestGrace(base), ClusterAttrs: clusterAttrs,
 		FrontAddr: front, Dir: t.TempDir(), LogLevel: "debug"})
 	if errors.Is(err, topology.ErrMissing) && os.Getenv("CI") == "" {
 		t.Skip(err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,15 +40,51 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// writeConfig writes an HCL config into a temp dir and returns its path.
+// writeConfig writes an HCL config into a temp dir and returns its path; see
+// withTestGrace for the one thing it adds.
 func writeConfig(t *testing.T, hcl string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "proxy.hcl")
-	if err := os.WriteFile(p, []byte(hcl), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(withTestGrace(hcl)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
+
+// testReadyGrace is the proxy.ready_grace of the tests' configs. The default (1s) lets
+// initialize answer while slow upstreams still start; the tests that list right after
+// connecting, and expect every upstream's items, would then depend on how fast npx or
+// the Go SDK server starts on a loaded machine. Those tests are about other things, so
+// their proxy waits for every upstream (readiness_test.go tests the grace itself, with
+// configs that set ready_grace).
+const testReadyGrace = "60s"
+
+// withTestGrace returns hcl with proxy.ready_grace set to testReadyGrace, unless it
+// sets ready_grace itself: in its proxy block when it has one (a one-line block is
+// opened up), else in a block of its own at the end (so that the lines diagnostics
+// name do not move).
+func withTestGrace(hcl string) string {
+	if strings.Contains(hcl, "ready_grace") {
+		return hcl
+	}
+	attr := "  ready_grace = " + q(testReadyGrace) + "\n"
+	loc := proxyBlock.FindStringSubmatchIndex(hcl)
+	if loc == nil {
+		if hcl != "" && !strings.HasSuffix(hcl, "\n") {
+			hcl += "\n"
+		}
+		return hcl + "proxy {\n" + attr + "}\n"
+	}
+	rest := strings.TrimSpace(hcl[loc[2]:loc[3]]) // what follows "proxy {" on its line
+	if one, ok := strings.CutSuffix(rest, "}"); ok {
+		return hcl[:loc[0]] + "proxy {\n" + attr + "  " + strings.TrimSpace(one) + "\n}\n" + hcl[loc[1]:]
+	}
+	return hcl[:loc[1]] + attr + hcl[loc[1]:]
+}
+
+// proxyBlock matches the line that opens a config's proxy block, newline included;
+// group 1 is what follows the brace on that line.
+var proxyBlock = regexp.MustCompile(`(?m)^proxy\s*\{([^\n]*)\n`)
 
 // q quotes a string for HCL.
 func q(s string) string { return strconv.Quote(s) }

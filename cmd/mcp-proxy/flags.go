@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/cluster"
 )
 
 // common holds the flags every command takes.
@@ -89,5 +91,7 @@ func (c *common) logger(stderr io.Writer) (zerolog.Logger, error) {
 	// Milliseconds: a proxy's events are often closer together than a second. (zerolog
 	// keeps the format in a package variable; main owns the process, so it sets it.)
 	zerolog.TimeFieldFormat = "2006-01-02T15:04:05.000Z07:00"
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	log := zerolog.New(w).Level(level).With().Timestamp().Logger()
+	cluster.SetLogger(log) // go-redis's own lines, as JSON on the same stderr
+	return log, nil
 }
