@@ -97,7 +97,7 @@ func (s *Sealer) Open(id string) (owner string, desc []byte, err error) {
 	if !ok || owner == "" || len(sealed) > base64.RawURLEncoding.EncodedLen(1+12+maxSealed+16) {
 		return "", nil, ErrNotSealed
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(sealed)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(sealed) // Strict: one spelling per id
 	if err != nil || len(raw) < 1 {
 		return "", nil, ErrNotSealed
 	}

@@ -237,7 +237,7 @@ func (hs *httpSession) lostCall(stream string) (jsonrpc.ID, bool) {
 	if i < 0 {
 		return jsonrpc.ID{}, false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(stream[i+1:])
+	b, err := base64.RawURLEncoding.Strict().DecodeString(stream[i+1:])
 	if err != nil {
 		return jsonrpc.ID{}, false
 	}

@@ -408,7 +408,7 @@ func (s *Server) openState(nonce [16]byte, replica, who, state string) (uint64, 
 		state = state[len(replicaStatePrefix)+len(named)+1:]
 	}
 	// The MAC covers this replica's name: a handle that names none does not open here.
-	b, err := base64.RawURLEncoding.DecodeString(state)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(state) // Strict: one spelling per handle
 	if err != nil || len(b) != 16+stateMACLen || !hmac.Equal(b[16:], s.stateMAC(nonce, replica, who, b[:16])) {
 		return 0, errors.New("is not one this proxy issued")
 	}
@@ -450,7 +450,7 @@ func (s *Server) unwrapState(who, wrapped string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(mac64)
+	mac, err := base64.RawURLEncoding.Strict().DecodeString(mac64)
 	if err != nil || !hmac.Equal(mac, s.wrapMAC(who, inner)) {
 		return "", false
 	}
