@@ -184,17 +184,7 @@ func (ss *session) restore(ctx context.Context, d sessionDesc, st sessionState) 
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(d.Info, &client)
-	opened := SessionEvent{Kind: SessionOpened, Transport: ss.transport, ID: ss.id, Version: d.Version,
-		Client: client.Name, Principal: principalName(ctx)}
-	ss.mu.Lock()
-	ss.initialized = true
-	if ss.unsubscribe == nil {
-		ss.unsubscribe = ss.s.r.Subscribe(ss)
-	}
-	ss.opened = opened
-	ss.opened.Time = time.Now()
-	ss.mu.Unlock()
-	ss.s.observe(opened)
+	ss.markOpened(ctx, d.Version, client.Name)
 
 	call := func(method string, params any) {
 		b, _ := jsonx.Marshal(params)

@@ -469,17 +469,7 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	if err != nil {
 		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, "encoding initialize result: %v", err))
 	}
-	opened := SessionEvent{Kind: SessionOpened, Transport: ss.transport, ID: ss.id, Version: version,
-		Client: p.ClientInfo.Name, Principal: principalName(ctx)}
-	ss.mu.Lock()
-	ss.initialized = true
-	if ss.unsubscribe == nil {
-		ss.unsubscribe = ss.s.r.Subscribe(ss)
-	}
-	ss.opened = opened
-	ss.opened.Time = time.Now()
-	ss.mu.Unlock()
-	ss.s.observe(opened)
+	ss.markOpened(ctx, version, p.ClientInfo.Name)
 	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
 		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")
 	return jsonrpc.NewResult(msg.ID, b)
@@ -522,4 +512,21 @@ func (rp replier) input(ss *session) router.InputFunc {
 		}
 	}
 	return ss.Request
+}
+
+// markOpened marks the session initialized (by its initialize, or rebuilt by an
+// adopting replica): it starts receiving the router's notifications and is reported
+// opened to the observer.
+func (ss *session) markOpened(ctx context.Context, version, client string) {
+	opened := SessionEvent{Kind: SessionOpened, Transport: ss.transport, ID: ss.id, Version: version,
+		Client: client, Principal: principalName(ctx)}
+	ss.mu.Lock()
+	ss.initialized = true
+	if ss.unsubscribe == nil {
+		ss.unsubscribe = ss.s.r.Subscribe(ss)
+	}
+	ss.opened = opened
+	ss.opened.Time = time.Now()
+	ss.mu.Unlock()
+	ss.s.observe(opened)
 }
