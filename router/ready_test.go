@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -20,9 +21,10 @@ import (
 // router's catalogue is rebuilt before its first attempt counts as finished.
 type lateUpstream struct {
 	*scriptUpstream
-	done chan struct{}
-	cat  *upstream.Catalogue
-	once sync.Once
+	done      chan struct{}
+	published atomic.Bool // the catalogue is visible (before done, as upstream.connect does)
+	cat       *upstream.Catalogue
+	once      sync.Once
 }
 
 func newLate(name string, tools ...string) *lateUpstream {
@@ -33,12 +35,10 @@ func newLate(name string, tools ...string) *lateUpstream {
 }
 
 func (l *lateUpstream) Catalogue() *upstream.Catalogue {
-	select {
-	case <-l.done:
+	if l.published.Load() {
 		return l.cat
-	default:
-		return &upstream.Catalogue{}
 	}
+	return &upstream.Catalogue{}
 }
 
 func (l *lateUpstream) FirstAttemptDone() bool {
@@ -59,11 +59,13 @@ func (l *lateUpstream) WaitFirstAttempt(ctx context.Context) error {
 	}
 }
 
-// start finishes the first attempt: the catalogue is published and r rebuilt first.
+// start finishes the first attempt: the catalogue is published and r rebuilt first,
+// then the attempt counts as finished (the order of upstream.connect and supervise).
 func (l *lateUpstream) start(r *Router) {
 	l.once.Do(func() {
-		close(l.done)
+		l.published.Store(true)
 		r.rebuild()
+		close(l.done)
 	})
 }
 
