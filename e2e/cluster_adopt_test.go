@@ -250,7 +250,10 @@ func pingAs(t *testing.T, url, sid, key string) int {
 // round-robin across three replicas with a cluster key: a call, kill -9 of the replica
 // that holds the session while a call is in flight on it (which fails with the proxy's
 // error), then calls (one with sampling answered through whichever replica) and a list
-// on the same session id.
+// on the same session id. Before the kill, a call (on whichever replica) changes the
+// tools and the client's GET stream gets the list_changed; at the end the client's
+// DELETE ends the session on every replica. (The TS client's resumption with
+// Last-Event-ID is what brings it the in-flight call's error.)
 func TestClusterTypeScriptAdopted(t *testing.T) {
 	front, err := topology.FreeAddr()
 	if err != nil {
@@ -295,6 +298,8 @@ func TestClusterTypeScriptAdopted(t *testing.T) {
 		InflightMs, AfterMs         int
 		SessionBefore, SessionAfter string
 		Sampled, Tools              int
+		ChangedBefore, ChangedAfter bool
+		SessionAfterDelete          string
 	}
 	if err := json.Unmarshal([]byte(last), &got); err != nil {
 		t.Fatalf("TS client output %q: %v", last, err)
@@ -311,7 +316,19 @@ func TestClusterTypeScriptAdopted(t *testing.T) {
 	if !strings.Contains(got.Inflight, "-32603") || !strings.Contains(got.Inflight, "stopped while the call was in flight") {
 		t.Errorf("the call in flight on the killed replica: %q, want the proxy's error", got.Inflight)
 	}
-	t.Logf("the TS client's call in flight on the killed replica got, %d ms after the kill: %s; its next call took %d ms", got.InflightMs, got.Inflight, got.AfterMs)
+	if !got.ChangedBefore {
+		t.Error("the TS client's GET stream got no tools/list_changed after a call that changed the tools")
+	}
+	if got.SessionAfterDelete != "" {
+		t.Errorf("the TS client still has session %q after terminateSession", got.SessionAfterDelete)
+	}
+	for range 3 { // DELETE reached the session's holder: it is gone on every replica
+		if status := rawPing(t, topo.URL(), sid); status != http.StatusNotFound {
+			t.Errorf("after the TS client's DELETE: HTTP %d, want 404 from every replica", status)
+		}
+	}
+	t.Logf("the TS client's call in flight on the killed replica got, %d ms after the kill: %s; its next call took %d ms; list_changed after the adoption: %v",
+		got.InflightMs, got.Inflight, got.AfterMs, got.ChangedAfter)
 }
 
 // TestClusterAnswerBeforeKill: a call whose answer has not started (no event yet) when

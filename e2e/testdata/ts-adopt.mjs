@@ -7,7 +7,7 @@
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CreateMessageRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url] = process.argv.slice(2);
 const out = { sampled: 0 };
@@ -16,8 +16,26 @@ client.setRequestHandler(CreateMessageRequestSchema, async () => {
   out.sampled++;
   return { model: "ts-model", role: "assistant", content: { type: "text", text: "sampled by the TS client" } };
 });
+let changed = 0;
+const changeWaiters = [];
+client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+  changed++;
+  changeWaiters.splice(0).forEach((w) => w());
+});
+// triggerChange has a call (landing on whichever replica) change the tools, and waits
+// up to 20 s for the list_changed on the GET stream; it returns whether one came.
+async function triggerChange() {
+  const seen = changed;
+  const came = new Promise((resolve) => {
+    changeWaiters.push(() => resolve(true));
+    setTimeout(() => resolve(false), 20000);
+  });
+  await client.callTool({ name: "ev__test_trigger_tool_change", arguments: {} });
+  return changed > seen || (await came);
+}
 const transport = new StreamableHTTPClientTransport(new URL(url));
 await client.connect(transport);
+out.changedBefore = await triggerChange();
 const before = await client.callTool({ name: "t__echo", arguments: { when: "before" } });
 out.before = before.content[0].text;
 out.sessionBefore = transport.sessionId;
@@ -46,5 +64,8 @@ out.tools = (await client.listTools()).tools.length;
 const sampling = await client.callTool({ name: "ev__test_sampling", arguments: { prompt: "hi" } });
 out.sampling = sampling.content.map((c) => c.text ?? "").join(" ");
 out.sessionAfter = transport.sessionId;
+out.changedAfter = await triggerChange(); // reported, not required: see the test
+await transport.terminateSession(); // DELETE, through whichever replica
+out.sessionAfterDelete = transport.sessionId ?? "";
 await client.close();
 console.log(JSON.stringify(out));
