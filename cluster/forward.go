@@ -110,6 +110,10 @@ func (f *Forwarder) Sessions() *Sessions { return f.sessions }
 // ID is this replica's id.
 func (f *Forwarder) ID() string { return f.id }
 
+// Redis is the forwarder's Redis client, for the replica's other shared state (the
+// task store); it is closed by Close.
+func (f *Forwarder) Redis() redis.UniversalClient { return f.redis }
+
 // SessionIDPrefix starts the ids of the sessions this replica opens
 // (server.HTTPOptions.SessionIDPrefix).
 func (f *Forwarder) SessionIDPrefix() string { return f.id + "-" }

@@ -136,17 +136,13 @@ func withCredentials(r *http.Request) func() {
 }
 
 // newTaskStore makes the task store the replicas share through Redis, for the replica
-// of forwarder f (the router's TaskStore), and its close; nil without a forwarder (the
-// router keeps its tasks in memory).
-func newTaskStore(cfg *config.Config, f *cluster.Forwarder) (router.TaskStore, func() error, error) {
+// of forwarder f (the router's TaskStore); nil without a forwarder (the router keeps its
+// tasks in memory). It uses the forwarder's Redis client, which outlives the router.
+func newTaskStore(cfg *config.Config, f *cluster.Forwarder) router.TaskStore {
 	if f == nil {
-		return nil, func() error { return nil }, nil
+		return nil
 	}
-	client, err := cluster.NewClient(cfg.Cluster)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cluster.NewRedisTasks(client, cfg.Cluster.KeyPrefix, f.ID()), client.Close, nil
+	return cluster.NewRedisTasks(f.Redis(), cfg.Cluster.KeyPrefix, f.ID())
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the

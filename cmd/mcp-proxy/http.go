@@ -45,11 +45,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if fwd != nil {
 		defer fwd.Close()
 	}
-	tasks, closeTasks, err := newTaskStore(cfg, fwd) // cluster.go; nil without a cluster block
-	if err != nil {
-		return err
-	}
-	defer closeTasks() // after the router
+	tasks := newTaskStore(cfg, fwd) // cluster.go; nil without a cluster block
 	e, err := buildEngineWith(ctx, cfg, log, true, tr, obs, tasks)
 	if err != nil {
 		return err
