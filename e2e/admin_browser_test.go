@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -34,21 +36,31 @@ func chromium(t *testing.T) string {
 // dumpDOM loads url in headless Chromium and returns the DOM it rendered.
 func dumpDOM(t *testing.T, browser, url string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", url)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 10 * time.Second
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium --dump-dom %s: %v\n%s", url, err, tail(stderr.String(), 2000))
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+			"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+			"--user-data-dir="+t.TempDir(), "--dump-dom", url)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = 10 * time.Second
+		err := cmd.Run()
+		cancel()
+		var ee *exec.ExitError
+		if err != nil && attempt < 3 && ctx.Err() == nil && errors.As(err, &ee) && ee.ProcessState.Sys().(syscall.WaitStatus).Signaled() {
+			// The browser itself crashed (a loaded machine: "Zygote could not fork"),
+			// which says nothing of the page: run it again.
+			t.Logf("chromium crashed (%v); running it again", err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("chromium --dump-dom %s: %v\n%s", url, err, tail(stderr.String(), 2000))
+		}
+		if !strings.Contains(stdout.String(), "</html>") {
+			t.Fatalf("chromium rendered no page for %s:\n%s\n%s", url, stdout.String(), tail(stderr.String(), 2000))
+		}
+		return stdout.String()
 	}
-	if !strings.Contains(stdout.String(), "</html>") {
-		t.Fatalf("chromium rendered no page for %s:\n%s\n%s", url, stdout.String(), tail(stderr.String(), 2000))
-	}
-	return stdout.String()
 }
 
 func tail(s string, n int) string {
