@@ -42,7 +42,7 @@ func BenchmarkHTTPLinkExchange(b *testing.B) {
 	onMessage := func(line []byte) { got <- line }
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := l.Exchange(m, nil, onMessage); err != nil {
+		if err := l.Exchange(m, nil, onMessage, nil); err != nil {
 			b.Fatal(err)
 		}
 		if line := <-got; !bytes.Equal(line, answer) {

@@ -201,7 +201,7 @@ func (l *HTTPLink) fail(err error) {
 
 // Write implements Link: the message is POSTed, and what its answer carries is queued
 // for ReadLine.
-func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.Exchange(m, nil, nil) }
+func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.Exchange(m, nil, nil, nil) }
 
 // Exchange implements Exchanger: m is POSTed with the extra headers (the Mcp-Param-*
 // mirrors of tool arguments), and every message its answer carries (JSON, or the event
@@ -209,9 +209,9 @@ func (l *HTTPLink) Write(m *jsonrpc.Message) error { return l.Exchange(m, nil, n
 // onMessage in order, on the exchange's own goroutine; nil onMessage queues them for
 // ReadLine. A request's exchange runs in the background; a notification or response is
 // posted before Exchange returns (a server must see notifications/initialized before the
-// first call).
-func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte)) error {
-	return l.exchange(m, extra, onMessage, false, nil)
+// first call). abortable, when set, is given what cancels a request's POST.
+func (l *HTTPLink) Exchange(m *jsonrpc.Message, extra map[string]string, onMessage func(line []byte), abortable func(abort func())) error {
+	return l.exchange(m, extra, onMessage, false, abortable)
 }
 
 // ExchangeInline implements InlineExchanger: Exchange, with a request's exchange run on
@@ -235,14 +235,14 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 		return err
 	}
 	ctx := l.ctx
-	if inline && abortable != nil && m.IsRequest() {
-		var cancel context.CancelFunc
+	cancel := context.CancelFunc(func() {})
+	if abortable != nil && m.IsRequest() {
 		ctx, cancel = context.WithCancel(l.ctx)
-		defer cancel()
 		abortable(cancel)
 	}
 	req, err := l.newPost(ctx, body)
 	if err != nil {
+		cancel()
 		return err
 	}
 	l.setHeaders(req)
@@ -268,11 +268,13 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 	l.wg.Add(1)
 	if inline || !m.IsRequest() {
 		defer l.wg.Done()
+		defer cancel()
 		l.post(req, m, onMessage)
 		return nil
 	}
 	go func() {
 		defer l.wg.Done()
+		defer cancel()
 		l.post(req, m, onMessage)
 	}()
 	return nil
@@ -345,7 +347,7 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)
 	ct := resp.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "text/event-stream"):
-		l.readAnswerStream(resp.Body, m, emit)
+		l.readAnswerStream(req.Context(), resp.Body, m, emit)
 	default:
 		b, err := readAnswer(resp, l.spec.MaxMessage)
 		switch {
@@ -447,24 +449,25 @@ const maxResumes = 5
 // connection before the response (2025-11-25, SEP-1699), having sent an event id and a
 // retry delay: the stream is resumed with a GET and Last-Event-ID after that delay, until
 // the response arrives. A stream that ends for good without it fails the request at
-// once rather than at its timeout.
-func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message, emit func([]byte)) {
+// once rather than at its timeout. ctx is the request's: an aborted exchange is not
+// resumed.
+func (l *HTTPLink) readAnswerStream(ctx context.Context, body io.Reader, m *jsonrpc.Message, emit func([]byte)) {
 	want := ""
 	if m.IsRequest() {
 		want = string(m.ID.Raw())
 	}
 	end, answered := l.readSSE(body, want, emit)
-	for fruitless := 0; want != "" && !answered && end.lastID != "" && fruitless < maxResumes && l.ctx.Err() == nil; {
+	for fruitless := 0; want != "" && !answered && end.lastID != "" && fruitless < maxResumes && ctx.Err() == nil; {
 		delay := end.retry
 		if delay <= 0 {
 			delay = 500 * time.Millisecond
 		}
 		select {
-		case <-l.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-time.After(delay):
 		}
-		req, err := http.NewRequestWithContext(l.ctx, http.MethodGet, l.spec.URL, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.spec.URL, nil)
 		if err != nil {
 			break
 		}
@@ -493,7 +496,7 @@ func (l *HTTPLink) readAnswerStream(body io.Reader, m *jsonrpc.Message, emit fun
 			end.retry = next.retry
 		}
 	}
-	if want != "" && !answered && l.ctx.Err() == nil {
+	if want != "" && !answered && ctx.Err() == nil {
 		// Closed for good, or without an event id to resume from: the response is not
 		// coming, so the call fails now rather than at its timeout.
 		l.failRequest(m, fmt.Errorf("the event stream from %s ended before the response", l.spec.URL))

@@ -34,8 +34,12 @@ type Link interface {
 // the messages related to m (progress, logs, the server's requests made for it), then
 // its response. A failed exchange is reported through RequestFailer. What reaches the
 // proxy any other way (a session's GET stream) still comes through ReadLine.
+//
+// Before sending a request, Exchange calls abortable (when set) with a function that ends
+// the exchange: closing the request's answer stream is how a 2026-07-28 client cancels
+// a request over HTTP (that era has no notifications/cancelled on HTTP).
 type Exchanger interface {
-	Exchange(m *jsonrpc.Message, headers map[string]string, onMessage func(line []byte)) error
+	Exchange(m *jsonrpc.Message, headers map[string]string, onMessage func(line []byte), abortable func(abort func())) error
 }
 
 // InlineExchanger is implemented by Exchangers that can run an exchange on the calling

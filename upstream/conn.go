@@ -127,9 +127,9 @@ func (c *conn) setProtocolVersion(v string) {
 // schema asks for, and what its answer carries is handled knowing which call it belongs
 // to: a server request on a call's own stream goes to that call's client.
 //
-// With abortable set, the exchange runs on the calling goroutine (see AllowInline), and
-// abortable is given what ends it early.
-func (c *conn) writeRequest(m *jsonrpc.Message, abortable func(abort func())) error {
+// abortable, when set, is given what ends the exchange early; with inline, the exchange
+// runs on the calling goroutine (see AllowInline).
+func (c *conn) writeRequest(m *jsonrpc.Message, abortable func(abort func()), inline bool) error {
 	ex, ok := c.proc.(transport.Exchanger)
 	if !ok {
 		return c.write(m)
@@ -145,10 +145,10 @@ func (c *conn) writeRequest(m *jsonrpc.Message, abortable func(abort func())) er
 	origin, _ := m.ID.Int64()
 	onMessage := func(line []byte) { c.handleLine(line, origin) }
 	var err error
-	if ie, ok := c.proc.(transport.InlineExchanger); ok && abortable != nil {
+	if ie, ok := c.proc.(transport.InlineExchanger); ok && inline {
 		err = ie.ExchangeInline(m, headers, onMessage, abortable)
 	} else {
-		err = ex.Exchange(m, headers, onMessage)
+		err = ex.Exchange(m, headers, onMessage, abortable)
 	}
 	if err != nil {
 		return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
@@ -237,16 +237,20 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	}
 
 	var abortable func(abort func())
+	inline := false
 	if _, ok := c.proc.(transport.InlineExchanger); ok {
 		if hook, claimed := claimInline(ctx); claimed {
 			if hook != nil {
 				hook.InlineStarted()
 				defer hook.InlineEnded()
 			}
-			abortable = c.abortable(id, pc)
+			inline = true
 		}
 	}
-	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}, abortable); err != nil {
+	if inline || c.cancelsByAbort() {
+		abortable = c.abortable(id, pc)
+	}
+	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}, abortable, inline); err != nil {
 		if c.take(id) != nil {
 			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
 		}
@@ -370,8 +374,24 @@ type callResult struct {
 	err error
 }
 
+// cancelsByAbort reports whether a request to this upstream is cancelled by ending its
+// exchange rather than with notifications/cancelled: a 2026-07-28 upstream over HTTP,
+// where closing the answer stream is the cancellation and the notification does not
+// exist.
+func (c *conn) cancelsByAbort() bool {
+	if !c.modern.Load() {
+		return false
+	}
+	_, ok := c.proc.(transport.Exchanger)
+	return ok
+}
+
 // sendCancel tells the upstream to stop working on id; its late response will be dropped.
+// Where cancelling is ending the exchange (cancelsByAbort), take already did it.
 func (c *conn) sendCancel(id int64, reason string) {
+	if c.cancelsByAbort() {
+		return
+	}
 	params, _ := jsonx.Marshal(struct {
 		RequestID int64  `json:"requestId"`
 		Reason    string `json:"reason,omitempty"`

@@ -43,11 +43,12 @@ type memLink struct {
 	failed    func(jsonrpc.ID, error)      // from OnRequestFailure
 	headers   []map[string]string          // from Exchange (exchangeLink)
 	exchanges map[string]func(line []byte) // a request's own answer, by its raw id (exchangeLink)
+	aborted   chan string                  // raw ids of the exchanges ended by the proxy (exchangeLink)
 }
 
 func newMemLink() *memLink {
 	return &memLink{in: make(chan linkRead, 1024), out: make(chan *jsonrpc.Message, 1024), done: make(chan struct{}),
-		exchanges: map[string]func([]byte){}}
+		exchanges: map[string]func([]byte){}, aborted: make(chan string, 64)}
 }
 
 var (
@@ -124,13 +125,18 @@ func (l *memLink) push(line string) { l.in <- linkRead{line: []byte(line)} }
 // records each request's headers, and answerOn sends a line on one request's own answer.
 type exchangeLink struct{ *memLink }
 
-func (l exchangeLink) Exchange(m *jsonrpc.Message, h map[string]string, onMessage func([]byte)) error {
+func (l exchangeLink) Exchange(m *jsonrpc.Message, h map[string]string, onMessage func([]byte), abortable func(abort func())) error {
 	l.mu.Lock()
 	l.headers = append(l.headers, h)
 	if m.IsRequest() {
 		l.exchanges[m.ID.Raw()] = onMessage
 	}
 	l.mu.Unlock()
+	if abortable != nil && m.IsRequest() {
+		var once sync.Once
+		id := m.ID.Raw()
+		abortable(func() { once.Do(func() { l.aborted <- id }) })
+	}
 	return l.Write(m)
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -48,6 +49,8 @@ func modernServer(refusals *atomic.Int32) script {
 				return reply(m, `{"content":[],"got":`+string(got)+`}`)
 			case name == "ask" || name == "loop":
 				return reply(m, `{"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"?"}}},"requestState":"s1"}`)
+			case name == "hang":
+				return nil // answers only when its exchange ends
 			case name == "malformed":
 				return reply(m, `{"resultType":"input_required","inputRequests":5}`)
 			}
@@ -296,5 +299,76 @@ func TestRoundHook(t *testing.T) {
 	defer mu.Unlock()
 	if got := strings.Join(log, "; "); got != "start tools/call 1; end 1 <nil>" {
 		t.Errorf("rounds: %s", got)
+	}
+}
+
+// TestModernHTTPCancelEndsTheExchange: over HTTP a 2026-07-28 request is cancelled by
+// closing its answer stream, not with notifications/cancelled (which that era does not
+// have on HTTP): a client's cancellation, a timeout and an unsubscription end the
+// request's exchange and send nothing; over a pipe the notification is still the cancel.
+func TestModernHTTPCancelEndsTheExchange(t *testing.T) {
+	link := exchangeLink{newMemLink()}
+	u, err := startMem(t, Spec{Protocol: ProtocolModern, Timeout: 300 * time.Millisecond}, nil, modernServer(nil), link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// expect is u.next, failing on any cancellation notification on the way.
+	expect := func(method string) *jsonrpc.Message {
+		t.Helper()
+		for {
+			m := recvT(t, u.seen)
+			if m.Method == mcp.NotificationCancelled {
+				t.Errorf("a notifications/cancelled went to a modern HTTP upstream: %s", m.Params)
+			}
+			if m.Method == method {
+				return m
+			}
+		}
+	}
+	expect("subscriptions/listen") // its own, opened as it became ready
+
+	var cancel Canceller
+	ch := u.sendAsync(context.Background(), &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"hang"}`), Cancel: &cancel, Timeout: time.Minute})
+	sent := expect("tools/call")
+	cancel.Cancel()
+	if r := recvT(t, ch); !errors.Is(r.err, ErrCancelled) {
+		t.Errorf("cancelled call: %v", r.err)
+	}
+	if id := recvT(t, link.aborted); id != sent.ID.Raw() {
+		t.Errorf("aborted the exchange of %s, want %s", id, sent.ID.Raw())
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	ch = u.sendAsync(ctx, &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"hang"}`), Timeout: time.Minute})
+	sent = expect("tools/call")
+	stop()
+	if r := recvT(t, ch); !errors.Is(r.err, context.Canceled) {
+		t.Errorf("call whose context ended: %v", r.err)
+	}
+	if id := recvT(t, link.aborted); id != sent.ID.Raw() {
+		t.Errorf("aborted the exchange of %s, want %s", id, sent.ID.Raw())
+	}
+
+	ch = u.sendAsync(context.Background(), &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"hang"}`)})
+	sent = expect("tools/call")
+	if r := recvT(t, ch); proxyCode(r.err) != mcp.CodeUpstreamTimeout {
+		t.Errorf("call past its timeout: %v", r.err)
+	}
+	if id := recvT(t, link.aborted); id != sent.ID.Raw() {
+		t.Errorf("aborted the exchange of %s, want %s", id, sent.ID.Raw())
+	}
+
+	if m, err := u.Call(context.Background(), &Request{Method: "resources/subscribe", Params: json.RawMessage(`{"uri":"x://1"}`)}); err != nil || m.Error != nil {
+		t.Fatalf("subscribe: %v %v", err, m)
+	}
+	l := expect("subscriptions/listen")
+	u.Call(context.Background(), &Request{Method: "resources/unsubscribe", Params: json.RawMessage(`{"uri":"x://1"}`)})
+	if id := recvT(t, link.aborted); id != l.ID.Raw() {
+		t.Errorf("unsubscribing aborted %s, want the listen %s", id, l.ID.Raw())
+	}
+
+	// Everything the server received up to a last call: no cancellation notification.
+	u.Call(context.Background(), &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"last"}`)})
+	for !strings.Contains(string(expect("tools/call").Params), `"last"`) {
 	}
 }
