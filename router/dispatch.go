@@ -285,13 +285,23 @@ func (r *Router) callEntry(ctx context.Context, req *Request, e *entry, name, wh
 
 // callByURI routes resources/read, subscribe and unsubscribe by URI ownership. The
 // policy decides on the resource as listed and on every spelling of its URI, and the
-// upstream receives exactly one of those: its own listed URI, or the normal form.
+// upstream receives exactly one of those: its own listed URI, or the normal form. A URI
+// that no upstream lists or matches while some are still starting waits for them.
 func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 	uri, ok, err := jsonx.GetString(req.Params, "uri")
 	if err != nil || !ok {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required"))
 		return
 	}
+	if !r.Settled() && !r.listsURI(uri) {
+		go r.whenStarted(ctx, "resource", uri, func() bool { return r.listsURI(uri) }, func() { r.routeByURI(ctx, req, uri, reply) }, reply)
+		return
+	}
+	r.routeByURI(ctx, req, uri, reply)
+}
+
+// routeByURI is callByURI for a URI as the catalogue stands.
+func (r *Router) routeByURI(ctx context.Context, req *Request, uri string, reply Reply) {
 	t, owner, err := r.resolveResource(uri)
 	if err != nil {
 		reply(nil, err)
@@ -395,13 +405,31 @@ func rewriteContentURIs(res json.RawMessage, from, to string) json.RawMessage {
 }
 
 // complete routes completion/complete by its reference: a prompt's exposed name, or a
-// resource URI or template.
+// resource URI or template. A reference nobody lists while some upstreams are still
+// starting waits for them.
 func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 	ref, ok, err := jsonx.Get(req.Params, "ref")
 	if err != nil || !ok {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: ref is required"))
 		return
 	}
+	if !r.Settled() {
+		known := func() bool { return r.knowsRef(ref) }
+		if !known() {
+			name, _, _ := jsonx.GetString(ref, "name")
+			if name == "" {
+				name, _, _ = jsonx.GetString(ref, "uri")
+			}
+			go r.whenStarted(ctx, "completion reference", name, known, func() { r.completeRef(ctx, req, ref, reply) }, reply)
+			return
+		}
+	}
+	r.completeRef(ctx, req, ref, reply)
+}
+
+// completeRef is complete for ref as the catalogue stands.
+func (r *Router) completeRef(ctx context.Context, req *Request, ref json.RawMessage, reply Reply) {
+	var err error
 	typ, _, _ := jsonx.GetString(ref, "type")
 	snap := r.snap.Load()
 	var owner *backend

@@ -2,15 +2,18 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
 // Readiness without waiting for every upstream: the front end answers initialize after a
 // short grace and lists what is ready; upstreams that finish starting later join the
 // catalogue (a rebuild, announced with list_changed). A call naming a tool or prompt that
-// is not listed yet waits for the upstreams still starting, since one of them may bring it.
+// is not listed yet (or a resource URI, or a completion reference) waits for the
+// upstreams still starting, since one of them may bring it.
 
 // firstAttempter is an upstream that tells, without waiting, whether its first start
 // attempt has finished. Upstreams without it count as started.
@@ -104,11 +107,45 @@ func (r *Router) callWhenStarted(ctx context.Context, req *Request, what string,
 		}
 		return r.snap.Load().promptByName
 	}
+	r.whenStarted(ctx, what, name, func() bool { return index()[name] != nil },
+		func() { r.callEntry(ctx, req, index()[name], name, what, reply) }, reply)
+}
+
+// whenStarted waits for the upstreams still starting until known reports true (see
+// awaitStarting), then runs route, which routes the request as the catalogue stands
+// then (or refuses it as unknown); a wait the client gave up answers ErrCancelled.
+func (r *Router) whenStarted(ctx context.Context, what, name string, known func() bool, route func(), reply Reply) {
 	r.log.Debug().Ctx(ctx).Str("name", name).Strs("starting", r.Starting()).
 		Msgf("%s not listed yet: waiting for the upstreams still starting", what)
-	if !r.awaitStarting(ctx, func() bool { return index()[name] != nil }) && ctx.Err() != nil {
+	if !r.awaitStarting(ctx, known) && ctx.Err() != nil {
 		reply(nil, ErrCancelled)
 		return
 	}
-	r.callEntry(ctx, req, index()[name], name, what, reply)
+	route()
+}
+
+// listsURI reports whether an upstream lists uri, or a template of one matches it (a URI
+// that cannot be normalised counts as listed: the routing refuses it at once).
+func (r *Router) listsURI(uri string) bool {
+	canon, err := mcp.NormalizeURI(uri)
+	if err != nil {
+		return true
+	}
+	owner, _, _ := r.snap.Load().resolveURI(uri, canon)
+	return owner != nil
+}
+
+// knowsRef reports whether the catalogue has what a completion reference names (a
+// malformed or unknown kind of reference counts as known: the routing refuses it).
+func (r *Router) knowsRef(ref json.RawMessage) bool {
+	typ, _, _ := jsonx.GetString(ref, "type")
+	switch typ {
+	case "ref/prompt":
+		name, _, _ := jsonx.GetString(ref, "name")
+		return r.snap.Load().promptByName[name] != nil
+	case "ref/resource":
+		uri, _, _ := jsonx.GetString(ref, "uri")
+		return r.snap.Load().templateOwner(uri) != nil || r.listsURI(uri)
+	}
+	return true
 }

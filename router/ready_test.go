@@ -136,3 +136,53 @@ func TestCallWaitsForUpstreamStarting(t *testing.T) {
 		t.Errorf("nobody__t once settled: %v", o.err)
 	}
 }
+
+// TestURIAndCompletionWaitForUpstreamStarting: resources/read of a URI and a completion
+// whose reference nobody lists yet wait, as calls do, for the upstreams still starting
+// (a URI a ready upstream's template matches goes at once); once they have started, the
+// request is routed to the one that lists it, or refused as unknown.
+func TestURIAndCompletionWaitForUpstreamStarting(t *testing.T) {
+	fast := newScript("fast", "t")
+	fast.started = 1
+	fast.cat.Templates = []json.RawMessage{json.RawMessage(`{"uriTemplate":"fast://{x}","name":"tf"}`)}
+	late := newLate("late", "t")
+	late.cat.Resources = []json.RawMessage{json.RawMessage(`{"uri":"late://doc","name":"doc"}`)}
+	late.cat.Prompts = []json.RawMessage{json.RawMessage(`{"name":"p"}`)}
+	r := New(Options{}, zerolog.Nop())
+	r.Add(fast, "fast")
+	r.Add(late, "late")
+	r.rebuild()
+	t.Cleanup(func() { late.start(r) })
+
+	if o := <-dispatchAsync(r, context.Background(), mcp.MethodResourcesRead, `{"uri":"fast://1"}`); o.err != nil {
+		t.Errorf("a URI a ready upstream's template matches: %v", o.err)
+	}
+	read := dispatchAsync(r, context.Background(), mcp.MethodResourcesRead, `{"uri":"late://doc"}`)
+	nobody := dispatchAsync(r, context.Background(), mcp.MethodResourcesRead, `{"uri":"nobody://x"}`)
+	complete := dispatchAsync(r, context.Background(), mcp.MethodCompletionComplete, `{"ref":{"type":"ref/prompt","name":"late__p"},"argument":{"name":"a","value":""}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancelled := dispatchAsync(r, ctx, mcp.MethodResourcesRead, `{"uri":"late://other"}`)
+	cancel()
+	if o := <-cancelled; !errors.Is(o.err, ErrCancelled) {
+		t.Errorf("cancelled wait: %v, want ErrCancelled", o.err)
+	}
+	for what, ch := range map[string]<-chan outcome{"late://doc": read, "nobody://x": nobody, "completion": complete} {
+		select {
+		case o := <-ch:
+			t.Fatalf("%s answered while an upstream was starting: %s %v", what, o.res, o.err)
+		default:
+		}
+	}
+
+	late.start(r)
+	if o := <-read; o.err != nil || !strings.Contains(string(o.res), "ok from late") {
+		t.Errorf("late://doc after its upstream started: %s %v", o.res, o.err)
+	}
+	if o := <-complete; o.err != nil || !strings.Contains(string(o.res), "ok from late") {
+		t.Errorf("completion of late__p after its upstream started: %s %v", o.res, o.err)
+	}
+	// Two upstreams serve resources: a URI nobody lists has no owner.
+	if o := <-nobody; o.err == nil {
+		t.Errorf("nobody://x once settled: %s, want an error", o.res)
+	}
+}
