@@ -135,6 +135,16 @@ func decodeClusterBlock(e *evaluator, raw *rawCluster) *Cluster {
 			c.Key = s
 		}
 	}
+	if raw.Key == nil {
+		e.diags = append(e.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagWarning,
+			Summary:  "Cluster without key",
+			Detail: "Without \"key\", a legacy session ends with the replica that holds it (no other replica can adopt it), and a pagination cursor " +
+				"or requestState one replica hands a client is refused by the others. Set key = env(\"MCP_PROXY_CLUSTER_KEY\"), the same secret " +
+				"of at least 32 bytes on every replica (openssl rand -hex 32).",
+			Subject: raw.DefRange.Ptr(),
+		})
+	}
 	if keys, ok := e.stringList(raw.PreviousKeys); ok {
 		for _, k := range keys {
 			if len(k) < minClusterKeyLen {

@@ -41,7 +41,14 @@ func TestParseCluster(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := mustParse(t, tt.src, fakeEnv(tt.env))
+			cfg, diags := ParseWithOptions([]byte(tt.src), "p.hcl", "/base", fakeEnv(tt.env))
+			wantDiags := ""
+			if tt.want != nil && tt.want.Key == "" {
+				wantDiags = keylessWarning
+			}
+			if cfg == nil || FormatDiagnostics(diags) != wantDiags {
+				t.Fatalf("diagnostics:\n%s\nwant:\n%s", FormatDiagnostics(diags), wantDiags)
+			}
 			if tt.want == nil {
 				if cfg.Cluster != nil {
 					t.Fatalf("cluster = %+v, want nil", cfg.Cluster)
@@ -62,6 +69,11 @@ func TestParseCluster(t *testing.T) {
 		})
 	}
 }
+
+// keylessWarning is what a cluster block at p.hcl:1 without a key gets.
+const keylessWarning = `p.hcl:1:1: warning: Cluster without key; Without "key", a legacy session ends with the replica that holds it (no other replica can adopt it), ` +
+	`and a pagination cursor or requestState one replica hands a client is refused by the others. Set key = env("MCP_PROXY_CLUSTER_KEY"), ` +
+	`the same secret of at least 32 bytes on every replica (openssl rand -hex 32).` + "\n"
 
 // TestClusterErrors: every mistake in the cluster block is reported at its file:line, all
 // in one run, and no diagnostic repeats the URL (it may hold a password).
@@ -93,7 +105,13 @@ upstream "a" {
   command = ["a"]
 }
 `
-	got := mustFail(t, src, fakeEnv(nil))
+	var kept []string // the keyless blocks' warnings are TestParseCluster's
+	for _, l := range strings.SplitAfter(mustFail(t, src, fakeEnv(nil)), "\n") {
+		if !strings.Contains(l, ": warning: Cluster without key;") {
+			kept = append(kept, l)
+		}
+	}
+	got := strings.Join(kept, "")
 	want := strings.Join([]string{
 		`p.hcl:2:22: error: Invalid redis URL; "redis" must start with redis://, rediss:// (TLS), unix://, redis-sentinel:// or rediss-sentinel:// (Sentinel), or redis-cluster:// or rediss-cluster:// (Redis Cluster), not "http://".`,
 		`p.hcl:3:22: error: Invalid on_redis_failure; "on_redis_failure" must be "deny" (refuse the calls a rate limit applies to while Redis is unreachable) or "local" (check the limits in each replica's memory meanwhile), not "allow".`,
