@@ -105,6 +105,7 @@ var modules = map[string][]reason{
 	"internal/h1client":    {{"golang.org/x/sys", "the non-blocking peek that checks a pooled connection is still open (MSG_PEEK)"}},
 	"internal/glob":        nil,
 	"internal/clock":       nil,
+	"internal/lazyre":      nil,
 	"internal/leaktest":    nil,
 	"internal/testserver":  nil, // must build anywhere, with nothing but Go
 	"principal":            nil,
