@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"html/template"
+	"sync"
 	"time"
 )
 
@@ -73,8 +74,11 @@ func ago(d time.Duration) string {
 
 // statusPage is the HTML status page: plain server-rendered HTML, refreshed by the
 // browser every 5 s, no script. Element ids and classes (upstream-NAME, state, ready)
-// are what the browser test reads.
-var statusPage = template.Must(template.New("status").Parse(`<!DOCTYPE html>
+// are what the browser test reads. It is parsed when first served, not at start-up:
+// most proxies never serve it, and a parsed template stays on the heap (issue 17).
+var statusPage = sync.OnceValue(func() *template.Template { return template.Must(template.New("status").Parse(statusHTML)) })
+
+const statusHTML = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -137,4 +141,4 @@ Configuration <code id="config-path">{{.Config.Path}}</code>, sha256 <code id="c
 <p><small>Metrics: <a href="/metrics">/metrics</a> · <a href="/status?format=json">JSON</a> · <a href="/readyz">/readyz</a></small></p>
 </body>
 </html>
-`))
+`

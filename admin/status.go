@@ -192,7 +192,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	if err := statusPage.Execute(w, pageOf(st)); err != nil {
+	if err := statusPage().Execute(w, pageOf(st)); err != nil {
 		s.opts.Log.Warn().Err(err).Msg("admin: writing the status page")
 	}
 }

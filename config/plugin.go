@@ -2,10 +2,11 @@ package config
 
 import (
 	"encoding/hex"
-	"regexp"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 )
 
 // Plugin is one plugin "name" block: an out-of-process plugin (see the plugins
@@ -56,7 +57,7 @@ type rawPluginConfig struct {
 	DefRange hcl.Range `hcl:",def_range"`
 }
 
-var pluginName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var pluginName = lazyre.New(`^[A-Za-z0-9_-]+$`)
 
 func decodePlugins(e *evaluator, raws []rawPlugin, baseDir string) []Plugin {
 	var out []Plugin

@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"fmt"
-	"regexp"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
@@ -11,10 +10,11 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 	pb "github.com/mcp-proxy/mcp-proxy/plugins/proto"
 )
 
-var attrName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var attrName = lazyre.New(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // schema is a plugin's config schema, compiled for hcldec.
 type schema struct {

@@ -3,6 +3,8 @@ package router
 import (
 	"regexp"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 )
 
 // uriTemplate matches URIs against an RFC 6570 URI template, to find the upstream that
@@ -15,7 +17,7 @@ type uriTemplate struct {
 	literal int // characters outside expressions: more literal text = more specific
 }
 
-var templateExpr = regexp.MustCompile(`\{[^{}]*\}`)
+var templateExpr = lazyre.New(`\{[^{}]*\}`)
 
 func compileTemplate(t string) (*uriTemplate, bool) {
 	var b strings.Builder

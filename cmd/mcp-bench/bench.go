@@ -592,9 +592,14 @@ type idleResult struct {
 }
 
 // measureIdle starts the proxy with the idle config, waits until it lists one tool per
-// upstream, lets it settle and reads its VmRSS (the proxy process only).
+// upstream, lets it settle and reads its VmRSS (the proxy process only). The binary's
+// cached pages are evicted first (evictPageCache), so that its RssFile does not depend
+// on whether it was just built.
 func measureIdle(ctx context.Context, argv []string, dir string, n int, stderr io.Writer) (idleResult, error) {
 	res := idleResult{Upstreams: n}
+	if err := evictPageCache(argv[0]); err != nil {
+		fmt.Fprintf(stderr, "idle: %v (RssFile may then depend on how the binary is cached)\n", err)
+	}
 	t, err := startTarget(ctx, "proxy-idle", argv, dir, false, stderr)
 	if err != nil {
 		return res, err

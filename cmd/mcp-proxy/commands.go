@@ -44,7 +44,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		defer stop()
 	}
-	if addr := os.Getenv("MCP_PROXY_DEBUG_ADDR"); addr != "" {
+	if addr := os.Getenv(debugAddrEnv); addr != "" {
 		stop, err := startDebugServer(addr, log)
 		if err != nil {
 			return err

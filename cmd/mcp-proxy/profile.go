@@ -28,6 +28,9 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}, nil
 }
 
+// debugAddrEnv names the environment variable that turns the debug listener on.
+const debugAddrEnv = "MCP_PROXY_DEBUG_ADDR"
+
 // startDebugServer serves Go's profiling endpoints (/debug/pprof/: goroutines, heap, CPU)
 // on addr, which must be a loopback address; set MCP_PROXY_DEBUG_ADDR=127.0.0.1:6060 to
 // use it. It is never part of the MCP listener.

@@ -105,11 +105,12 @@ var modules = map[string][]reason{
 	"internal/h1client":    {{"golang.org/x/sys", "the non-blocking peek that checks a pooled connection is still open (MSG_PEEK)"}},
 	"internal/glob":        nil,
 	"internal/clock":       nil,
+	"internal/lazyre":      nil,
 	"internal/leaktest":    nil,
 	"internal/testserver":  nil, // must build anywhere, with nothing but Go
 	"principal":            nil,
 	"mcp":                  nil,
-	"cmd/mcp-bench":        {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek)"}},
+	"cmd/mcp-bench":        {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek); posix_fadvise before idle readings"}},
 	"config":               hcl,
 	"internal/importer":    hcl, // writes HCL with hclwrite
 	"transport":            logging,

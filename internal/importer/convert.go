@@ -5,9 +5,10 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 )
 
 // upstream is one upstream block of the generated file.
@@ -180,11 +181,11 @@ func (c *converter) headerEntry(label, key string, v value, where string) entry 
 }
 
 var (
-	flagRE       = regexp.MustCompile(`^--?([A-Za-z][A-Za-z0-9_.-]*)$`)
-	flagValueRE  = regexp.MustCompile(`^(--?([A-Za-z][A-Za-z0-9_.-]*)=)(.+)$`)
-	headerArgRE  = regexp.MustCompile(`^([A-Za-z0-9-]+)(:\s*)(.+)$`)
-	headerFlagRE = regexp.MustCompile(`^(--header|-H|--headers)$`)
-	assignRE     = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=(.+)$`)
+	flagRE       = lazyre.New(`^--?([A-Za-z][A-Za-z0-9_.-]*)$`)
+	flagValueRE  = lazyre.New(`^(--?([A-Za-z][A-Za-z0-9_.-]*)=)(.+)$`)
+	headerArgRE  = lazyre.New(`^([A-Za-z0-9-]+)(:\s*)(.+)$`)
+	headerFlagRE = lazyre.New(`^(--header|-H|--headers)$`)
+	assignRE     = lazyre.New(`^([A-Za-z_][A-Za-z0-9_]*)=(.+)$`)
 )
 
 // args converts a command's arguments. An argument holds a secret when it is a

@@ -2,10 +2,11 @@ package importer
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 )
 
 // render writes the configuration file: a header comment naming the sources and the
@@ -124,7 +125,7 @@ func writeObject(b *strings.Builder, name string, es []entry) {
 	b.WriteString("  }\n")
 }
 
-var bareKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+var bareKey = lazyre.New(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // objectKey writes an object key bare when HCL reads it as that string, quoted otherwise.
 func objectKey(k string) string {

@@ -2,9 +2,10 @@ package importer
 
 import (
 	"path/filepath"
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 )
 
 // Variables the clients substitute in their files, and what each becomes:
@@ -22,7 +23,7 @@ import (
 // VS Code and Cursor would substitute an empty string: a missing token should stop the
 // start, not surface later as a failed call.
 
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // interpolate turns s, a string of the source file, into a value of the generated one;
 // where says what s is (`upstream "x" env Y`) for the list of variables.

@@ -2,9 +2,10 @@ package importer
 
 import (
 	"net/url"
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/lazyre"
 )
 
 // Secret detection. An imported file must never hold a credential the source file had
@@ -62,7 +63,7 @@ func plainValue(v string) bool {
 	return false
 }
 
-var windowsPath = regexp.MustCompile(`^[A-Za-z]:[\\/]`)
+var windowsPath = lazyre.New(`^[A-Za-z]:[\\/]`)
 
 // tokenPrefixes start the tokens of well-known services: OpenAI and Anthropic (sk-),
 // Stripe, GitHub, GitLab, Slack, AWS, Google, Hugging Face, npm, Shopify,
@@ -77,9 +78,9 @@ var tokenPrefixes = []string{
 }
 
 var (
-	tokenAlphabet = regexp.MustCompile(`^[A-Za-z0-9_\-+/=.~]+$`)
-	jwtLike       = regexp.MustCompile(`^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$`)
-	hexLike       = regexp.MustCompile(`^[0-9a-fA-F]{32,}$`)
+	tokenAlphabet = lazyre.New(`^[A-Za-z0-9_\-+/=.~]+$`)
+	jwtLike       = lazyre.New(`^eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*$`)
+	hexLike       = lazyre.New(`^[0-9a-fA-F]{32,}$`)
 )
 
 // prefixedToken reports whether v is a token of a well-known service or a JWT.
@@ -136,7 +137,7 @@ func urlPassword(v string) bool {
 
 // authScheme matches the Authorization schemes Authorization schemes whose word is kept in the clear, so that
 // "Bearer sk-…" becomes "Bearer ${env("…")}".
-var authScheme = regexp.MustCompile(`^(?i)(Bearer|Basic|Token|Bot|Digest|ApiKey)(\s+)(\S.*)$`)
+var authScheme = lazyre.New(`^(?i)(Bearer|Basic|Token|Bot|Digest|ApiKey)(\s+)(\S.*)$`)
 
 // sensitiveHeader reports whether a header named name carries credentials.
 func sensitiveHeader(name string) bool {
