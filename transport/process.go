@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -143,25 +144,35 @@ func (p *Process) Stop(grace time.Duration) error {
 
 func readStderr(r io.Reader, fn func(string)) {
 	br := bufio.NewReaderSize(r, 16<<10)
+	skipping := false // the rest of a line over the buffer's size, already logged
 	for {
-		line, err := br.ReadString('\n')
-		if len(line) > 0 && fn != nil {
-			if line[len(line)-1] == '\n' {
-				line = line[:len(line)-1]
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: its start is logged, the rest dropped as it
+			// comes, so that a child writing without newlines costs no more memory.
+			if !skipping && fn != nil {
+				fn(string(chunk[:maxStderrLine]) + "…(truncated)")
 			}
-			if len(line) > 0 && line[len(line)-1] == '\r' {
-				line = line[:len(line)-1]
-			}
-			if len(line) > 8<<10 {
-				line = line[:8<<10] + "…(truncated)"
-			}
-			fn(line)
+			skipping = true
+			continue
 		}
+		if len(chunk) > 0 && !skipping && fn != nil {
+			line := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
+			if len(line) > maxStderrLine {
+				fn(string(line[:maxStderrLine]) + "…(truncated)")
+			} else if len(line) > 0 || len(chunk) > 0 && err == nil {
+				fn(string(line))
+			}
+		}
+		skipping = false
 		if err != nil {
 			return
 		}
 	}
 }
+
+// maxStderrLine is the most of one stderr line that is logged.
+const maxStderrLine = 8 << 10
 
 func mergeEnv(base []string, extra map[string]string) []string {
 	if len(extra) == 0 {
