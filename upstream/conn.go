@@ -89,9 +89,14 @@ type pendingCall struct {
 	stopCtx     func() bool // unregisters the context watcher, or nil
 	input       func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 	abort       func() // ends the call's inline exchange (see AllowInline), or nil; guarded by conn.mu
+	conn        *conn
+	id          int64
+	msg         jsonrpc.Message // the request as written (one allocation with the call)
 
-	// Leader/follower read (lead.go): wake is set when the caller waits in the conn for
-	// the outcome (await); the rest is guarded by conn.mu.
+	// Leader/follower read (lead.go): owned is set when the caller waits in the conn for
+	// the outcome (await); the rest is guarded by conn.mu. wake is made when the caller
+	// first has to block (a leader that reads its own answer never does).
+	owned    bool
 	wake     chan struct{}
 	finished bool             // out of the pending table
 	waiting  bool             // in conn.waiters
@@ -209,7 +214,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		// Before the pending call takes done: the answer goes through the wrapper.
 		done = c.fulfilInputs(ctx, req, done, 0)
 	}
-	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input}
+	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input, conn: c, id: id}
 	// A caller that may run the call on its own goroutine (AllowInline) exchanges it
 	// inline on a link that can (HTTP), or waits in the conn and may read the answer
 	// itself on one that can be led (a child's pipes, see lead.go).
@@ -220,9 +225,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 			hook, inline, leads = h, ok, !ok
 		}
 	}
-	if leads {
-		pc.wake = make(chan struct{}, 1)
-	}
+	pc.owned = leads
 
 	params, origToken, err := c.adapt(req, id)
 	if err != nil {
@@ -267,17 +270,12 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	switch {
 	case req.Cancel != nil:
 		pc.canceller = req.Cancel
-		cancelNow = !req.Cancel.arm(func() {
-			if c.take(id) != nil {
-				c.sendCancel(id, "cancelled by the client")
-				done(nil, ErrCancelled)
-			}
-		})
+		cancelNow = !req.Cancel.arm(pc)
 	case ctx.Done() != nil:
 		pc.stopCtx = context.AfterFunc(ctx, func() {
-			if c.take(id) != nil {
-				c.sendCancel(id, "cancelled by the client")
-				done(nil, ctx.Err())
+			if c.take(pc.id) != nil {
+				c.sendCancel(pc.id, "cancelled by the client")
+				pc.done(nil, ctx.Err())
 			}
 		})
 	}
@@ -297,7 +295,8 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	if inline || c.cancelsByAbort() {
 		abortable = c.abortable(id, pc)
 	}
-	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}, abortable, inline); err != nil {
+	pc.msg = jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}
+	if err := c.writeRequest(&pc.msg, abortable, inline); err != nil {
 		if c.take(id) != nil {
 			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
 		}
@@ -306,6 +305,16 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		c.await(pc)
 	}
 	return id
+}
+
+// cancel is what cancelling pc's Canceller does (the client cancelled the call): the
+// upstream is told, and the call completes with ErrCancelled.
+func (pc *pendingCall) cancel() {
+	c := pc.conn
+	if c.take(pc.id) != nil {
+		c.sendCancel(pc.id, "cancelled by the client")
+		pc.done(nil, ErrCancelled)
+	}
 }
 
 // abortable gives an inline exchange's abort to call pc: taking the call (a

@@ -39,7 +39,8 @@ import (
 // takes it (each connection copies it when it starts; tests change it).
 var idleReadGrace = time.Millisecond
 
-// signal wakes the one goroutine waiting on ch (buffered, capacity 1) without blocking.
+// signal wakes the one goroutine waiting on ch (buffered, capacity 1; nil: nobody waits
+// yet) without blocking.
 func signal(ch chan struct{}) {
 	select {
 	case ch <- struct{}{}:
@@ -101,7 +102,7 @@ func (c *conn) releaseLocked() {
 // set. It reports whether the outcome was handed over (the taker must not call done).
 // c.mu is held.
 func (c *conn) finishLocked(pc *pendingCall, abort, hand bool, msg *jsonrpc.Message, err error) (handed bool) {
-	if pc.wake == nil {
+	if !pc.owned {
 		c.ownerless--
 		return false
 	}
@@ -170,8 +171,12 @@ func (c *conn) await(pc *pendingCall) {
 			c.mu.Unlock()
 			return
 		}
+		if pc.wake == nil {
+			pc.wake = make(chan struct{}, 1) // under c.mu, as every signal is
+		}
+		wake := pc.wake
 		c.mu.Unlock()
-		<-pc.wake
+		<-wake
 		c.mu.Lock()
 	}
 }
