@@ -35,9 +35,10 @@ const headSize = 4 << 10
 // LineReader reads newline-delimited messages of any length up to a limit. It is not safe
 // for concurrent use.
 type LineReader struct {
-	r   *bufio.Reader
-	max int
-	buf []byte
+	r       *bufio.Reader
+	max     int
+	buf     []byte
+	partial bool // buf holds the start of a line whose read an error (a deadline) cut short
 }
 
 // NewLineReader returns a reader of lines up to max bytes (DefaultMaxMessageSize if max<=0).
@@ -50,7 +51,8 @@ func NewLineReader(r io.Reader, max int) *LineReader {
 
 // ReadLine returns the next non-empty line without its terminator. The returned slice is
 // valid until the next call. At end of input it returns io.EOF (a final unterminated line
-// is returned first).
+// is returned first). Another error from the reader (a read deadline) loses nothing: the
+// part of a line read before it is kept, and the next call completes that line.
 func (lr *LineReader) ReadLine() ([]byte, error) {
 	for {
 		line, err := lr.readLine()
@@ -66,12 +68,20 @@ func (lr *LineReader) ReadLine() ([]byte, error) {
 }
 
 func (lr *LineReader) readLine() ([]byte, error) {
-	lr.shrink() // the line returned last time is no longer in use
-	frag, err := lr.r.ReadSlice('\n')
-	if err == nil && len(frag)-1 <= lr.max {
-		return frag[:len(frag)-1], nil // common case: the line fits the buffer, no copy
+	var frag []byte
+	var err error
+	if lr.partial {
+		lr.partial = false
+		frag, err = lr.r.ReadSlice('\n')
+		lr.buf = append(lr.buf, frag...)
+	} else {
+		lr.shrink() // the line returned last time is no longer in use
+		frag, err = lr.r.ReadSlice('\n')
+		if err == nil && len(frag)-1 <= lr.max {
+			return frag[:len(frag)-1], nil // common case: the line fits the buffer, no copy
+		}
+		lr.buf = append(lr.buf[:0], frag...)
 	}
-	lr.buf = append(lr.buf[:0], frag...)
 	for errors.Is(err, bufio.ErrBufferFull) {
 		if len(lr.buf) > lr.max {
 			return nil, lr.skipRest()
@@ -95,6 +105,9 @@ func (lr *LineReader) readLine() ([]byte, error) {
 			return nil, e
 		}
 		return lr.buf, nil
+	}
+	if len(lr.buf) > 0 && !errors.Is(err, io.EOF) {
+		lr.partial = true // interrupted mid-line: the rest comes with the next call
 	}
 	return nil, err
 }

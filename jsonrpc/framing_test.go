@@ -297,6 +297,61 @@ func TestLineReaderIOError(t *testing.T) {
 	}
 }
 
+// scriptedReader returns its chunks one per Read; a nil chunk returns errPause instead
+// (a read deadline), after which later Reads go on with the next chunk.
+type scriptedReader struct{ chunks [][]byte }
+
+var errPause = errors.New("deadline")
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	c := r.chunks[0]
+	if c == nil {
+		r.chunks = r.chunks[1:]
+		return 0, errPause
+	}
+	n := copy(p, c)
+	if n == len(c) {
+		r.chunks = r.chunks[1:]
+	} else {
+		r.chunks[0] = c[n:]
+	}
+	return n, nil
+}
+
+// TestLineReaderErrorMidLine: an error that interrupts a line (a read deadline) is
+// returned, and the next ReadLine completes the line with nothing lost, whether the
+// line's start was in the buffer or had overflowed it, and however often it happens.
+func TestLineReaderErrorMidLine(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	r := &scriptedReader{chunks: [][]byte{
+		[]byte("one\n{\"a\":"), nil, nil, []byte("1}\ntw"), nil, []byte("o\n" + long[:70<<10]), nil, []byte(long[70<<10:] + "\nend"),
+	}}
+	lr := NewLineReader(r, 1<<20)
+	var got []string
+	pauses := 0
+	for {
+		line, err := lr.ReadLine()
+		if errors.Is(err, errPause) {
+			pauses++
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				t.Fatal(err)
+			}
+			break
+		}
+		got = append(got, string(line))
+	}
+	want := []string{"one", `{"a":1}`, "two", long, "end"}
+	if pauses != 4 || strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("%d pauses, lines %.80q; want 4 and %.80q", pauses, got, want)
+	}
+}
+
 // lineRecorder checks that every Write call carries exactly one whole line.
 type lineRecorder struct {
 	mu    sync.Mutex // guards the fields below

@@ -279,8 +279,16 @@ func (r *Router) callEntry(ctx context.Context, req *Request, e *entry, name, wh
 			return
 		}
 	}
-	r.routeCall(ctx, &Call{Method: req.Method, Params: params, Request: req, owner: e.owner,
-		Target: &Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw}}, reply)
+	// The call and its target in one allocation.
+	ct := &struct {
+		call   Call
+		target Target
+	}{
+		call:   Call{Method: req.Method, Params: params, Request: req, owner: e.owner},
+		target: Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw},
+	}
+	ct.call.Target = &ct.target
+	r.routeCall(ctx, &ct.call, reply)
 }
 
 // callByURI routes resources/read, subscribe and unsubscribe by URI ownership. The

@@ -490,6 +490,14 @@ func (a *answer) disconnect() (pending bool) {
 // never end by themselves, such as subscriptions, when the proxy shuts down). tick
 // beats every keep-alive interval (shared by all requests: no timer per request).
 func (a *answer) wait(ctx context.Context, tick *beat, drain <-chan struct{}) (gone bool) {
+	select {
+	case <-a.done:
+		// Complete already (the call ran on this goroutine, see AllowInline): no need
+		// for the request context's done channel (allocated on first use) or the beat.
+		a.complete()
+		return false
+	default:
+	}
 	for {
 		select {
 		case <-a.done:

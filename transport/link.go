@@ -60,6 +60,20 @@ type Corker interface {
 	Uncork() error
 }
 
+// ReadInterrupter is implemented by links whose ReadLine can be cut short from another
+// goroutine, so that the goroutine reading (which may be a caller waiting for its own
+// answer, see upstream's leader/follower read) can be told to stop when it no longer
+// needs to. After InterruptRead, a ReadLine that would wait for the peer (the one in
+// progress, and every later one until ResumeRead) returns an error matching
+// os.ErrDeadlineExceeded at once; nothing is lost, a line cut short is completed by a
+// later ReadLine. ReadInterruptible reports whether this link supports it (a pipe the Go
+// runtime cannot poll does not).
+type ReadInterrupter interface {
+	ReadInterruptible() bool
+	InterruptRead()
+	ResumeRead()
+}
+
 // VersionCarrier is implemented by links that carry the negotiated protocol version on
 // every request (Streamable HTTP's MCP-Protocol-Version header).
 type VersionCarrier interface {
@@ -67,8 +81,9 @@ type VersionCarrier interface {
 }
 
 var (
-	_ Link   = (*Process)(nil)
-	_ Corker = (*Process)(nil)
+	_ Link            = (*Process)(nil)
+	_ Corker          = (*Process)(nil)
+	_ ReadInterrupter = (*Process)(nil)
 )
 
 // Describe implements Link.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -53,9 +54,10 @@ type MemServer struct {
 }
 
 var (
-	_ Link      = (*MemLink)(nil)
-	_ Corker    = (*MemLink)(nil)
-	_ io.Closer = (*MemServer)(nil)
+	_ Link            = (*MemLink)(nil)
+	_ Corker          = (*MemLink)(nil)
+	_ ReadInterrupter = (*MemLink)(nil)
+	_ io.Closer       = (*MemServer)(nil)
 )
 
 // errKilled is a MemLink's exit error when Stop ended it because the server did not exit
@@ -71,6 +73,7 @@ type memPipe struct {
 	inClosed bool       // the proxy closed its output (Stop): the server reads EOF after toServer
 	toProxy  [][]byte   // lines from the server, not yet read by the proxy
 	dead     bool       // the server exited, or Stop killed it; done is closed
+	stopRead bool       // InterruptRead: a ReadLine that would wait returns at once
 	exitErr  error      // why, once dead
 
 	serverWake chan struct{} // signalled when toServer grows or the input closes
@@ -140,16 +143,38 @@ func (l *MemLink) ReadLine() ([]byte, error) {
 			}
 			return line, nil
 		}
-		dead := p.dead
+		dead, stop := p.dead, p.stopRead
 		p.mu.Unlock()
 		if dead {
 			return nil, io.EOF
+		}
+		if stop {
+			return nil, os.ErrDeadlineExceeded
 		}
 		select {
 		case <-p.proxyWake:
 		case <-p.done:
 		}
 	}
+}
+
+// ReadInterruptible implements ReadInterrupter: a MemLink always is.
+func (l *MemLink) ReadInterruptible() bool { return true }
+
+// InterruptRead implements ReadInterrupter: ReadLine returns the lines already written,
+// then os.ErrDeadlineExceeded instead of waiting, until ResumeRead.
+func (l *MemLink) InterruptRead() {
+	l.p.mu.Lock()
+	l.p.stopRead = true
+	l.p.mu.Unlock()
+	wake(l.p.proxyWake)
+}
+
+// ResumeRead implements ReadInterrupter.
+func (l *MemLink) ResumeRead() {
+	l.p.mu.Lock()
+	l.p.stopRead = false
+	l.p.mu.Unlock()
 }
 
 // Buffered implements Link: how many lines from the server are waiting to be read.

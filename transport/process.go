@@ -30,8 +30,11 @@ type Process struct {
 	*Stream
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
-	done  chan struct{}
-	err   error // exit status; written before done is closed
+	out   *os.File // the child's stdout, read through Stream
+	// interruptible: out takes read deadlines (the runtime polls it), so InterruptRead works
+	interruptible bool
+	done          chan struct{}
+	err           error // exit status; written before done is closed
 
 	stopOnce sync.Once
 	stopErr  error
@@ -75,8 +78,10 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		Stream: NewStream(outR, inW, spec.MaxMessage),
 		cmd:    cmd,
 		stdin:  inW,
+		out:    outR,
 		done:   make(chan struct{}),
 	}
+	p.interruptible = outR.SetReadDeadline(time.Time{}) == nil
 	stderrDone := make(chan struct{})
 	go func() {
 		defer close(stderrDone)
@@ -105,6 +110,16 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 
 // Pid returns the child's process id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// ReadInterruptible implements ReadInterrupter.
+func (p *Process) ReadInterruptible() bool { return p.interruptible }
+
+// InterruptRead implements ReadInterrupter with a read deadline in the past on the
+// child's stdout.
+func (p *Process) InterruptRead() { _ = p.out.SetReadDeadline(time.Unix(1, 0)) }
+
+// ResumeRead implements ReadInterrupter.
+func (p *Process) ResumeRead() { _ = p.out.SetReadDeadline(time.Time{}) }
 
 // Done is closed when the child has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }

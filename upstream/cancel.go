@@ -14,7 +14,7 @@ var ErrCancelled = errors.New("call cancelled")
 type Canceller struct {
 	mu        sync.Mutex // guards the fields below
 	cancelled bool
-	fn        func() // what cancelling does while the call is in flight
+	call      *pendingCall // the call in flight, cancelled by Cancel (no closure per call)
 }
 
 // Cancel cancels the call: the upstream is sent notifications/cancelled and the call
@@ -22,28 +22,29 @@ type Canceller struct {
 func (c *Canceller) Cancel() {
 	c.mu.Lock()
 	c.cancelled = true
-	fn := c.fn
-	c.fn = nil
+	call := c.call
+	c.call = nil
 	c.mu.Unlock()
-	if fn != nil {
-		fn()
+	if call != nil {
+		call.cancel()
 	}
 }
 
-// arm registers fn to run on Cancel; it reports false when Cancel already happened.
-func (c *Canceller) arm(fn func()) bool {
+// arm registers the call that Cancel cancels; it reports false when Cancel already
+// happened.
+func (c *Canceller) arm(call *pendingCall) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cancelled {
 		return false
 	}
-	c.fn = fn
+	c.call = call
 	return true
 }
 
 // disarm forgets the registered function once the call has completed.
 func (c *Canceller) disarm() {
 	c.mu.Lock()
-	c.fn = nil
+	c.call = nil
 	c.mu.Unlock()
 }

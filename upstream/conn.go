@@ -32,12 +32,28 @@ type conn struct {
 	// call can use it, under Upstream.mu): what it answered since were calls.
 	answeredAtReady int64
 
-	mu       sync.Mutex // guards pending, progress and closed
+	mu       sync.Mutex // guards pending, progress, closed and the read role's fields below
 	pending  map[int64]*pendingCall
 	progress map[string]func(json.RawMessage) // upstream progress token (raw JSON) → sink
 	closed   error                            // non-nil once the connection is dead
 
 	readerDone chan struct{}
+
+	// The read role (lead.go). leadable, ri, bgWake and idle are set once in newConn.
+	leadable    bool                      // waiting callers may read the link themselves
+	ri          transport.ReadInterrupter // the link, when leadable
+	bgWake      chan struct{}             // buffered: the reader goroutine was given the role
+	idle        *time.Timer               // fires when the role may have been free for idleReadGrace
+	idleArmed   bool                      // idle is armed
+	idleGrace   time.Duration             // idleReadGrace when the connection started
+	freeSince   time.Time                 // when the role was last left free
+	holder      *pendingCall              // the call whose caller reads the link (the leader), or nil
+	bgHolds     bool                      // the reader goroutine holds the role
+	waiters     []*pendingCall            // followers: callers waiting in the conn, oldest first
+	ownerless   int                       // pending calls whose caller does not wait in the conn
+	lastInline  bool                      // the last call sent has its caller waiting in the conn
+	interrupted bool                      // the leader's read is interrupted (ri.InterruptRead)
+	readErr     error                     // the link's output ended
 
 	ctx    context.Context // ends when the connection dies
 	cancel context.CancelFunc
@@ -73,6 +89,20 @@ type pendingCall struct {
 	stopCtx     func() bool // unregisters the context watcher, or nil
 	input       func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error)
 	abort       func() // ends the call's inline exchange (see AllowInline), or nil; guarded by conn.mu
+	conn        *conn
+	id          int64
+	msg         jsonrpc.Message // the request as written (one allocation with the call)
+
+	// Leader/follower read (lead.go): owned is set when the caller waits in the conn for
+	// the outcome (await); the rest is guarded by conn.mu. wake is made when the caller
+	// first has to block (a leader that reads its own answer never does).
+	owned    bool
+	wake     chan struct{}
+	finished bool             // out of the pending table
+	waiting  bool             // in conn.waiters
+	handed   bool             // outMsg and outErr are for the caller to pass to done
+	outMsg   *jsonrpc.Message //
+	outErr   error            //
 }
 
 func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
@@ -88,6 +118,16 @@ func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 		inbound:    make(map[string]context.CancelFunc),
 		resListens: make(map[string][]int64),
 		readerDone: make(chan struct{}),
+		bgWake:     make(chan struct{}, 1),
+		idle:       time.NewTimer(time.Hour),
+		bgHolds:    true, // the handshake's answers need a reader
+		idleGrace:  idleReadGrace,
+	}
+	c.idle.Stop()
+	if ri, ok := proc.(transport.ReadInterrupter); ok && ri.ReadInterruptible() {
+		if _, ex := proc.(transport.Exchanger); !ex {
+			c.leadable, c.ri = true, ri
+		}
 	}
 	if rf, ok := proc.(transport.RequestFailer); ok {
 		rf.OnRequestFailure(c.requestFailed)
@@ -174,7 +214,18 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		// Before the pending call takes done: the answer goes through the wrapper.
 		done = c.fulfilInputs(ctx, req, done, 0)
 	}
-	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input}
+	pc := &pendingCall{ctx: ctx, done: done, method: req.Method, input: req.Input, conn: c, id: id}
+	// A caller that may run the call on its own goroutine (AllowInline) exchanges it
+	// inline on a link that can (HTTP), or waits in the conn and may read the answer
+	// itself on one that can be led (a child's pipes, see lead.go).
+	var hook InlineHook
+	inline, leads := false, false
+	if _, ok := c.proc.(transport.InlineExchanger); ok || c.leadable {
+		if h, claimed := claimInline(ctx); claimed {
+			hook, inline, leads = h, ok, !ok
+		}
+	}
+	pc.owned = leads
 
 	params, origToken, err := c.adapt(req, id)
 	if err != nil {
@@ -192,6 +243,11 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		return 0
 	}
 	c.pending[id] = pc
+	c.lastInline = leads
+	if !leads {
+		c.ownerless++
+		c.ensureReaderLocked()
+	}
 	if pc.progressKey != "" {
 		sink := req.Progress
 		c.progress[pc.progressKey] = func(p json.RawMessage) {
@@ -214,17 +270,12 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	switch {
 	case req.Cancel != nil:
 		pc.canceller = req.Cancel
-		cancelNow = !req.Cancel.arm(func() {
-			if c.take(id) != nil {
-				c.sendCancel(id, "cancelled by the client")
-				done(nil, ErrCancelled)
-			}
-		})
+		cancelNow = !req.Cancel.arm(pc)
 	case ctx.Done() != nil:
 		pc.stopCtx = context.AfterFunc(ctx, func() {
-			if c.take(id) != nil {
-				c.sendCancel(id, "cancelled by the client")
-				done(nil, ctx.Err())
+			if c.take(pc.id) != nil {
+				c.sendCancel(pc.id, "cancelled by the client")
+				pc.done(nil, ctx.Err())
 			}
 		})
 	}
@@ -237,25 +288,33 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	}
 
 	var abortable func(abort func())
-	inline := false
-	if _, ok := c.proc.(transport.InlineExchanger); ok {
-		if hook, claimed := claimInline(ctx); claimed {
-			if hook != nil {
-				hook.InlineStarted()
-				defer hook.InlineEnded()
-			}
-			inline = true
-		}
+	if hook != nil && (inline || leads) {
+		hook.InlineStarted()
+		defer hook.InlineEnded()
 	}
 	if inline || c.cancelsByAbort() {
 		abortable = c.abortable(id, pc)
 	}
-	if err := c.writeRequest(&jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}, abortable, inline); err != nil {
+	pc.msg = jsonrpc.Message{ID: jsonrpc.IntID(id), Method: req.Method, Params: params}
+	if err := c.writeRequest(&pc.msg, abortable, inline); err != nil {
 		if c.take(id) != nil {
 			done(nil, mcp.ProxyError(mcp.CodeUpstreamFailed, c.u.spec.Name, err.Error()))
 		}
 	}
+	if leads {
+		c.await(pc)
+	}
 	return id
+}
+
+// cancel is what cancelling pc's Canceller does (the client cancelled the call): the
+// upstream is told, and the call completes with ErrCancelled.
+func (pc *pendingCall) cancel() {
+	c := pc.conn
+	if c.take(pc.id) != nil {
+		c.sendCancel(pc.id, "cancelled by the client")
+		pc.done(nil, ErrCancelled)
+	}
 }
 
 // abortable gives an inline exchange's abort to call pc: taking the call (a
@@ -283,9 +342,23 @@ func (c *conn) take(id int64) *pendingCall { return c.takeCall(id, true) }
 func (c *conn) takeAnswered(id int64) *pendingCall { return c.takeCall(id, false) }
 
 func (c *conn) takeCall(id int64, abort bool) *pendingCall {
+	pc, _ := c.takeWith(id, abort, false, nil, nil)
+	return pc
+}
+
+// takeOutcome is takeAnswered for the call's outcome read from the link (its response,
+// or the error that stands for it): when the call's caller waits in the conn as a
+// follower, the outcome is handed to it (handed), and the caller of takeOutcome must not
+// call done; otherwise it must.
+func (c *conn) takeOutcome(id int64, msg *jsonrpc.Message, err error) (pc *pendingCall, handed bool) {
+	return c.takeWith(id, false, true, msg, err)
+}
+
+func (c *conn) takeWith(id int64, abort, hand bool, msg *jsonrpc.Message, err error) (*pendingCall, bool) {
 	c.mu.Lock()
 	pc := c.pending[id]
 	var stop func()
+	handed := false
 	if pc != nil {
 		delete(c.pending, id)
 		if pc.progressKey != "" {
@@ -294,6 +367,7 @@ func (c *conn) takeCall(id int64, abort bool) *pendingCall {
 		if abort {
 			stop = pc.abort
 		}
+		handed = c.finishLocked(pc, abort, hand, msg, err)
 	}
 	c.mu.Unlock()
 	if stop != nil {
@@ -307,7 +381,7 @@ func (c *conn) takeCall(id int64, abort bool) *pendingCall {
 			pc.stopCtx()
 		}
 	}
-	return pc
+	return pc, handed
 }
 
 // extendDeadlines gives every call in flight its whole timeout again from now.
@@ -410,6 +484,7 @@ func (c *conn) fail(err error) {
 	}
 	c.closed = err
 	c.cancel()
+	c.ensureReaderLocked() // to see the end of the link's output
 	ids := make([]int64, 0, len(c.pending))
 	for id := range c.pending {
 		ids = append(ids, id)
@@ -419,35 +494,6 @@ func (c *conn) fail(err error) {
 		if pc := c.take(id); pc != nil {
 			pc.done(nil, err)
 		}
-	}
-}
-
-// readLoop reads the child's stdout until EOF, dispatching each message.
-func (c *conn) readLoop() {
-	defer close(c.readerDone)
-	var release func() // set while a burst of buffered messages is being handled
-	defer func() {
-		if release != nil {
-			release()
-		}
-	}()
-	for {
-		if release != nil && c.proc.Buffered() == 0 {
-			release() // about to wait for the upstream: let what the burst produced go
-			release = nil
-		}
-		line, err := c.proc.ReadLine()
-		if release == nil && err == nil && c.proc.Buffered() > 0 {
-			release = c.u.events.Hold()
-		}
-		if err != nil {
-			if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
-				c.tooLarge(err)
-				continue
-			}
-			return
-		}
-		c.handleLine(line, 0)
 	}
 }
 
@@ -492,12 +538,14 @@ func (c *conn) deliver(msg *jsonrpc.Message) {
 		return
 	}
 	c.answered.Add(1) // late or not, the upstream is answering
-	pc := c.takeAnswered(id)
+	pc, handed := c.takeOutcome(id, msg, nil)
 	if pc == nil {
 		c.log.Debug().Int64("id", id).Msg("late response for a cancelled or timed-out request; dropped")
 		return
 	}
-	pc.done(msg, nil)
+	if !handed {
+		pc.done(msg, nil)
+	}
 }
 
 func (c *conn) notification(msg *jsonrpc.Message) {

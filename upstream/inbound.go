@@ -116,9 +116,10 @@ func (c *conn) tooLarge(err error) {
 	if errors.As(err, &tl) {
 		if raw, ok := headID(tl.Head); ok {
 			if id, err2 := strconv.ParseInt(raw, 10, 64); err2 == nil {
-				if pc := c.takeAnswered(id); pc != nil {
-					pc.done(nil, mcp.ProxyError(mcp.CodeMessageTooLarge, c.u.spec.Name,
-						fmt.Sprintf("upstream %q answered with %d bytes, over its max_message_size of %d", c.u.spec.Name, tl.Size, tl.Limit)))
+				perr := mcp.ProxyError(mcp.CodeMessageTooLarge, c.u.spec.Name,
+					fmt.Sprintf("upstream %q answered with %d bytes, over its max_message_size of %d", c.u.spec.Name, tl.Size, tl.Limit))
+				if pc, handed := c.takeOutcome(id, nil, perr); pc != nil && !handed {
+					pc.done(nil, perr)
 				}
 			}
 		}
