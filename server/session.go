@@ -125,11 +125,13 @@ func (ss *session) serve(ctx context.Context) error {
 	// Lines are handled on the reading goroutine itself: routing a request writes it
 	// upstream without waiting, so there is no hand-off between reading and forwarding;
 	// a request whose exchange runs on the reading goroutine (an HTTP upstream) first
-	// hands the reading over (see stdioReader). The reader ends when the input does; when
+	// hands the reading over (see stdioInput). The reader ends when the input does; when
 	// ctx ends first, serve returns and the caller closes the input (or the process
 	// exits).
 	done := make(chan error, 1)
-	go (&stdioReader{ss: ss, ctx: ctx, done: done}).run()
+	in := newStdioInput(ss, ctx, done)
+	defer in.close()
+	in.start()
 	select {
 	case err := <-done:
 		if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
