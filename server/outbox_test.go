@@ -3,7 +3,11 @@ package server
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,5 +75,122 @@ func TestOutboxOrderAndClose(t *testing.T) {
 	pw.Close()
 	if b := <-got; !bytes.Equal(b, want.Bytes()) {
 		t.Errorf("the client got %d bytes, want %d in order", len(b), want.Len())
+	}
+}
+
+// TestOutboxDirectToPipe: with a pipe's room check, a write to an idle outbox is in the
+// pipe when Write returns (the caller wrote it); a client that reads nothing fills the
+// pipe, and from then on writes queue without ever blocking the caller, until the
+// limit disconnects the client. What the client reads is every accepted write, in
+// order.
+func TestOutboxDirectToPipe(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	room := pipeRoom(pw)
+	if room == nil {
+		t.Skip("no pipe room check on this platform")
+	}
+	var stuck atomic.Int32
+	o := newOutbox(pw, 256<<10, func() { stuck.Add(1) })
+	o.setRoom(room)
+
+	first := []byte("first\n")
+	if _, err := o.Write(first); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(first))
+	if _, err := io.ReadFull(pr, got); err != nil || !bytes.Equal(got, first) {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if !room(len(first)) {
+		t.Fatal("an empty pipe has no room")
+	}
+
+	// Nobody reads now: the pipe fills, then the queue, then the client is cut off.
+	var want bytes.Buffer
+	line := append(bytes.Repeat([]byte("x"), 1000), '\n')
+	for i := 0; stuck.Load() == 0; i++ {
+		line[0] = byte('a' + i%26)
+		if _, err := o.Write(line); err != nil {
+			if !errors.Is(err, errClientStuck) {
+				t.Fatalf("write %d: %v", i, err)
+			}
+			break
+		}
+		want.Write(line)
+		if i > 10_000 {
+			t.Fatal("the client was never cut off")
+		}
+	}
+	if stuck.Load() != 1 {
+		t.Fatalf("stuck called %d times", stuck.Load())
+	}
+	// What went into the pipe before the queue was dropped is a prefix of what was
+	// accepted, in order (the outbox's goroutine may have been cut off in the middle of
+	// a line: the client is disconnected).
+	pw.Close()
+	o.Close(waitFor)
+	b, err := io.ReadAll(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 32<<10 || !bytes.HasPrefix(want.Bytes(), b) {
+		t.Errorf("the client read %d bytes, not a prefix of the %d accepted that fills most of the pipe", len(b), want.Len())
+	}
+}
+
+// TestOutboxDirectOrder: writers racing on an outbox with a room check (some write
+// directly, others queue behind them) lose nothing and keep each writer's order.
+func TestOutboxDirectOrder(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	room := pipeRoom(pw)
+	if room == nil {
+		t.Skip("no pipe room check on this platform")
+	}
+	o := newOutbox(pw, 64<<20, func() { t.Error("stuck called for a reading client") })
+	o.setRoom(room)
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(pr)
+		read <- b
+	}()
+	const writers, each = 8, 2000
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				if _, err := fmt.Fprintf(o, "%d %d\n", w, i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	o.Close(waitFor)
+	pw.Close()
+	next := make([]int, writers)
+	for line := range strings.Lines(string(<-read)) {
+		var w, i int
+		if _, err := fmt.Sscanf(line, "%d %d\n", &w, &i); err != nil || w < 0 || w >= writers {
+			t.Fatalf("line %q", line)
+		}
+		if i != next[w] {
+			t.Fatalf("writer %d: line %d after %d", w, i, next[w]-1)
+		}
+		next[w]++
+	}
+	for w, n := range next {
+		if n != each {
+			t.Errorf("writer %d: %d lines read, want %d", w, n, each)
+		}
 	}
 }

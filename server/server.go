@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,6 +136,9 @@ func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) e
 			Msg("the client is not reading its stdout: more than max_client_buffer bytes unread; disconnecting it")
 		disconnect(errClientStuck)
 	})
+	if f, ok := out.(*os.File); ok {
+		ob.setRoom(pipeRoom(f)) // a pipe with room takes an answer from the goroutine that has it
+	}
 	sess := newSession(s, transport.NewStream(in, ob, s.opts.MaxMessage), log)
 	sess.transport = TransportStdio
 	sess.maxInFlight = s.maxClientInFlight()

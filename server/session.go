@@ -123,42 +123,15 @@ func (ss *session) serve(ctx context.Context) error {
 		ss.shutdown()
 	}()
 	// Lines are handled on the reading goroutine itself: routing a request writes it
-	// upstream without waiting, so there is no hand-off between reading and forwarding.
-	// The reader ends when the input does; when ctx ends first, serve returns and the
-	// caller closes the input (or the process exits).
+	// upstream without waiting, so there is no hand-off between reading and forwarding;
+	// a request whose exchange runs on the reading goroutine (an HTTP upstream) first
+	// hands the reading over (see stdioInput). The reader ends when the input does; when
+	// ctx ends first, serve returns and the caller closes the input (or the process
+	// exits).
 	done := make(chan error, 1)
-	go func() {
-		var uncork func() // set while a burst of buffered requests is being handled
-		defer func() {
-			if uncork != nil {
-				uncork()
-			}
-		}()
-		for {
-			if uncork != nil && ss.stream.Buffered() == 0 {
-				uncork() // about to wait for the client: send the burst upstream
-				uncork = nil
-			}
-			line, err := ss.stream.ReadLine()
-			if uncork == nil && err == nil && ss.stream.Buffered() > 0 {
-				uncork = ss.s.r.CorkUpstreams()
-			}
-			if err != nil {
-				if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
-					ss.log.Warn().Err(err).Msg("message from client over the size limit; skipped")
-					ss.write(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
-					continue
-				}
-				done <- err
-				return
-			}
-			if ctx.Err() != nil {
-				done <- ctx.Err()
-				return
-			}
-			ss.handleLine(ctx, line)
-		}
-	}()
+	in := newStdioInput(ss, ctx, done)
+	defer in.close()
+	in.start()
 	select {
 	case err := <-done:
 		if errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {

@@ -64,7 +64,11 @@ func runFloor(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var up floorUpstream
 	switch {
 	case *upURL != "" && fs.NArg() == 0:
-		up = &floorHTTPUp{url: *upURL, tr: &h1client.Transport{Fallback: http.DefaultTransport}}
+		h, err := newFloorHTTPUp(*upURL)
+		if err != nil {
+			return usageError{fmt.Sprintf("floor: -upstream-url: %v", err)}
+		}
+		up = h
 	case *upURL == "" && fs.NArg() > 0:
 		p, err := startFloorPipe(fs.Args(), stderr)
 		if err != nil {
@@ -141,70 +145,110 @@ func floorHandle(up floorUpstream, w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serveFloorStdio reads messages from stdin and writes answers to stdout, each request
-// forwarded on its own goroutine (as the proxy serves them), until stdin ends.
+// serveFloorStdio reads messages from stdin and writes answers to stdout until stdin
+// ends. Each request is forwarded on the goroutine that read it, which first hands the
+// reading over to a new goroutine (leader/follower, as the proxy's stdio front end does
+// for an exchange it runs inline): the request goes upstream at once, without waiting
+// for another thread to wake up and take it, and the new reader blocks on stdin only
+// once the request waits for its answer. Notifications are forwarded by the reader
+// itself, in order (as the proxy posts notifications before the next request).
 func serveFloorStdio(ctx context.Context, up floorUpstream, stdin io.Reader, stdout io.Writer) error {
-	lr := jsonrpc.NewLineReader(stdin, floorMaxBody)
-	lw := jsonrpc.NewLineWriter(stdout)
-	var session struct {
-		sync.Mutex
-		floorHeaders
+	f := &floorStdio{ctx: ctx, up: up, lr: jsonrpc.NewLineReader(stdin, floorMaxBody), lw: jsonrpc.NewLineWriter(stdout),
+		end: make(chan error, 1)}
+	f.wg.Add(1)
+	go f.read()
+	err := <-f.end
+	f.wg.Wait()
+	if errors.Is(err, io.EOF) {
+		return nil
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	return err
+}
+
+// floorStdio is the stdio front end of the floor forwarder.
+type floorStdio struct {
+	ctx context.Context
+	up  floorUpstream
+	lr  *jsonrpc.LineReader // read by one goroutine at a time: the current reader
+	lw  *jsonrpc.LineWriter
+	end chan error // the input's end
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex // guards session
+	session floorHeaders
+}
+
+// read is the reader: it reads until a request, hands the reading to a new goroutine
+// and forwards the request.
+func (f *floorStdio) read() {
+	defer f.wg.Done()
 	for {
-		line, err := lr.ReadLine()
+		line, err := f.lr.ReadLine()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
+			f.end <- err
+			return
 		}
 		raw := bytes.Clone(line)
 		m, err := jsonrpc.Decode(raw)
 		if err != nil {
 			continue
 		}
-		wg.Add(1)
-		run := func() {
-			defer wg.Done()
-			session.Lock()
-			hdr := session.floorHeaders
-			session.Unlock()
-			answer, _, err := up.forward(ctx, m, raw, &hdr)
-			if hdr.session != "" {
-				session.Lock()
-				session.session = hdr.session
-				session.Unlock()
-			}
-			switch {
-			case err != nil && m.IsRequest():
-				lw.Write(jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -32603, Message: err.Error()}))
-			case answer != nil:
-				lw.WriteRaw(answer)
-			}
+		if !m.IsRequest() {
+			f.forward(m, raw)
+			continue
 		}
-		if m.IsRequest() {
-			go run()
-		} else {
-			run() // in order, as the proxy posts notifications before the next request
-		}
+		f.wg.Add(1)
+		go f.read() // the next reader; this goroutine is the request's now
+		f.forward(m, raw)
+		return
+	}
+}
+
+func (f *floorStdio) forward(m *jsonrpc.Message, raw []byte) {
+	f.mu.Lock()
+	hdr := f.session
+	f.mu.Unlock()
+	answer, _, err := f.up.forward(f.ctx, m, raw, &hdr)
+	if hdr.session != "" {
+		f.mu.Lock()
+		f.session.session = hdr.session
+		f.mu.Unlock()
+	}
+	switch {
+	case err != nil && m.IsRequest():
+		f.lw.Write(jsonrpc.NewErrorResponse(m.ID, &jsonrpc.Error{Code: -32603, Message: err.Error()}))
+	case answer != nil:
+		f.lw.WriteRaw(answer)
 	}
 }
 
 // floorHTTPUp is the HTTP upstream leg: every message one POST on a pooled connection.
+// Like the proxy's HTTP link, it copies a template request (the URL parsed once) and
+// hands the lean client the body to write without a copy.
 type floorHTTPUp struct {
-	url string
-	tr  *h1client.Transport
+	tmpl *http.Request
+	tr   *h1client.Transport
 }
 
-func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.url, bytes.NewReader(raw))
+func newFloorHTTPUp(url string) (*floorHTTPUp, error) {
+	tmpl, err := http.NewRequest(http.MethodPost, url, nil)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	req.Header["Content-Type"] = []string{"application/json"}
-	req.Header["Accept"] = []string{"application/json, text/event-stream"}
+	return &floorHTTPUp{tmpl: tmpl, tr: &h1client.Transport{Fallback: http.DefaultTransport}}, nil
+}
+
+var (
+	floorJSON   = []string{"application/json"}
+	floorAccept = []string{"application/json, text/event-stream"}
+)
+
+func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error) {
+	req := u.tmpl.WithContext(ctx)
+	req.Header = make(http.Header, 4)
+	req.Body, req.ContentLength = h1client.NewBody(raw), int64(len(raw))
+	req.Header["Content-Type"] = floorJSON
+	req.Header["Accept"] = floorAccept
 	if hdr.session != "" {
 		req.Header["Mcp-Session-Id"] = []string{hdr.session}
 	}
@@ -219,7 +263,7 @@ func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byt
 	if sid := resp.Header["Mcp-Session-Id"]; len(sid) > 0 {
 		hdr.session = sid[0]
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, floorMaxBody))
+	b, err := readFloorBody(resp)
 	if err != nil {
 		return nil, "", err
 	}
@@ -236,6 +280,16 @@ func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byt
 		}
 	}
 	return b, ctype, nil
+}
+
+// readFloorBody reads an answer into a buffer of its size when the server gave it.
+func readFloorBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= floorMaxBody {
+		b := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, b)
+		return b, err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, floorMaxBody))
 }
 
 func (u *floorHTTPUp) close() error {

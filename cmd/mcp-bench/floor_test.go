@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,5 +134,57 @@ func TestRunTLS(t *testing.T) {
 	}
 	if seen < 4 {
 		t.Errorf("upstream HTTP/2 figures for %d phases\n%s", seen, stderr.String())
+	}
+}
+
+// TestReportFloorPairs: each proxy's "CPU per call" summary line against its floor
+// carries that pair's own figures in every phase (latency, and each concurrency), not
+// another pair's or another phase's, whatever order the rounds ran the targets in.
+func TestReportFloorPairs(t *testing.T) {
+	o, err := parseOptions([]string{"-mode", "http", "-floor", "-stdio-httpup", "-rounds", "3", "-concurrency", "1,64"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := newReport(o)
+	targets := []string{targetDirect, targetProxy, targetProxyHTTPUp, targetStdioHTTPUp, targetFloor, targetFloorHTTPUp, targetFloorStdioHTTPUp}
+	phases := []phaseSpec{{kindLatency, 1}, {kindThroughput, 1}, {kindThroughput, 64}}
+	// Every target and phase has a CPU figure of its own: 100×target + 10×phase, plus the
+	// round (so the median is round 2's).
+	cpu := func(ti, pi, round int) float64 { return float64(100*(ti+1) + 10*pi + round) }
+	for round := range 3 {
+		rr := roundResult{Round: round + 1}
+		for pi, ph := range phases {
+			for ti, tg := range rotate(targets, round) {
+				ti = (ti + round) % len(targets)
+				rr.Phases = append(rr.Phases, phaseResult{Kind: ph.kind, Concurrency: ph.concurrency, Target: tg, Calls: 5000,
+					CallsPerSec: 1000, P50US: 100, CPUPerCallUS: cpu(ti, pi, round)})
+			}
+		}
+		rep.Rounds = append(rep.Rounds, rr)
+	}
+	rep.summarize()
+	var b strings.Builder
+	if err := rep.writeText(&b); err != nil {
+		t.Fatal(err)
+	}
+	index := func(name string) int { return slices.Index(targets, name) }
+	for _, pair := range floorPairs {
+		x, y := index(pair[0]), index(pair[1])
+		want := fmt.Sprintf("CPU per call %s/%s", pair[0], pair[1])
+		line := ""
+		for l := range strings.Lines(b.String()) {
+			if strings.Contains(l, want) {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Fatalf("no %q line:\n%s", want, b.String())
+		}
+		for pi, label := range []string{"latency", "c=1", "c=64"} {
+			part := fmt.Sprintf("%s %.2fx (%.1f vs %.1f µs)", label, cpu(x, pi, 1)/cpu(y, pi, 1), cpu(x, pi, 1), cpu(y, pi, 1))
+			if !strings.Contains(line, part) {
+				t.Errorf("%s: want %q in\n%s", want, part, line)
+			}
+		}
 	}
 }
