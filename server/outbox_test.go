@@ -84,6 +84,16 @@ func TestOutboxOrderAndClose(t *testing.T) {
 // limit disconnects the client. What the client reads is every accepted write, in
 // order.
 func TestOutboxDirectToPipe(t *testing.T) {
+	// Lines of 1001 bytes fill a pipe's pages; of 1100 and 2100 bytes they leave part of
+	// every page unused, so that the pipe is full with fewer unread bytes than its size
+	// (a room check on the unread bytes then let a write block: the client was never cut
+	// off).
+	for _, size := range []int{1001, 1100, 2100} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) { testOutboxDirectToPipe(t, size) })
+	}
+}
+
+func testOutboxDirectToPipe(t *testing.T, size int) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +122,7 @@ func TestOutboxDirectToPipe(t *testing.T) {
 
 	// Nobody reads now: the pipe fills, then the queue, then the client is cut off.
 	var want bytes.Buffer
-	line := append(bytes.Repeat([]byte("x"), 1000), '\n')
+	line := append(bytes.Repeat([]byte("x"), size-1), '\n')
 	for i := 0; stuck.Load() == 0; i++ {
 		line[0] = byte('a' + i%26)
 		if _, err := o.Write(line); err != nil {

@@ -8,13 +8,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// pipeSlack is what the room check leaves free beyond a write's own bytes: a pipe
-// holds data in pages, and the first and last of them may be partly used.
-const pipeSlack = 2 * 4096
+// pipePage is the size of the pages a pipe holds its data in.
+const pipePage = 4096
 
-// pipeRoom returns, for a pipe, a check that n more bytes fit in it now (so that a
-// write of them cannot block: the proxy is the pipe's only writer, and what the client
-// reads only makes more room); nil when f is not a pipe or its size cannot be read.
+// pipeRoom returns, for a pipe, a check that a write of n more bytes cannot block now;
+// nil when f is not a pipe or its size cannot be read. Only an empty pipe is known to
+// have room: a pipe's capacity is a number of pages, and how many of them the unread
+// bytes take depends on how the writes fell into pages (writes a little over half a
+// page each take a page each, so a 64 KiB pipe can be full with 33 KiB unread), which
+// no system call tells. An empty pipe holds no page, and the proxy is its only writer
+// (what the client reads only makes more room), so n bytes up to the pipe's size less a
+// page cannot block. A client that reads what it is sent finds the pipe empty when the
+// next answer is ready; under load the outbox's goroutine writes what accumulated.
 func pipeRoom(f *os.File) func(n int) bool {
 	raw, err := f.SyscallConn()
 	if err != nil {
@@ -32,19 +37,22 @@ func pipeRoom(f *os.File) func(n int) bool {
 			return
 		}
 		size, ferr = unix.FcntlInt(fd, unix.F_GETPIPE_SZ, 0)
-	}); err != nil || ferr != nil || size <= pipeSlack {
+	}); err != nil || ferr != nil || size <= pipePage {
 		return nil
 	}
 	return func(n int) bool {
+		if n+pipePage > size {
+			return false
+		}
 		unread := -1
 		if err := raw.Control(func(fd uintptr) {
 			// TIOCINQ is FIONREAD: the unread bytes, asked of either end of a pipe.
 			if v, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err == nil {
 				unread = v
 			}
-		}); err != nil || unread < 0 {
+		}); err != nil {
 			return false
 		}
-		return unread+n+pipeSlack <= size
+		return unread == 0
 	}
 }
