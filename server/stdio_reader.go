@@ -172,7 +172,7 @@ func (rd *stdioReader) handle(line []byte) bool {
 		return true
 	}
 	t := &readerTurn{rd: rd}
-	ctx := t.ic.Init(rd.in.ctx, t)
+	ctx := t.ic.InitExchange(rd.in.ctx, t) // a child's answer is read by its reader goroutine
 	rd.turn.Store(t)
 	rd.in.ss.handleLine(ctx, line) // line is not used once decoded: the next reader may reuse its buffer
 	return rd.turn.CompareAndSwap(t, nil)

@@ -221,7 +221,7 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	var hook InlineHook
 	inline, leads := false, false
 	if _, ok := c.proc.(transport.InlineExchanger); ok || c.leadable {
-		if h, claimed := claimInline(ctx); claimed {
+		if h, claimed := claimInline(ctx, !ok); claimed {
 			hook, inline, leads = h, ok, !ok
 		}
 	}

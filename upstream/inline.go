@@ -10,8 +10,9 @@ import (
 // the mark and the claim together.
 type inlineCtx struct {
 	context.Context
-	hook    InlineHook
-	claimed atomic.Bool
+	hook         InlineHook
+	exchangeOnly bool // only an exchange over HTTP may claim it, not a child's read (InitExchange)
+	claimed      atomic.Bool
 }
 
 // InlineHook is told when the inline exchange that a context from AllowInline allows
@@ -53,16 +54,28 @@ type InlineContext struct {
 
 // Init returns ctx marked as AllowInline(ctx, hook) would.
 func (ic *InlineContext) Init(ctx context.Context, hook InlineHook) context.Context {
-	ic.c.Context, ic.c.hook = ctx, hook
+	ic.c.Context, ic.c.hook, ic.c.exchangeOnly = ctx, hook, false
 	ic.c.claimed.Store(false)
 	return &ic.c
 }
 
-// claimInline reports whether ctx allows an inline exchange that nothing claimed yet,
-// and claims it; hook is the context's (possibly nil).
-func claimInline(ctx context.Context) (hook InlineHook, ok bool) {
+// InitExchange is Init for a caller that is worth running inline only a request's
+// exchange over HTTP: a request to a child process is not claimed (its answer is read
+// by the connection's reader goroutine, as without the mark), since the caller would
+// have to hand its own work to another goroutine first (the stdio front end's reading)
+// and would then save nothing.
+func (ic *InlineContext) InitExchange(ctx context.Context, hook InlineHook) context.Context {
+	ctx = ic.Init(ctx, hook)
+	ic.c.exchangeOnly = true
+	return ctx
+}
+
+// claimInline reports whether ctx allows an inline exchange (read: the read of a
+// child's answer, see lead.go) that nothing claimed yet, and claims it; hook is the
+// context's (possibly nil).
+func claimInline(ctx context.Context, read bool) (hook InlineHook, ok bool) {
 	c, _ := ctx.Value(inlineKey{}).(*inlineCtx)
-	if c == nil || !c.claimed.CompareAndSwap(false, true) {
+	if c == nil || read && c.exchangeOnly || !c.claimed.CompareAndSwap(false, true) {
 		return nil, false
 	}
 	return c.hook, true
