@@ -165,10 +165,16 @@ func (rd *stdioReader) end(err error) {
 
 // handle handles one line and reports whether this goroutine is still the reader. A
 // batch never runs an exchange inline: its requests are dispatched one after another
-// and must not wait for each other.
+// and must not wait for each other. Nor does a line with more lines already read behind
+// it (a burst, the client has many requests in flight): handing the reading over costs
+// a wake-up per line there, and saves none, since the reader is busy anyway.
 func (rd *stdioReader) handle(line []byte) bool {
 	if t := bytes.TrimLeft(line, " \t"); len(t) > 0 && t[0] == '[' {
 		rd.in.ss.handleBatch(rd.in.ctx, t)
+		return true
+	}
+	if rd.in.ss.stream.Buffered() > 0 {
+		rd.in.ss.handleLine(rd.in.ctx, line)
 		return true
 	}
 	t := &readerTurn{rd: rd}
