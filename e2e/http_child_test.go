@@ -25,14 +25,7 @@ func TestHTTPFrontToChildUpstream(t *testing.T) {
 	stderr, _ := startProxyAt(t, cfg, addr)
 	c := &httpWire{t: t, url: "http://" + addr + "/mcp"}
 	ctx := ctxT(t, 120*time.Second)
-	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`, nil)
-	if init.status != http.StatusOK || init.header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize: %d %s\n%s", init.status, init.body, stderr)
-	}
-	c.sid = init.header.Get("Mcp-Session-Id")
-	if r := c.post(ctx, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); r.status != http.StatusAccepted {
-		t.Fatalf("initialized: %d", r.status)
-	}
+	c.initialize(ctx, stderr)
 	// post is c.post for any goroutine: it reports failures instead of ending the test.
 	post := func(body string) (wireReply, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))

@@ -24,14 +24,7 @@ func TestHTTPFrontToHTTPUpstream(t *testing.T) {
 	stderr, _ := startProxyAt(t, cfg, addr)
 	c := &httpWire{t: t, url: "http://" + addr + "/mcp"}
 	ctx := ctxT(t, 90*time.Second)
-	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`, nil)
-	if init.status != http.StatusOK || init.header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize: %d %s\n%s", init.status, init.body, stderr)
-	}
-	c.sid = init.header.Get("Mcp-Session-Id")
-	if r := c.post(ctx, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); r.status != http.StatusAccepted {
-		t.Fatalf("initialized: %d", r.status)
-	}
+	c.initialize(ctx, stderr)
 	echo := func(id string) {
 		t.Helper()
 		r := c.post(ctx, `{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call","params":{"name":"r__echo","arguments":{"x":1}}}`, nil)

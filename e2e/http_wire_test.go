@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,6 +17,20 @@ type httpWire struct {
 	t   *testing.T
 	url string
 	sid string // legacy session id once initialized
+}
+
+// initialize opens a legacy session (2025-11-25, no client capabilities) and sends
+// notifications/initialized; the test ends with the proxy's log when either fails.
+func (c *httpWire) initialize(ctx context.Context, log fmt.Stringer) {
+	c.t.Helper()
+	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`, nil)
+	if init.status != http.StatusOK || init.header.Get("Mcp-Session-Id") == "" {
+		c.t.Fatalf("initialize: %d %s\n%s", init.status, init.body, log)
+	}
+	c.sid = init.header.Get("Mcp-Session-Id")
+	if r := c.post(ctx, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); r.status != http.StatusAccepted {
+		c.t.Fatalf("initialized: %d\n%s", r.status, log)
+	}
 }
 
 type wireReply struct {
@@ -194,14 +209,7 @@ func TestHTTPLegacyStreams(t *testing.T) {
 	url, stderr := startHTTPProxy(t, testUpstream("t", "t", nil, ""))
 	c := &httpWire{t: t, url: url}
 	ctx := ctxT(t, 90*time.Second)
-	init := c.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`, nil)
-	if init.status != http.StatusOK || init.header.Get("Mcp-Session-Id") == "" {
-		t.Fatalf("initialize: %d %s\n%s", init.status, init.body, stderr)
-	}
-	c.sid = init.header.Get("Mcp-Session-Id")
-	if r := c.post(ctx, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); r.status != http.StatusAccepted {
-		t.Fatalf("initialized: %d", r.status)
-	}
+	c.initialize(ctx, stderr)
 
 	echo := c.post(ctx, `{"jsonrpc":"2.0","id":"e","method":"tools/call","params":{"name":"t__echo","arguments":{"x":1}}}`, nil)
 	if ct := echo.header.Get("Content-Type"); echo.status != 200 || !strings.HasPrefix(ct, "application/json") || !strings.Contains(string(echo.body), `"id":"e"`) {
