@@ -159,28 +159,22 @@ func (p *Process) Stop(grace time.Duration) error {
 
 func readStderr(r io.Reader, fn func(string)) {
 	br := bufio.NewReaderSize(r, 16<<10)
-	skipping := false // the rest of a line over the buffer's size, already logged
+	skipping := false // the rest of a line over the buffer's size, whose start was logged
 	for {
+		// A line longer than the buffer comes in pieces: its start is logged (truncated),
+		// the rest dropped as it comes, so that a child writing without newlines costs no
+		// more memory.
 		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: its start is logged, the rest dropped as it
-			// comes, so that a child writing without newlines costs no more memory.
-			if !skipping && fn != nil {
-				fn(string(chunk[:maxStderrLine]) + "…(truncated)")
-			}
-			skipping = true
-			continue
-		}
 		if len(chunk) > 0 && !skipping && fn != nil {
 			line := bytes.TrimSuffix(bytes.TrimSuffix(chunk, []byte("\n")), []byte("\r"))
 			if len(line) > maxStderrLine {
 				fn(string(line[:maxStderrLine]) + "…(truncated)")
-			} else if len(line) > 0 || len(chunk) > 0 && err == nil {
+			} else if len(line) > 0 || err == nil {
 				fn(string(line))
 			}
 		}
-		skipping = false
-		if err != nil {
+		skipping = errors.Is(err, bufio.ErrBufferFull)
+		if err != nil && !skipping {
 			return
 		}
 	}

@@ -39,6 +39,11 @@ type conn struct {
 
 	readerDone chan struct{}
 
+	// What the link can do, found once in newConn: ex when every request is an exchange
+	// of its own (HTTP), iex when such an exchange can run on the caller's goroutine.
+	ex  transport.Exchanger
+	iex transport.InlineExchanger
+
 	// The read role (lead.go). leadable, ri, bgWake and idle are set once in newConn.
 	leadable    bool                      // waiting callers may read the link themselves
 	ri          transport.ReadInterrupter // the link, when leadable
@@ -124,10 +129,10 @@ func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 		idleGrace:  idleReadGrace,
 	}
 	c.idle.Stop()
-	if ri, ok := proc.(transport.ReadInterrupter); ok && ri.ReadInterruptible() {
-		if _, ex := proc.(transport.Exchanger); !ex {
-			c.leadable, c.ri = true, ri
-		}
+	c.ex, _ = proc.(transport.Exchanger)
+	c.iex, _ = proc.(transport.InlineExchanger)
+	if ri, ok := proc.(transport.ReadInterrupter); ok && ri.ReadInterruptible() && c.ex == nil {
+		c.leadable, c.ri = true, ri
 	}
 	if rf, ok := proc.(transport.RequestFailer); ok {
 		rf.OnRequestFailure(c.requestFailed)
@@ -170,8 +175,7 @@ func (c *conn) setProtocolVersion(v string) {
 // abortable, when set, is given what ends the exchange early; with inline, the exchange
 // runs on the calling goroutine (see AllowInline).
 func (c *conn) writeRequest(m *jsonrpc.Message, abortable func(abort func()), inline bool) error {
-	ex, ok := c.proc.(transport.Exchanger)
-	if !ok {
+	if c.ex == nil {
 		return c.write(m)
 	}
 	var headers map[string]string
@@ -185,10 +189,10 @@ func (c *conn) writeRequest(m *jsonrpc.Message, abortable func(abort func()), in
 	origin, _ := m.ID.Int64()
 	onMessage := func(line []byte) { c.handleLine(line, origin) }
 	var err error
-	if ie, ok := c.proc.(transport.InlineExchanger); ok && inline {
-		err = ie.ExchangeInline(m, headers, onMessage, abortable)
+	if inline {
+		err = c.iex.ExchangeInline(m, headers, onMessage, abortable)
 	} else {
-		err = ex.Exchange(m, headers, onMessage, abortable)
+		err = c.ex.Exchange(m, headers, onMessage, abortable)
 	}
 	if err != nil {
 		return fmt.Errorf("writing to upstream %q: %w", c.u.spec.Name, err)
@@ -220,9 +224,9 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 	// itself on one that can be led (a child's pipes, see lead.go).
 	var hook InlineHook
 	inline, leads := false, false
-	if _, ok := c.proc.(transport.InlineExchanger); ok || c.leadable {
-		if h, claimed := claimInline(ctx, !ok); claimed {
-			hook, inline, leads = h, ok, !ok
+	if c.iex != nil || c.leadable {
+		if h, claimed := claimInline(ctx, c.iex == nil); claimed {
+			hook, inline, leads = h, c.iex != nil, c.iex == nil
 		}
 	}
 	pc.owned = leads
@@ -453,11 +457,7 @@ type callResult struct {
 // where closing the answer stream is the cancellation and the notification does not
 // exist.
 func (c *conn) cancelsByAbort() bool {
-	if !c.modern.Load() {
-		return false
-	}
-	_, ok := c.proc.(transport.Exchanger)
-	return ok
+	return c.ex != nil && c.modern.Load()
 }
 
 // sendCancel tells the upstream to stop working on id; its late response will be dropped.

@@ -10,7 +10,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
-	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
 // capabilities is the part of ServerCapabilities the proxy acts on.
@@ -179,8 +178,7 @@ func (c *conn) fetch(ctx context.Context, info Info, base *Catalogue, kinds Kind
 	get(KindResources, info.HasResources(), mcp.MethodResourcesList, "resources", &cat.Resources, &cat.Hints.Resources)
 	get(KindTemplates, info.HasResources(), mcp.MethodResourcesTemplatesList, "resourceTemplates", &cat.Templates, &cat.Hints.Templates)
 	if kinds&KindTools != 0 {
-		_, overHTTP := c.proc.(transport.Exchanger)
-		cat.Tools, cat.ParamHeaders = paramHeaders(cat.Tools, overHTTP, c.log)
+		cat.Tools, cat.ParamHeaders = paramHeaders(cat.Tools, c.ex != nil, c.log)
 	}
 	return &cat, errors.Join(errs...)
 }
