@@ -68,6 +68,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	exited := watchExit(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
@@ -89,6 +90,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		readStderr(errR, spec.Stderr)
 	}()
 	go func() {
+		exited.wait()
 		err := cmd.Wait()
 		// Take down whatever the child left behind in its group (a wrapper's children).
 		_ = killGroup(cmd.Process)

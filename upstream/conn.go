@@ -39,6 +39,11 @@ type conn struct {
 
 	readerDone chan struct{}
 
+	// The sweeper parks while nothing is pending, so that an idle proxy does not wake
+	// several times a second per upstream; the first call sent wakes it (guarded by mu).
+	sweepParked bool
+	sweepWake   chan struct{} // buffered
+
 	// What the link can do, found once in newConn: ex when every request is an exchange
 	// of its own (HTTP), iex when such an exchange can run on the caller's goroutine.
 	ex  transport.Exchanger
@@ -124,6 +129,7 @@ func newConn(ctx context.Context, u *Upstream, proc transport.Link) *conn {
 		resListens: make(map[string][]int64),
 		readerDone: make(chan struct{}),
 		bgWake:     make(chan struct{}, 1),
+		sweepWake:  make(chan struct{}, 1),
 		idle:       time.NewTimer(time.Hour),
 		bgHolds:    true, // the handshake's answers need a reader
 		idleGrace:  idleReadGrace,
@@ -247,6 +253,10 @@ func (c *conn) send(ctx context.Context, req *Request, done func(*jsonrpc.Messag
 		return 0
 	}
 	c.pending[id] = pc
+	if c.sweepParked {
+		c.sweepParked = false
+		c.sweepWake <- struct{}{} // never blocks: only a parked sweeper empties it
+	}
 	c.lastInline = leads
 	if !leads {
 		c.ownerless++
@@ -402,7 +412,8 @@ func (c *conn) extendDeadlines() {
 
 // sweep times out calls past their deadline until the connection dies. One sweeper per
 // connection replaces a timer per call, which is measurably cheaper on the hot path; the
-// price is that a timeout fires up to one tick late.
+// price is that a timeout fires up to one tick late. A tick that finds nothing pending
+// parks the sweeper until the next call is sent.
 func (c *conn) sweep() {
 	tick := min(max(c.u.spec.Timeout/20, 10*time.Millisecond), 250*time.Millisecond)
 	t := time.NewTicker(tick)
@@ -419,6 +430,18 @@ func (c *conn) sweep() {
 			expired = expired[:0]
 			n := now.UnixNano()
 			c.mu.Lock()
+			if len(c.pending) == 0 {
+				c.sweepParked = true
+				c.mu.Unlock()
+				t.Stop()
+				select {
+				case <-c.ctx.Done():
+					return
+				case <-c.sweepWake:
+				}
+				t.Reset(tick)
+				continue
+			}
 			for id, pc := range c.pending {
 				if pc.deadline < n {
 					expired = append(expired, id)

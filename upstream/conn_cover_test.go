@@ -524,3 +524,42 @@ func TestUnavailableAndState(t *testing.T) {
 		t.Errorf("settings not kept")
 	}
 }
+
+// TestSweeperParksWhileIdle: with nothing pending the sweeper stops ticking (an idle
+// proxy must not wake several times a second per upstream), and the next call wakes it:
+// that call still times out.
+func TestSweeperParksWhileIdle(t *testing.T) {
+	srv := legacyServer(`{"tools":{}}`, nil, func(m *jsonrpc.Message) []string {
+		return nil // every call hangs
+	})
+	u, err := startMem(t, Spec{Timeout: 40 * time.Millisecond}, nil, srv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := func() bool {
+		u.mu.Lock()
+		c := u.cur
+		u.mu.Unlock()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.sweepParked
+	}
+	pollUntil(t, "the sweeper to park", parked)
+	for range 3 { // each call wakes the parked sweeper, which times it out and parks again
+		_, err = u.Call(context.Background(), &Request{Method: "tools/call", Params: json.RawMessage(`{"name":"hang"}`)})
+		if proxyCode(err) != mcp.CodeUpstreamTimeout {
+			t.Fatalf("call while the sweeper was parked: %v; want a timeout", err)
+		}
+		pollUntil(t, "the sweeper to park again", parked)
+	}
+}
+
+// pollUntil polls cond until it holds, failing the test after 10 s.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}

@@ -25,6 +25,7 @@ const (
 	idleListDeadline = 30 * time.Second
 	// idleSettle is the wait between the tools/list and the idle RSS reading.
 	idleSettle = 2 * time.Second
+	idleWindow = 3 * time.Second // wake-ups and CPU of the idle proxy are counted over this
 	// maxListPages bounds the pagination of one tools/list.
 	maxListPages = 1000
 	// maxLatencyPhase bounds the wall time of one latency phase, warmup included.
@@ -588,7 +589,12 @@ type idleResult struct {
 	AnonkB    int64   `json:"rss_anon_kb"` // RssAnon: the private part of VmRSS (heap, stacks)
 	FilekB    int64   `json:"rss_file_kb"` // RssFile: pages of mapped files (the binary)
 	Threads   int64   `json:"threads"`
-	Error     string  `json:"error,omitempty"` // set when the tool count never matched
+	// Over idleWindow after the reading: how often the idle proxy's threads were switched
+	// in (context switches of all its threads, per second) and the CPU it used (ms per
+	// second). An idle proxy should sleep: a laptop pays for every wake-up.
+	WakeupsPerSec float64 `json:"wakeups_per_sec"`
+	CPUmsPerSec   float64 `json:"cpu_ms_per_sec"`
+	Error         string  `json:"error,omitempty"` // set when the tool count never matched
 }
 
 // measureIdle starts the proxy with the idle config, waits until it lists one tool per
@@ -632,6 +638,23 @@ func measureIdle(ctx context.Context, argv []string, dir string, n int, stderr i
 	}
 	res.RSSkB, res.RSSMiB = st.RSSkB, kBToMiB(st.RSSkB)
 	res.AnonkB, res.FilekB, res.Threads = st.AnonkB, st.FilekB, st.Threads
+	pid := t.child.pid()
+	cpu0, err := readCPUTicks(pid)
+	if err != nil {
+		return res, fmt.Errorf("reading proxy-idle CPU: %w", err)
+	}
+	sw0 := readSwitches(pid)
+	start := time.Now()
+	if err := sleepCtx(ctx, idleWindow); err != nil {
+		return res, err
+	}
+	cpu1, err := readCPUTicks(pid)
+	if err != nil {
+		return res, fmt.Errorf("reading proxy-idle CPU: %w", err)
+	}
+	secs := time.Since(start).Seconds()
+	res.WakeupsPerSec = float64(max(readSwitches(pid)-sw0, 0)) / secs
+	res.CPUmsPerSec = float64(ticksToDuration(cpu1-cpu0).Milliseconds()) / secs
 	return res, t.Close()
 }
 

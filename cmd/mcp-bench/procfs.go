@@ -123,6 +123,41 @@ func readCPUTicks(pid int) (int64, error) {
 	return n, nil
 }
 
+// readSwitches returns the context switches (voluntary and not) of pid's threads, as far
+// as /proc/PID/task lists them (a thread that ended takes its count with it).
+func readSwitches(pid int) int64 {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		n += parseSwitches(string(b))
+	}
+	return n
+}
+
+// parseSwitches sums the voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines of
+// a /proc status file.
+func parseSwitches(s string) int64 {
+	var n int64
+	for line := range strings.SplitSeq(s, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "voluntary_ctxt_switches" && k != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		if x, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil {
+			n += x
+		}
+	}
+	return n
+}
+
 // ticksToDuration converts clock ticks to a duration.
 func ticksToDuration(t int64) time.Duration {
 	return time.Duration(t) * time.Second / clockTicks

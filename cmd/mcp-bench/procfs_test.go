@@ -70,3 +70,16 @@ func TestEvictPageCache(t *testing.T) {
 		t.Error("no error for a missing file")
 	}
 }
+
+func TestParseSwitches(t *testing.T) {
+	status := "Name:\tmcp-proxy\nThreads:\t8\nvoluntary_ctxt_switches:\t150\nnonvoluntary_ctxt_switches:\t7\n"
+	if got := parseSwitches(status); got != 157 {
+		t.Fatalf("parseSwitches = %d, want 157", got)
+	}
+	if got := parseSwitches("Name:\tx\n"); got != 0 {
+		t.Fatalf("parseSwitches without the lines = %d, want 0", got)
+	}
+	if n := readSwitches(os.Getpid()); n <= 0 {
+		t.Fatalf("readSwitches(self) = %d, want > 0", n)
+	}
+}

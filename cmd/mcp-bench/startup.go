@@ -191,8 +191,8 @@ func startupRoundRun(ctx context.Context, o *options, tmp string, round int, err
 			if err != nil {
 				return rr, fmt.Errorf("%s idle: %w", b.name, err)
 			}
-			fmt.Fprintf(errw, "round %d/%d idle %s with %d upstreams: VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f), %d threads\n",
-				round+1, o.rounds, b.name, idle.Upstreams, idle.RSSMiB, kBToMiB(idle.AnonkB), kBToMiB(idle.FilekB), idle.Threads)
+			fmt.Fprintf(errw, "round %d/%d idle %s with %d upstreams: VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f), %d threads, %.1f wake-ups/s, CPU %.2f ms/s\n",
+				round+1, o.rounds, b.name, idle.Upstreams, idle.RSSMiB, kBToMiB(idle.AnonkB), kBToMiB(idle.FilekB), idle.Threads, idle.WakeupsPerSec, idle.CPUmsPerSec)
 			*b.dst = &idle
 		}
 	}
@@ -469,11 +469,13 @@ func printStartup(w io.Writer, o *options, rounds []startupRound) {
 			if b.of(rounds[0]) == nil {
 				continue
 			}
-			fmt.Fprintf(w, "idle:        %-8s %d upstreams: VmRSS %.1f MiB (RssAnon %.1f MiB, RssFile %.1f MiB), %.0f threads\n", b.name, o.idleUpstreams,
+			fmt.Fprintf(w, "idle:        %-8s %d upstreams: VmRSS %.1f MiB (RssAnon %.1f MiB, RssFile %.1f MiB), %.0f threads, %.1f wake-ups/s, CPU %.2f ms/s\n", b.name, o.idleUpstreams,
 				med(func(r startupRound) float64 { return b.of(r).RSSMiB }),
 				med(func(r startupRound) float64 { return kBToMiB(b.of(r).AnonkB) }),
 				med(func(r startupRound) float64 { return kBToMiB(b.of(r).FilekB) }),
-				med(func(r startupRound) float64 { return float64(b.of(r).Threads) }))
+				med(func(r startupRound) float64 { return float64(b.of(r).Threads) }),
+				med(func(r startupRound) float64 { return b.of(r).WakeupsPerSec }),
+				med(func(r startupRound) float64 { return b.of(r).CPUmsPerSec }))
 		}
 	}
 }
