@@ -125,7 +125,7 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 		return // adopted meanwhile, for another request
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(r.Context(), h.s.opts.ReadyTimeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), h.s.cur().ReadyTimeout+5*time.Second)
 	defer cancel()
 	raw, level, subs, err := h.opts.Share.Adopt(ctx, sid)
 	if err != nil {
@@ -175,7 +175,7 @@ func (ss *session) restore(ctx context.Context, d sessionDesc, st sessionState) 
 	ss.meta = &router.ClientMeta{Capabilities: d.Caps, Info: d.Info}
 	ss.mu.Unlock()
 	ss.s.startUpstreams(d.Caps, true)
-	rctx, cancel := context.WithTimeout(ctx, ss.s.opts.ReadyTimeout)
+	rctx, cancel := context.WithTimeout(ctx, ss.s.cur().ReadyTimeout)
 	if err := ss.s.r.WaitReady(rctx); err != nil {
 		ss.log.Warn().Err(err).Msg("adopting a session while some upstreams are not ready")
 	}

@@ -160,7 +160,7 @@ func (h *HTTPHandler) newHTTPSessionStreams(id, streamPrefix string) *httpSessio
 		log: h.s.log.With().Str("session", short).Logger()}
 	hs.get = newEventSink(newEventStream(hs.getStreamID(), hs.keeper(hs.getStreamID())), h.beat)
 	hs.ctx, hs.cancel = context.WithCancel(h.s.baseCtx)
-	hs.out = newOutbox(hs.get, h.s.opts.MaxClientBuffer, func() { h.stuck(hs) })
+	hs.out = newOutbox(hs.get, h.s.cur().MaxClientBuffer, func() { h.stuck(hs) })
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.out), hs.log)
 	hs.ss.maxInFlight = h.s.maxClientInFlight()
 	hs.ss.corkless = true

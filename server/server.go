@@ -62,6 +62,29 @@ type Options struct {
 	MaxClientInFlight int
 }
 
+// Live is the part of Options a running server takes again (Reconfigure): it applies
+// to what starts after the change (sessions opened, initialize answered, the grace a
+// client's first request waits); sessions already open keep their buffer and in-flight
+// caps.
+type Live struct {
+	Name, Version, Instructions        string
+	ReadyTimeout                       time.Duration
+	MaxClientBuffer, MaxClientInFlight int
+}
+
+// live is o's Live, with the defaults filled in.
+func (o Options) live() *Live {
+	l := &Live{Name: o.Name, Version: o.Version, Instructions: o.Instructions, ReadyTimeout: o.ReadyTimeout,
+		MaxClientBuffer: o.MaxClientBuffer, MaxClientInFlight: o.MaxClientInFlight}
+	if l.Name == "" {
+		l.Name = "mcp-proxy"
+	}
+	if l.ReadyTimeout == 0 {
+		l.ReadyTimeout = 60 * time.Second
+	}
+	return l
+}
+
 // DefaultMaxClientInFlight is the default of Options.MaxClientInFlight.
 const DefaultMaxClientInFlight = 1024
 
@@ -78,7 +101,8 @@ func CheckStateKey(key []byte) error {
 // Server serves client sessions over one router.
 type Server struct {
 	r    *router.Router
-	opts Options
+	opts Options              // as New was given them; the Live fields are read from live
+	live atomic.Pointer[Live] // the settings a reload may change (Reconfigure)
 	log  zerolog.Logger
 
 	startOnce sync.Once
@@ -102,14 +126,24 @@ func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
 	if err := CheckStateKey(opts.StateKey); err != nil {
 		panic("server.New: " + err.Error())
 	}
-	if opts.Name == "" {
-		opts.Name = "mcp-proxy"
-	}
-	if opts.ReadyTimeout == 0 {
-		opts.ReadyTimeout = 60 * time.Second
-	}
-	return &Server{r: r, opts: opts, log: log, baseCtx: context.Background()}
+	s := &Server{r: r, opts: opts, log: log, baseCtx: context.Background()}
+	s.live.Store(opts.live())
+	return s
 }
+
+// Reconfigure takes new Live settings (a configuration reload), safely while serving.
+func (s *Server) Reconfigure(l Live) {
+	o := s.opts
+	o.Name, o.Version, o.Instructions, o.ReadyTimeout = l.Name, l.Version, l.Instructions, l.ReadyTimeout
+	o.MaxClientBuffer, o.MaxClientInFlight = l.MaxClientBuffer, l.MaxClientInFlight
+	s.live.Store(o.live())
+}
+
+// Settings returns the Live settings in force (defaults filled in).
+func (s *Server) Settings() Live { return *s.cur() }
+
+// cur is the Live settings in force.
+func (s *Server) cur() *Live { return s.live.Load() }
 
 // startUpstreams starts the upstreams on the first client's initialize, telling them
 // the client capabilities the proxy can relay. Upstreams already started (by the caller,
@@ -131,7 +165,7 @@ func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) e
 	log := s.log.With().Str("session", "stdio").Logger()
 	ctx, disconnect := context.WithCancelCause(ctx)
 	defer disconnect(nil)
-	ob := newOutbox(out, s.opts.MaxClientBuffer, func() {
+	ob := newOutbox(out, s.cur().MaxClientBuffer, func() {
 		log.Error().Int("max_client_buffer", s.maxClientBuffer()).
 			Msg("the client is not reading its stdout: more than max_client_buffer bytes unread; disconnecting it")
 		disconnect(errClientStuck)
@@ -157,15 +191,15 @@ func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) e
 const outboxDrain = 5 * time.Second
 
 func (s *Server) maxClientBuffer() int {
-	if s.opts.MaxClientBuffer > 0 {
-		return s.opts.MaxClientBuffer
+	if n := s.cur().MaxClientBuffer; n > 0 {
+		return n
 	}
 	return DefaultMaxClientBuffer
 }
 
 func (s *Server) maxClientInFlight() int {
-	if s.opts.MaxClientInFlight > 0 {
-		return s.opts.MaxClientInFlight
+	if n := s.cur().MaxClientInFlight; n > 0 {
+		return n
 	}
 	return DefaultMaxClientInFlight
 }
@@ -195,13 +229,14 @@ func (s *Server) awaitStart(ctx context.Context, log *zerolog.Logger, doing stri
 		return
 	}
 	var err error
-	if s.opts.ReadyTimeout > 0 {
-		wctx, cancel := context.WithTimeout(ctx, s.opts.ReadyTimeout)
+	grace := s.cur().ReadyTimeout
+	if grace > 0 {
+		wctx, cancel := context.WithTimeout(ctx, grace)
 		err = s.r.WaitReady(wctx)
 		cancel()
 	}
 	if starting := s.r.Starting(); len(starting) > 0 {
-		log.Info().Strs("starting", starting).Dur("ready_grace", max(s.opts.ReadyTimeout, 0)).
+		log.Info().Strs("starting", starting).Dur("ready_grace", max(grace, 0)).
 			Msg(doing + " while some upstreams are still starting; list_changed announces their items when they are ready")
 	} else if err != nil {
 		log.Warn().Err(err).Msg(doing + " while some upstreams failed to start")
@@ -212,8 +247,8 @@ func (s *Server) awaitStart(ctx context.Context, log *zerolog.Logger, doing stri
 // the upstream's name, in config order.
 func (s *Server) instructions() string {
 	var parts []string
-	if s.opts.Instructions != "" {
-		parts = append(parts, s.opts.Instructions)
+	if ins := s.cur().Instructions; ins != "" {
+		parts = append(parts, ins)
 	}
 	for _, st := range s.r.Upstreams() {
 		if ins := strings.TrimSpace(st.Info.Instructions); ins != "" {

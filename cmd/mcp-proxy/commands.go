@@ -80,7 +80,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, source string, log zero
 		return err
 	}
 	defer stopAdmin()
-	e.attach(source, authn, config.Listen{InsecureNoAuth: true}, adm)
+	e.attach(source, srv, authn, config.Listen{InsecureNoAuth: true}, adm)
 	e.watchReloads(ctx)
 	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
 		Msg("mcp-proxy serving on stdio")

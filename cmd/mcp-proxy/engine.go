@@ -74,6 +74,7 @@ type engine struct {
 	host    *plugins.Host
 	gates   map[string]*gatedObserver // by upstream name: the running upstream's observer
 	auth    *auth.Switch              // the front end's authenticator (nil without one)
+	srv     *server.Server            // the front end, whose live settings a reload changes
 	listen  config.Listen             // the front end's listen block (HTTP mode)
 	admin   *admin.Server             // nil without an admin listener
 	source  string                    // the configuration file
@@ -356,18 +357,32 @@ func readyGrace(cfg *config.Config) time.Duration {
 
 // newServer is the front end for cfg over r; obs, when not nil, watches its sessions.
 func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *observers) *server.Server {
+	l := liveSettings(cfg)
 	return server.New(r, server.Options{
 		Observer:     obs.sessions(),
 		Principal:    stdioPrincipal(cfg),
-		Name:         proxyName(cfg),
-		Version:      proxyVersion(cfg),
-		Instructions: cfg.Proxy.Instructions,
-		ReadyTimeout: readyGrace(cfg),
+		Name:         l.Name,
+		Version:      l.Version,
+		Instructions: l.Instructions,
+		ReadyTimeout: l.ReadyTimeout,
 		StateKey:     clusterStateKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 
+		MaxClientBuffer:   l.MaxClientBuffer,
+		MaxClientInFlight: l.MaxClientInFlight,
+	}, log)
+}
+
+// liveSettings are the front end's settings under cfg that a reload applies
+// (server.Reconfigure); the ready grace depends on the upstreams' startup timeouts too.
+func liveSettings(cfg *config.Config) server.Live {
+	return server.Live{
+		Name:              proxyName(cfg),
+		Version:           proxyVersion(cfg),
+		Instructions:      cfg.Proxy.Instructions,
+		ReadyTimeout:      readyGrace(cfg),
 		MaxClientBuffer:   cfg.Proxy.MaxClientBuffer,
 		MaxClientInFlight: cfg.Proxy.MaxClientInFlight,
-	}, log)
+	}
 }
 
 // stdioPrincipal is the one user of a stdio front end: proxy.principal, or the OS user.

@@ -58,7 +58,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 		return err
 	}
 	defer stopAdmin()
-	e.attach(source, authn, l, adm)
+	e.attach(source, srv, authn, l, adm)
 	e.watchReloads(ctx)
 	// Sessions and upstreams outlive ctx (the signal) until requests in flight are
 	// drained; base ends them afterwards.

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/plugins"
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
 // Reloading the configuration while the proxy serves: on SIGHUP, on POST /reload of the
@@ -47,10 +48,10 @@ import (
 // attach tells the engine what a reload needs to know of the proxy it runs in: the
 // configuration file, the front end's authenticator and listen block, and the admin
 // listener (nil for none).
-func (e *engine) attach(source string, authn *auth.Switch, listen config.Listen, adm *admin.Server) {
+func (e *engine) attach(source string, srv *server.Server, authn *auth.Switch, listen config.Listen, adm *admin.Server) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.auth, e.listen, e.admin = authn, listen, adm
+	e.srv, e.auth, e.listen, e.admin = srv, authn, listen, adm
 	e.source = source
 }
 
@@ -224,6 +225,14 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 	if running.Proxy.Watch != next.Proxy.Watch {
 		running.Proxy.Watch = next.Proxy.Watch
 		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
+	}
+	// The front end's live settings (server.Live) apply to what starts from now on.
+	copyLiveProxy(&running.Proxy, next.Proxy)
+	if was, now := liveSettings(cur), liveSettings(&running); was != now {
+		if e.srv != nil {
+			e.srv.Reconfigure(now)
+		}
+		out.Changes = append(out.Changes, liveChanges(was, now)...)
 	}
 	required := map[string]bool{}
 	for _, uc := range cur.Upstreams {
@@ -491,8 +500,37 @@ func (e *engine) restartRequired(a, b *config.Config) []string {
 	}
 	pa, pb := a.Proxy, b.Proxy
 	pa.Watch, pb.Watch = false, false
+	copyLiveProxy(&pa, pb)
 	if !config.Equal(pa, pb, a, b) {
 		out = append(out, "proxy")
+	}
+	return out
+}
+
+// copyLiveProxy sets the proxy block's settings that a reload applies (the front end's
+// live settings) in dst from src.
+func copyLiveProxy(dst *config.Proxy, src config.Proxy) {
+	dst.Name, dst.Version, dst.Instructions = src.Name, src.Version, src.Instructions
+	dst.ReadyGrace, dst.MaxClientBuffer, dst.MaxClientInFlight = src.ReadyGrace, src.MaxClientBuffer, src.MaxClientInFlight
+}
+
+// liveChanges describes what differs between two live settings, for the reload's outcome.
+func liveChanges(a, b server.Live) []string {
+	var out []string
+	if a.Name != b.Name || a.Version != b.Version {
+		out = append(out, fmt.Sprintf("proxy: serverInfo %s %s", b.Name, b.Version))
+	}
+	if a.Instructions != b.Instructions {
+		out = append(out, "proxy.instructions")
+	}
+	if a.ReadyTimeout != b.ReadyTimeout {
+		out = append(out, fmt.Sprintf("ready grace %s", max(b.ReadyTimeout, 0)))
+	}
+	if a.MaxClientBuffer != b.MaxClientBuffer {
+		out = append(out, fmt.Sprintf("proxy.max_client_buffer = %d (new sessions)", b.MaxClientBuffer))
+	}
+	if a.MaxClientInFlight != b.MaxClientInFlight {
+		out = append(out, fmt.Sprintf("proxy.max_client_in_flight = %d (new sessions)", b.MaxClientInFlight))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -48,7 +49,7 @@ policy {
 		t.Fatal(err)
 	}
 	defer e.r.Close()
-	e.attach(path, nil, config.Listen{}, nil)
+	e.attach(path, nil, nil, config.Listen{}, nil)
 
 	for _, step := range []struct {
 		file    string
@@ -117,5 +118,54 @@ policy {
 	}
 	if !slices.Equal(names, []string{"a", "c"}) {
 		t.Errorf("upstreams after the reloads: %v, want [a c]", names)
+	}
+}
+
+// TestReloadLiveSettings: the proxy block's front-end settings (serverInfo, instructions,
+// ready_grace, the client session caps) apply on reload; its naming settings still need
+// a restart and keep their running values.
+func TestReloadLiveSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "proxy.hcl")
+	const ups = "upstream \"a\" {\n  command = [\"/bin/true\"]\n}\n"
+	if err := os.WriteFile(path, []byte(ups), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e, err := buildEngine(ctx, cfg, zerolog.Nop(), true, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.r.Close()
+	srv := newServer(cfg, e.r, zerolog.Nop(), nil)
+	e.attach(path, srv, nil, config.Listen{}, nil)
+	if g := srv.Settings().ReadyTimeout; g != time.Second {
+		t.Fatalf("ready grace before the reload: %s, want the default 1s", g)
+	}
+
+	next := ups + "proxy {\n  name = \"team-proxy\"\n  ready_grace = \"3s\"\n  instructions = \"Ask first.\"\n" +
+		"  max_client_in_flight = 7\n  separator = \".\"\n}\n"
+	if err := os.WriteFile(path, []byte(next), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := e.reload(ctx, "test")
+	wantChanges := []string{"proxy: serverInfo team-proxy " + buildVersion(), "proxy.instructions", "ready grace 3s", "proxy.max_client_in_flight = 7 (new sessions)"}
+	if out.Outcome != admin.ReloadApplied || !slices.Equal(out.Changes, wantChanges) || !slices.Equal(out.RestartRequired, []string{"proxy"}) {
+		t.Fatalf("reload: %s %q restart %q errors %q; want applied %q restart [proxy]", out.Outcome, out.Changes, out.RestartRequired, out.Errors, wantChanges)
+	}
+	l := srv.Settings()
+	if l.Name != "team-proxy" || l.ReadyTimeout != 3*time.Second || l.Instructions != "Ask first." || l.MaxClientInFlight != 7 {
+		t.Errorf("the server's settings after the reload: %+v", l)
+	}
+	if e.cfg.Proxy.Separator != "__" || e.cfg.Proxy.ReadyGrace != 3*time.Second {
+		t.Errorf("running proxy block: separator %q (a restart setting: the old one runs), ready_grace %s", e.cfg.Proxy.Separator, e.cfg.Proxy.ReadyGrace)
+	}
+	// The same file again: nothing changes (the restart setting is still reported).
+	if out := e.reload(ctx, "test"); out.Outcome != admin.ReloadUnchanged || len(out.Changes) != 0 {
+		t.Errorf("reload of the same file: %s %q", out.Outcome, out.Changes)
 	}
 }
