@@ -18,10 +18,12 @@ var errClientStuck = errors.New("the client is not reading what the proxy sends 
 // notifications, answers, relayed requests) from the client's connection: Write queues
 // and returns at once, and one goroutine of the outbox's own writes the queue out in
 // order. A client that stops reading therefore stalls nobody else, and what it leaves
-// unread is bounded: when more than limit bytes are queued (a message arriving at an
-// empty queue is always taken, however large), the outbox drops its queue, fails every
-// later Write with errClientStuck and calls stuck once, which disconnects the client.
-// Memory per client is bounded by limit plus one message.
+// unread is bounded: when more than limit bytes are queued while the goroutine is in a
+// write (a message arriving at an empty queue is always taken, however large), the
+// outbox drops its queue, fails every later Write with errClientStuck and calls stuck
+// once, which disconnects the client. A queue that grew before the goroutine ran at all
+// may reach twice the limit first. Memory per client is bounded by twice the limit plus
+// one message.
 //
 // With a room check (setRoom; a stdio client's stdout pipe), a Write that finds the
 // outbox idle (nothing queued, nothing being written) and room enough in the pipe for
@@ -82,7 +84,11 @@ func (o *outbox) Write(p []byte) (int, error) {
 			return 0, errClientStuck
 		}
 	}
-	if o.queued > 0 && o.queued+len(p) > o.limit {
+	// Over the limit, the client is stuck if the outbox's goroutine is in a write (the
+	// client is not taking it). If the goroutine has not run since the queue began (a
+	// burst faster than the scheduler), that proves nothing yet: the queue may reach
+	// twice the limit before the client is judged.
+	if over := o.queued + len(p); o.queued > 0 && over > o.limit && (o.writing || over > 2*o.limit) {
 		o.dead, o.queue, o.queued = true, nil, 0
 		o.mu.Unlock()
 		if o.stuck != nil {

@@ -139,6 +139,11 @@ func testOutboxDirectToPipe(t *testing.T, size int) {
 	if stuck.Load() != 1 {
 		t.Fatalf("stuck called %d times", stuck.Load())
 	}
+	// The outbox's goroutine fills the pipe with what it took before the queue was
+	// dropped; it may not have started its write yet (the scheduler's choice).
+	for deadline := time.Now().Add(10 * time.Second); pipeUnread(pr) < 32<<10 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	// What went into the pipe before the queue was dropped is a prefix of what was
 	// accepted, in order (the outbox's goroutine may have been cut off in the middle of
 	// a line: the client is disconnected).
