@@ -169,16 +169,14 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 			inner(res, err)
 		}
 	}
-	if req.Input != nil {
-		done := target.track(req)
-		inner := reply
-		reply = func(res json.RawMessage, err error) {
-			done()
-			inner(res, err)
-		}
+	// A request that can answer server-to-client requests is tracked on target while it
+	// is in flight; send's completion untracks it (no wrapper per call).
+	tracked := req.Input != nil
+	if tracked {
+		target.track(req)
 	}
 	if inst == nil {
-		r.send(ctx, target, req, params, reply)
+		r.send(ctx, target, req, params, tracked, reply)
 		return
 	}
 	inst.calls.Add(1)
@@ -189,24 +187,28 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 		inner(res, err)
 	}
 	if st, _ := inst.up.State(); st == upstream.StateReady {
-		r.send(ctx, target, req, params, reply)
+		r.send(ctx, target, req, params, tracked, reply)
 		return
 	}
 	go func() { // the client's first call: its session with the upstream is starting
 		if err := inst.up.WaitFirstAttempt(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn().Ctx(ctx).Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
 		}
-		r.send(ctx, target, req, params, reply)
+		r.send(ctx, target, req, params, tracked, reply)
 	}()
 }
 
-// send hands one request to b's upstream.
-func (r *Router) send(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+// send hands one request to b's upstream; tracked: req is tracked on b (forward), until
+// its answer.
+func (r *Router) send(ctx context.Context, b *backend, req *Request, params json.RawMessage, tracked bool, reply Reply) {
 	b.calls.Add(1)
 	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
 		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.Modern},
 		func(resp *jsonrpc.Message, err error) {
 			b.calls.Add(-1)
+			if tracked {
+				b.untrack(req)
+			}
 			switch {
 			case err != nil:
 				reply(nil, upstreamError(ctx, b, err))

@@ -444,24 +444,28 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	}
 	a.modern = rm != nil
 	clientID := msg.ID
-	inner := *msg
+	inner := msg // a legacy request is handled under its own id: its response needs no copy
+	reply := a.finish
 	if rm != nil {
-		// Many clients share the modern session: give the request an id of its own.
-		inner.ID = jsonrpc.StringID("h" + strconv.FormatUint(h.seq.Add(1), 10))
-	}
-	reply := func(m *jsonrpc.Message) {
-		if m != nil {
-			c := *m
-			c.ID = clientID
-			m = &c
+		// Many clients share the modern session: give the request an id of its own, and
+		// its response the client's back.
+		c := *msg
+		c.ID = jsonrpc.StringID("h" + strconv.FormatUint(h.seq.Add(1), 10))
+		inner = &c
+		reply = func(m *jsonrpc.Message) {
+			if m != nil {
+				c := *m
+				c.ID = clientID
+				m = &c
+			}
+			a.finish(m)
 		}
-		a.finish(m)
 	}
 	ctx := h.requestContext(base, r)
 	rp := replier{reply: reply, stream: a, clientID: clientID}
 	switch {
 	case rm != nil:
-		ss.serveModern(ctx, &inner, *rm, rp)
+		ss.serveModern(ctx, inner, *rm, rp)
 	case routedCall(msg.Method):
 		// A legacy call goes on when its client goes away, so nothing needs this
 		// goroutine while the call runs: it may run the exchange with an HTTP upstream
@@ -469,9 +473,9 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		// alive meanwhile (answer.InlineStarted). A modern call is cancelled when its
 		// stream closes: its handler stays free to see that (wait).
 		a.beat = h.beat
-		ss.handleLegacy(a.inline.Init(ctx, a), &inner, meta, rp)
+		ss.handleLegacy(a.inline.Init(ctx, a), inner, meta, rp)
 	default:
-		ss.handleLegacy(ctx, &inner, meta, rp)
+		ss.handleLegacy(ctx, inner, meta, rp)
 	}
 	var drain <-chan struct{}
 	if msg.Method == mcp.MethodSubscriptionsListen {

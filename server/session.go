@@ -258,7 +258,8 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	}
 
 	key := msg.ID.Key()
-	canceller := new(router.Canceller)
+	lc := &legacyCall{ss: ss, key: key, msg: msg, reply: reply}
+	canceller := &lc.cancel
 	ss.mu.Lock()
 	if _, dup := ss.inflight[key]; dup {
 		ss.mu.Unlock()
@@ -280,26 +281,41 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
+	lc.req = router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
 		Meta: ss.meta, Principal: principal.From(ctx), ID: rp.idOf(msg)}
 	if hasProgressToken(meta) {
 		notify := rp.notifier(ss)
-		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
+		lc.req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
-	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
-		defer ss.wg.Done()
-		ss.mu.Lock()
-		delete(ss.inflight, key)
-		ss.mu.Unlock()
-		if errors.Is(err, router.ErrCancelled) {
-			reply(nil) // the client cancelled: it must get no response
-			return
-		}
-		if err == nil && ss.onChange != nil && stateChanging(msg.Method) {
-			ss.onChange(msg.Method, msg.Params)
-		}
-		reply(responseFor(msg.ID, res, err))
-	})
+	ss.s.r.Dispatch(ctx, &lc.req, lc.done)
+}
+
+// legacyCall is one request of handleLegacy in flight: what the router is given and what
+// its reply needs, in one allocation.
+type legacyCall struct {
+	req    router.Request
+	cancel router.Canceller
+	ss     *session
+	key    string // the request's id, its key in ss.inflight
+	msg    *jsonrpc.Message
+	reply  func(*jsonrpc.Message)
+}
+
+// done is the call's router.Reply.
+func (lc *legacyCall) done(res json.RawMessage, err error) {
+	ss, msg := lc.ss, lc.msg
+	defer ss.wg.Done()
+	ss.mu.Lock()
+	delete(ss.inflight, lc.key)
+	ss.mu.Unlock()
+	if errors.Is(err, router.ErrCancelled) {
+		lc.reply(nil) // the client cancelled: it must get no response
+		return
+	}
+	if err == nil && ss.onChange != nil && stateChanging(msg.Method) {
+		ss.onChange(msg.Method, msg.Params)
+	}
+	lc.reply(responseFor(msg.ID, res, err))
 }
 
 // initializeLocal answers initialize through the router's local chain (what counts and
