@@ -248,18 +248,40 @@ func httpError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg
 // jsonContentType is shared by every JSON answer's header; nothing appends to it.
 var jsonContentType = []string{"application/json"}
 
+// lengthSetter is the optional ability of a ResponseWriter (internal/h1's) to take the
+// body's length without a Content-Length field built for it.
+type lengthSetter interface{ SetContentLength(n int64) }
+
+// encodeBufs hold the encodings writeMessage writes: a Write copies what it is given
+// (io.Writer must not retain it), so the buffer is free again once it returns.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledEncoding bounds the buffers kept in encodeBufs: a rare large answer does not
+// pin its memory.
+const maxPooledEncoding = 64 << 10
+
 // writeMessage answers with one JSON-RPC message as application/json, with its length.
 func writeMessage(w http.ResponseWriter, status int, m *jsonrpc.Message) {
-	b, err := m.Encode()
+	bp := encodeBufs.Get().(*[]byte)
+	b, err := m.Append((*bp)[:0])
 	if err != nil {
+		encodeBufs.Put(bp)
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
 	h["Content-Type"] = jsonContentType // canonical keys set directly: no copy, no lookup
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if ls, ok := w.(lengthSetter); ok {
+		ls.SetContentLength(int64(len(b)))
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	}
 	w.WriteHeader(status)
 	w.Write(b)
+	if cap(b) <= maxPooledEncoding {
+		*bp = b[:0]
+		encodeBufs.Put(bp)
+	}
 }
 
 func acceptsBoth(r *http.Request) bool {
