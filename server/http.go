@@ -454,27 +454,36 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 	writeMessage(w, http.StatusOK, m)
 }
 
+// legacyHTTPCall is what serveRequest allocates for a legacy request: its answer and its
+// handleLegacy state together.
+type legacyHTTPCall struct {
+	a  answer
+	lc legacyCall
+}
+
 // serveRequest answers one request: as JSON, or as an event stream carrying its related
 // messages before its response. For a modern request a closed stream cancels it; a
 // legacy request goes on (the spec's rule) and its stream can be resumed.
 // meta is the request's _meta, read once by the caller.
 func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, meta json.RawMessage, rm *requestMeta) {
-	a := newAnswer(w, hs, 1)
-	a.reqID = msg.ID
-	if hs != nil {
-		a.prime = hs.primes()
-	}
-	a.modern = rm != nil
+	var a *answer
 	clientID := msg.ID
 	inner := msg // a legacy request is handled under its own id: its response needs no copy
-	reply := a.finish
-	if rm != nil {
+	var rp replier
+	if rm == nil {
+		// The answer and the call in flight in one allocation; the response goes to the
+		// answer as it is (replier.answer).
+		lh := &legacyHTTPCall{a: answer{w: w, hs: hs, pending: 1}}
+		a = &lh.a
+		rp = replier{answer: a, stream: a, clientID: clientID, call: &lh.lc}
+	} else {
 		// Many clients share the modern session: give the request an id of its own, and
 		// its response the client's back.
+		a = newAnswer(w, hs, 1)
 		c := *msg
 		c.ID = jsonrpc.StringID("h" + strconv.FormatUint(h.seq.Add(1), 10))
 		inner = &c
-		reply = func(m *jsonrpc.Message) {
+		reply := func(m *jsonrpc.Message) {
 			if m != nil {
 				c := *m
 				c.ID = clientID
@@ -482,9 +491,14 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 			}
 			a.finish(m)
 		}
+		rp = replier{reply: reply, stream: a, clientID: clientID}
 	}
+	a.reqID = msg.ID
+	if hs != nil {
+		a.prime = hs.primes()
+	}
+	a.modern = rm != nil
 	ctx := h.requestContext(base, r)
-	rp := replier{reply: reply, stream: a, clientID: clientID}
 	switch {
 	case rm != nil:
 		ss.serveModern(ctx, inner, *rm, rp)
