@@ -247,15 +247,6 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		}()
 		return
 	}
-	ss.mu.Lock()
-	ready := ss.initialized
-	ss.mu.Unlock()
-	if !ready {
-		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-			"Invalid Request: %s before initialize; the session must start with initialize", msg.Method)))
-		return
-	}
-
 	key := msg.ID.Key()
 	lc := rp.call
 	if lc == nil {
@@ -264,7 +255,13 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	lc.ss, lc.key, lc.msg, lc.rp = ss, key, msg, rp
 	lc.rp.call = nil // lc itself: no cycle through its own replier
 	canceller := &lc.cancel
-	ss.mu.Lock()
+	ss.mu.Lock() // one critical section for every check and the registration
+	if !ss.initialized {
+		ss.mu.Unlock()
+		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: %s before initialize; the session must start with initialize", msg.Method)))
+		return
+	}
 	if _, dup := ss.inflight[key]; dup {
 		ss.mu.Unlock()
 		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
