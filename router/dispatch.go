@@ -153,7 +153,7 @@ func (r *Router) Call(ctx context.Context, req *Request) (json.RawMessage, error
 
 // forward sends params to b (or, for a per-client upstream, to the calling client's own
 // session with it) and maps the outcome to Dispatch's contract.
-func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, spare *sendSpare, reply Reply) {
 	target, inst, err := r.route(b, req)
 	if err != nil {
 		reply(nil, err)
@@ -169,16 +169,14 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 			inner(res, err)
 		}
 	}
-	if req.Input != nil {
-		done := target.track(req)
-		inner := reply
-		reply = func(res json.RawMessage, err error) {
-			done()
-			inner(res, err)
-		}
+	// A request that can answer server-to-client requests is tracked on target while it
+	// is in flight; send's completion untracks it (no wrapper per call).
+	tracked := req.Input != nil
+	if tracked {
+		target.track(req)
 	}
 	if inst == nil {
-		r.send(ctx, target, req, params, reply)
+		r.send(ctx, target, req, params, tracked, spare, reply)
 		return
 	}
 	inst.calls.Add(1)
@@ -189,24 +187,33 @@ func (r *Router) forward(ctx context.Context, b *backend, req *Request, params j
 		inner(res, err)
 	}
 	if st, _ := inst.up.State(); st == upstream.StateReady {
-		r.send(ctx, target, req, params, reply)
+		r.send(ctx, target, req, params, tracked, spare, reply)
 		return
 	}
 	go func() { // the client's first call: its session with the upstream is starting
 		if err := inst.up.WaitFirstAttempt(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn().Ctx(ctx).Err(err).Str("upstream", b.name).Msg("per-client upstream session did not start")
 		}
-		r.send(ctx, target, req, params, reply)
+		r.send(ctx, target, req, params, tracked, spare, reply)
 	}()
 }
 
-// send hands one request to b's upstream.
-func (r *Router) send(ctx context.Context, b *backend, req *Request, params json.RawMessage, reply Reply) {
+// send hands one request to b's upstream; tracked: req is tracked on b (forward), until
+// its answer. The upstream request is built in spare's room when it is free.
+func (r *Router) send(ctx context.Context, b *backend, req *Request, params json.RawMessage, tracked bool, spare *sendSpare, reply Reply) {
 	b.calls.Add(1)
-	b.up.Send(ctx, &upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
-		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.Modern},
+	ur := spare.take()
+	if ur == nil {
+		ur = new(upstream.Request)
+	}
+	*ur = upstream.Request{Method: req.Method, Params: params, Progress: req.Progress, Cancel: req.Cancel,
+		Meta: req.Meta, Input: req.Input, ClientHandlesInput: req.Modern}
+	b.up.Send(ctx, ur,
 		func(resp *jsonrpc.Message, err error) {
 			b.calls.Add(-1)
+			if tracked {
+				b.untrack(req)
+			}
 			switch {
 			case err != nil:
 				reply(nil, upstreamError(ctx, b, err))
@@ -279,15 +286,17 @@ func (r *Router) callEntry(ctx context.Context, req *Request, e *entry, name, wh
 			return
 		}
 	}
-	// The call and its target in one allocation.
+	// The call, its target and the room for its upstream request in one allocation.
 	ct := &struct {
 		call   Call
 		target Target
+		spare  sendSpare
 	}{
 		call:   Call{Method: req.Method, Params: params, Request: req, owner: e.owner},
 		target: Target{Kind: kind, Name: name, Original: e.original, Upstream: e.owner.name, Raw: e.raw},
 	}
 	ct.call.Target = &ct.target
+	ct.call.spare = &ct.spare
 	r.routeCall(ctx, &ct.call, reply)
 }
 

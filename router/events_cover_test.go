@@ -65,13 +65,17 @@ func TestServerRequestAttribution(t *testing.T) {
 	unsub1()
 	unsub2()
 
-	done1 := b.track(&Request{Input: inputFrom("one"), Client: 1})
-	done1b := b.track(&Request{Input: inputFrom("one"), Client: 1})
+	track := func(req *Request) func() {
+		b.track(req)
+		return func() { b.untrack(req) }
+	}
+	done1 := track(&Request{Input: inputFrom("one"), Client: 1})
+	done1b := track(&Request{Input: inputFrom("one"), Client: 1})
 	if res, _ := ask(u); res != `{"from":"one","method":"roots/list"}` {
 		t.Errorf("one client in flight: %s", res)
 	}
 	parked := true
-	doneP := b.track(&Request{Input: inputFrom("parked"), Client: 2, Waiting: func() bool { return parked }})
+	doneP := track(&Request{Input: inputFrom("parked"), Client: 2, Waiting: func() bool { return parked }})
 	if res, _ := ask(u); res != `{"from":"one","method":"roots/list"}` {
 		t.Errorf("with another client's call parked: %s", res)
 	}

@@ -3,8 +3,10 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // The middleware chain is the one seam every routed request passes through on its way to
@@ -36,8 +38,9 @@ type Call struct {
 	// channels. Read-only for middlewares.
 	Request *Request
 
-	owner *backend // where the call goes; kept by WithParams
-	local Answer   // a local call's answer (see Local); kept by WithParams
+	owner *backend   // where the call goes; kept by WithParams
+	local Answer     // a local call's answer (see Local); kept by WithParams
+	spare *sendSpare // room for the upstream request, allocated with the call; may be nil
 }
 
 // Answer answers a request the proxy serves itself (see Local).
@@ -116,5 +119,22 @@ func (r *Router) deliver(ctx context.Context, c *Call, reply Reply) {
 		reply(nil, mcp.ProxyError(mcp.CodeUpstreamUnavailable, c.owner.name, "upstream removed from the configuration by a reload"))
 		return
 	}
-	r.forward(ctx, c.owner, c.Request, c.Params, reply)
+	r.forward(ctx, c.owner, c.Request, c.Params, c.spare, reply)
+}
+
+// sendSpare is room for the upstream.Request of a call, allocated with the call (see
+// callEntry) so that sending it allocates no request of its own. Its first taker has it:
+// a call that a middleware delivers twice (or a copy of it made by WithParams, which
+// shares it) allocates for the second sending, whose first may still be in use.
+type sendSpare struct {
+	taken atomic.Bool
+	req   upstream.Request
+}
+
+// take returns the room, or nil when s is nil or taken.
+func (s *sendSpare) take() *upstream.Request {
+	if s == nil || !s.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return &s.req
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // A middleware that no other package knows of can refuse, rewrite the request and
@@ -128,5 +129,35 @@ func TestLocalChain(t *testing.T) {
 	r2 := newTestRouter(t, Options{}, nsUp{newFake("v", "echo"), "v"})
 	if res, err := call(t, r2, mcp.MethodToolsList, `{}`); err != nil || !strings.Contains(string(res), "v__echo") {
 		t.Errorf("tools/list without a local chain: %s %v", res, err)
+	}
+}
+
+// A middleware that delivers one call twice (a retry), or a copy of it with other params
+// after the original, gets two sendings with upstream requests of their own: the room
+// for the upstream request allocated with the call (sendSpare) serves the first only.
+func TestMiddlewareDeliversTwice(t *testing.T) {
+	f := newFake("u", "echo")
+	r := newTestRouter(t, Options{}, nsUp{f, ""})
+	var sent []*upstream.Request
+	r.Use(func(next Handler) Handler {
+		return func(ctx context.Context, c *Call, reply Reply) {
+			next(ctx, c, func(json.RawMessage, error) {
+				sent = append(sent, f.lastCall())
+				again := c.WithParams(json.RawMessage(`{"name":"echo","arguments":{"n":2}}`))
+				next(ctx, again, func(res json.RawMessage, err error) {
+					sent = append(sent, f.lastCall())
+					reply(res, err)
+				})
+			})
+		}
+	})
+	if _, err := call(t, r, mcp.MethodToolsCall, `{"name":"echo","arguments":{"n":1}}`); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 2 || sent[0] == sent[1] {
+		t.Fatalf("upstream requests %p: want two distinct ones", sent)
+	}
+	if !strings.Contains(string(sent[0].Params), `"n":1`) || !strings.Contains(string(sent[1].Params), `"n":2`) {
+		t.Errorf("first sending %s, second %s: each must keep its own params", sent[0].Params, sent[1].Params)
 	}
 }

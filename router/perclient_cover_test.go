@@ -241,11 +241,12 @@ func TestInstanceEvents(t *testing.T) {
 	r.testPools()[0].mu.Lock()
 	inst := r.testPools()[0].byClient[poolKey{session: mine}]
 	r.testPools()[0].mu.Unlock()
-	done := inst.track(&Request{Input: inputFrom("call"), Client: 1})
+	call := &Request{Input: inputFrom("call"), Client: 1}
+	inst.track(call)
 	if res, _ := ask(ev); res != `{"from":"call","method":"roots/list"}` {
 		t.Errorf("a call in flight: %s", res)
 	}
-	done()
+	inst.untrack(call)
 	if _, code := ask(&instanceEvents{p: r.testPools()[0], inst: &instance{}}); code != jsonrpc.CodeInternalError {
 		t.Errorf("an instance of no client: %d", code)
 	}

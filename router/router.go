@@ -122,19 +122,21 @@ type backend struct {
 	stopped atomic.Bool  // removed by Reconfigure and closed: calls still routed here fail clearly
 }
 
-// track records req as in flight on b until the returned function is called.
-func (b *backend) track(req *Request) (done func()) {
+// track records req as in flight on b until untrack.
+func (b *backend) track(req *Request) {
 	b.mu.Lock()
 	if b.inflight == nil {
 		b.inflight = map[*Request]struct{}{}
 	}
 	b.inflight[req] = struct{}{}
 	b.mu.Unlock()
-	return func() {
-		b.mu.Lock()
-		delete(b.inflight, req)
-		b.mu.Unlock()
-	}
+}
+
+// untrack ends what track started.
+func (b *backend) untrack(req *Request) {
+	b.mu.Lock()
+	delete(b.inflight, req)
+	b.mu.Unlock()
 }
 
 // inputFor finds who answers a server-to-client request from b: the one client with

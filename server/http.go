@@ -248,18 +248,40 @@ func httpError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg
 // jsonContentType is shared by every JSON answer's header; nothing appends to it.
 var jsonContentType = []string{"application/json"}
 
+// lengthSetter is the optional ability of a ResponseWriter (internal/h1's) to take the
+// body's length without a Content-Length field built for it.
+type lengthSetter interface{ SetContentLength(n int64) }
+
+// encodeBufs hold the encodings writeMessage writes: a Write copies what it is given
+// (io.Writer must not retain it), so the buffer is free again once it returns.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledEncoding bounds the buffers kept in encodeBufs: a rare large answer does not
+// pin its memory.
+const maxPooledEncoding = 64 << 10
+
 // writeMessage answers with one JSON-RPC message as application/json, with its length.
 func writeMessage(w http.ResponseWriter, status int, m *jsonrpc.Message) {
-	b, err := m.Encode()
+	bp := encodeBufs.Get().(*[]byte)
+	b, err := m.Append((*bp)[:0])
 	if err != nil {
+		encodeBufs.Put(bp)
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
 	h["Content-Type"] = jsonContentType // canonical keys set directly: no copy, no lookup
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if ls, ok := w.(lengthSetter); ok {
+		ls.SetContentLength(int64(len(b)))
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	}
 	w.WriteHeader(status)
 	w.Write(b)
+	if cap(b) <= maxPooledEncoding {
+		*bp = b[:0]
+		encodeBufs.Put(bp)
+	}
 }
 
 func acceptsBoth(r *http.Request) bool {
@@ -432,36 +454,54 @@ func writeJSON(w http.ResponseWriter, m *jsonrpc.Message) {
 	writeMessage(w, http.StatusOK, m)
 }
 
+// legacyHTTPCall is what serveRequest allocates for a legacy request: its answer and its
+// handleLegacy state together.
+type legacyHTTPCall struct {
+	a  answer
+	lc legacyCall
+}
+
 // serveRequest answers one request: as JSON, or as an event stream carrying its related
 // messages before its response. For a modern request a closed stream cancels it; a
 // legacy request goes on (the spec's rule) and its stream can be resumed.
 // meta is the request's _meta, read once by the caller.
 func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, meta json.RawMessage, rm *requestMeta) {
-	a := newAnswer(w, hs, 1)
+	var a *answer
+	clientID := msg.ID
+	inner := msg // a legacy request is handled under its own id: its response needs no copy
+	var rp replier
+	if rm == nil {
+		// The answer and the call in flight in one allocation; the response goes to the
+		// answer as it is (replier.answer).
+		lh := &legacyHTTPCall{a: answer{w: w, hs: hs, pending: 1}}
+		a = &lh.a
+		rp = replier{answer: a, stream: a, clientID: clientID, call: &lh.lc}
+	} else {
+		// Many clients share the modern session: give the request an id of its own, and
+		// its response the client's back.
+		a = newAnswer(w, hs, 1)
+		c := *msg
+		c.ID = jsonrpc.StringID("h" + strconv.FormatUint(h.seq.Add(1), 10))
+		inner = &c
+		reply := func(m *jsonrpc.Message) {
+			if m != nil {
+				c := *m
+				c.ID = clientID
+				m = &c
+			}
+			a.finish(m)
+		}
+		rp = replier{reply: reply, stream: a, clientID: clientID}
+	}
 	a.reqID = msg.ID
 	if hs != nil {
 		a.prime = hs.primes()
 	}
 	a.modern = rm != nil
-	clientID := msg.ID
-	inner := *msg
-	if rm != nil {
-		// Many clients share the modern session: give the request an id of its own.
-		inner.ID = jsonrpc.StringID("h" + strconv.FormatUint(h.seq.Add(1), 10))
-	}
-	reply := func(m *jsonrpc.Message) {
-		if m != nil {
-			c := *m
-			c.ID = clientID
-			m = &c
-		}
-		a.finish(m)
-	}
 	ctx := h.requestContext(base, r)
-	rp := replier{reply: reply, stream: a, clientID: clientID}
 	switch {
 	case rm != nil:
-		ss.serveModern(ctx, &inner, *rm, rp)
+		ss.serveModern(ctx, inner, *rm, rp)
 	case routedCall(msg.Method):
 		// A legacy call goes on when its client goes away, so nothing needs this
 		// goroutine while the call runs: it may run the exchange with an HTTP upstream
@@ -469,9 +509,9 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		// alive meanwhile (answer.InlineStarted). A modern call is cancelled when its
 		// stream closes: its handler stays free to see that (wait).
 		a.beat = h.beat
-		ss.handleLegacy(a.inline.Init(ctx, a), &inner, meta, rp)
+		ss.handleLegacy(a.inline.Init(ctx, a), inner, meta, rp)
 	default:
-		ss.handleLegacy(ctx, &inner, meta, rp)
+		ss.handleLegacy(ctx, inner, meta, rp)
 	}
 	var drain <-chan struct{}
 	if msg.Method == mcp.MethodSubscriptionsListen {

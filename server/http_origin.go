@@ -13,8 +13,20 @@ func (h *HTTPHandler) hostAllowed(host string) bool {
 	if hn, _, err := net.SplitHostPort(host); err == nil {
 		name = hn
 	}
-	name = strings.Trim(name, "[]")
+	name = trimBrackets(name)
 	return name == "localhost" || name == "127.0.0.1" || name == "::1"
+}
+
+// trimBrackets is strings.Trim(s, "[]") without building a character set per call (a
+// cost on every request).
+func trimBrackets(s string) string {
+	for len(s) > 0 && (s[0] == '[' || s[0] == ']') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == '[' || s[len(s)-1] == ']') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func (h *HTTPHandler) originAllowed(origin string) bool {

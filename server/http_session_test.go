@@ -158,3 +158,12 @@ func TestRepeatedModernHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimBrackets: trimBrackets is strings.Trim(s, "[]").
+func TestTrimBrackets(t *testing.T) {
+	for _, s := range []string{"", "[", "]", "[]", "][", "[::1]", "[[::1]]", "::1", "localhost", "[a]b]", "a[b", "]]x[["} {
+		if got, want := trimBrackets(s), strings.Trim(s, "[]"); got != want {
+			t.Errorf("trimBrackets(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -232,74 +232,98 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, rp r
 // handleLegacy is handleRequest for a request of the legacy era, whose _meta (nil when
 // it has none) the caller has read.
 func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, rp replier) {
-	reply := rp.reply
 	switch msg.Method {
 	case mcp.MethodPing:
-		reply(jsonrpc.NewResult(msg.ID, nil))
+		rp.send(jsonrpc.NewResult(msg.ID, nil))
 		return
 	case mcp.MethodInitialize:
 		if !ss.track() {
-			reply(nil)
+			rp.send(nil)
 			return
 		}
 		go func() {
 			defer ss.wg.Done()
-			reply(ss.initializeLocal(ctx, msg, rp))
+			rp.send(ss.initializeLocal(ctx, msg, rp))
 		}()
 		return
 	}
-	ss.mu.Lock()
-	ready := ss.initialized
-	ss.mu.Unlock()
-	if !ready {
-		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+	key := msg.ID.Key()
+	lc := rp.call
+	if lc == nil {
+		lc = new(legacyCall)
+	}
+	lc.ss, lc.key, lc.msg, lc.rp = ss, key, msg, rp
+	lc.rp.call = nil // lc itself: no cycle through its own replier
+	canceller := &lc.cancel
+	ss.mu.Lock() // one critical section for every check and the registration
+	if !ss.initialized {
+		ss.mu.Unlock()
+		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid Request: %s before initialize; the session must start with initialize", msg.Method)))
 		return
 	}
-
-	key := msg.ID.Key()
-	canceller := new(router.Canceller)
-	ss.mu.Lock()
 	if _, dup := ss.inflight[key]; dup {
 		ss.mu.Unlock()
-		reply(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
 			"Invalid Request: id %s is already in use by a request in flight", msg.ID)))
 		return
 	}
 	if ss.closed {
 		ss.mu.Unlock()
-		reply(nil)
+		rp.send(nil)
 		return
 	}
 	if ss.maxInFlight > 0 && len(ss.inflight) >= ss.maxInFlight {
 		ss.mu.Unlock()
-		reply(jsonrpc.NewErrorResponse(msg.ID, tooManyInFlight(ss.maxInFlight)))
+		rp.send(jsonrpc.NewErrorResponse(msg.ID, tooManyInFlight(ss.maxInFlight)))
 		return
 	}
 	ss.wg.Add(1) // under mu, as track does
 	ss.inflight[key] = canceller
 	ss.mu.Unlock()
 
-	req := &router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
+	lc.req = router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
 		Meta: ss.meta, Principal: principal.From(ctx), ID: rp.idOf(msg)}
 	if hasProgressToken(meta) {
 		notify := rp.notifier(ss)
-		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
+		lc.req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
-	ss.s.r.Dispatch(ctx, req, func(res json.RawMessage, err error) {
-		defer ss.wg.Done()
-		ss.mu.Lock()
-		delete(ss.inflight, key)
-		ss.mu.Unlock()
-		if errors.Is(err, router.ErrCancelled) {
-			reply(nil) // the client cancelled: it must get no response
-			return
-		}
-		if err == nil && ss.onChange != nil && stateChanging(msg.Method) {
-			ss.onChange(msg.Method, msg.Params)
-		}
-		reply(responseFor(msg.ID, res, err))
-	})
+	ss.s.r.Dispatch(ctx, &lc.req, lc.done)
+}
+
+// legacyCall is one request of handleLegacy in flight: what the router is given, what
+// its reply needs and its response, in one allocation (or in the caller's, see
+// replier.call).
+type legacyCall struct {
+	req    router.Request
+	cancel router.Canceller
+	ss     *session
+	key    string // the request's id, its key in ss.inflight
+	msg    *jsonrpc.Message
+	rp     replier
+	resp   jsonrpc.Message // a successful response
+}
+
+// done is the call's router.Reply.
+func (lc *legacyCall) done(res json.RawMessage, err error) {
+	ss, msg := lc.ss, lc.msg
+	defer ss.wg.Done()
+	ss.mu.Lock()
+	delete(ss.inflight, lc.key)
+	ss.mu.Unlock()
+	if errors.Is(err, router.ErrCancelled) {
+		lc.rp.send(nil) // the client cancelled: it must get no response
+		return
+	}
+	if err == nil && ss.onChange != nil && stateChanging(msg.Method) {
+		ss.onChange(msg.Method, msg.Params)
+	}
+	if err == nil {
+		lc.resp = *jsonrpc.NewResult(msg.ID, res) // in lc: no allocation of its own
+		lc.rp.send(&lc.resp)
+		return
+	}
+	lc.rp.send(responseFor(msg.ID, nil, err))
 }
 
 // initializeLocal answers initialize through the router's local chain (what counts and
@@ -459,6 +483,22 @@ type replier struct {
 	// under another (a modern request over HTTP gets an id of its own); zero: the
 	// request's own id.
 	clientID jsonrpc.ID
+	// answer, when reply is nil, takes the response itself (answer.finish): a legacy
+	// request over HTTP, whose response needs no rewriting, needs no reply closure.
+	// Only handleLegacy takes such a replier.
+	answer *answer
+	// call, when set, is where handleLegacy keeps the request in flight, allocated with
+	// the caller's own state; nil: handleLegacy allocates one.
+	call *legacyCall
+}
+
+// send sends the request's response (nil: none) through reply, or to answer.
+func (rp replier) send(m *jsonrpc.Message) {
+	if rp.reply != nil {
+		rp.reply(m)
+		return
+	}
+	rp.answer.finish(m)
 }
 
 // idOf is the id the client knows msg by.

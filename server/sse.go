@@ -310,11 +310,14 @@ type answer struct {
 	written bool               // the JSON answer went out from finish
 	gone    bool               // the handler has returned (client gone, or draining)
 	pending int                // responses still to come
-	done    chan struct{}      // closed when pending reaches zero
+	// done is closed when pending reaches zero; made by wait only when it must block
+	// (an answer complete before its handler waits, as when the handler ran the call
+	// itself, needs none).
+	done chan struct{}
 }
 
 func newAnswer(w http.ResponseWriter, hs *httpSession, requests int) *answer {
-	return &answer{w: w, hs: hs, pending: requests, done: make(chan struct{})}
+	return &answer{w: w, hs: hs, pending: requests}
 }
 
 // stream turns the answer into an event stream, if it is not one yet; a.mu is held.
@@ -399,7 +402,7 @@ func (a *answer) finish(m *jsonrpc.Message) {
 	case m != nil:
 		a.finals = append(a.finals, m)
 	}
-	if last {
+	if last && a.done != nil {
 		close(a.done)
 	}
 }
@@ -490,17 +493,22 @@ func (a *answer) disconnect() (pending bool) {
 // never end by themselves, such as subscriptions, when the proxy shuts down). tick
 // beats every keep-alive interval (shared by all requests: no timer per request).
 func (a *answer) wait(ctx context.Context, tick *beat, drain <-chan struct{}) (gone bool) {
-	select {
-	case <-a.done:
+	a.mu.Lock()
+	if a.pending == 0 {
+		a.mu.Unlock()
 		// Complete already (the call ran on this goroutine, see AllowInline): no need
-		// for the request context's done channel (allocated on first use) or the beat.
+		// for a done channel, the request context's (allocated on first use) or the beat.
 		a.complete()
 		return false
-	default:
 	}
+	if a.done == nil {
+		a.done = make(chan struct{})
+	}
+	done := a.done
+	a.mu.Unlock()
 	for {
 		select {
-		case <-a.done:
+		case <-done:
 			a.complete()
 			return false
 		case <-tick.next():

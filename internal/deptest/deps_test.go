@@ -21,6 +21,7 @@ var allowed = map[string][]string{
 	"internal/clock":       {},
 	"internal/lazyre":      {},
 	"internal/leaktest":    {},
+	"internal/benchwire":   {},
 	"principal":            {},
 	"auth":                 {"principal"},
 	"mcp":                  {"jsonrpc", "internal/jsonx"},

@@ -107,6 +107,7 @@ var modules = map[string][]reason{
 	"internal/clock":       nil,
 	"internal/lazyre":      nil,
 	"internal/leaktest":    nil,
+	"internal/benchwire":   nil, // the benchmarks' hand-written HTTP/1.1 client: the standard library only
 	"internal/testserver":  nil, // must build anywhere, with nothing but Go
 	"principal":            nil,
 	"mcp":                  nil,

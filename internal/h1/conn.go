@@ -53,6 +53,7 @@ type conn struct {
 	bodyDone    atomic.Bool // the body has been read to its end
 	pipelined   atomic.Bool // more bytes were buffered after the body (no watch needed)
 	tmpl        http.Request
+	lastPath    string // the last plain request target's path: the next one like it shares its string
 }
 
 func newConn(s *Server, nc net.Conn) *conn {

@@ -50,7 +50,7 @@ func (c *conn) parse(head []byte) *http.Request {
 	if !ok || len(target) == 0 || target[0] != '/' {
 		return nil
 	}
-	u := parseTarget(target)
+	u := parseTarget(target, &c.lastPath)
 	if u == nil {
 		return nil
 	}
@@ -182,8 +182,10 @@ func requestURI(u *url.URL, target []byte) string {
 
 // parseTarget reads an origin-form request target: visible ASCII only. A path of
 // letters, digits and "-._~/" is taken as it is; any other goes through net/url, as
-// net/http would parse it. The query is kept raw either way.
-func parseTarget(t []byte) *url.URL {
+// net/http would parse it. The query is kept raw either way. last is the connection's
+// previous plain path without a query: a target equal to it reuses its string (a
+// client posts to one endpoint), and a new one replaces it.
+func parseTarget(t []byte, last *string) *url.URL {
 	plain := true
 	q := -1
 	for i, b := range t {
@@ -208,10 +210,13 @@ func parseTarget(t []byte) *url.URL {
 		}
 		return u
 	}
-	s := string(t)
 	if q < 0 {
-		return &url.URL{Path: s}
+		if string(t) != *last { // no allocation for the comparison
+			*last = string(t)
+		}
+		return &url.URL{Path: *last}
 	}
+	s := string(t)
 	return &url.URL{Path: s[:q], RawQuery: s[q+1:], ForceQuery: q == len(t)-1}
 }
 

@@ -51,3 +51,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseTargetSharesPath: a connection's repeated plain path reuses one string, and a
+// different target gets its own, so each request still reads its own path and query.
+func TestParseTargetSharesPath(t *testing.T) {
+	var last string
+	for _, tc := range []struct{ target, path, query string }{
+		{"/mcp", "/mcp", ""}, {"/mcp", "/mcp", ""}, {"/other", "/other", ""},
+		{"/mcp?x=1", "/mcp", "x=1"}, {"/mcp", "/mcp", ""}, {"/a%20b", "/a b", ""},
+	} {
+		u := parseTarget([]byte(tc.target), &last)
+		if u == nil || u.Path != tc.path || u.RawQuery != tc.query {
+			t.Fatalf("parseTarget(%q) = %+v, want path %q query %q", tc.target, u, tc.path, tc.query)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { parseTarget([]byte("/mcp"), &last) }); n != 1 {
+		t.Errorf("a repeated path: %.0f allocations, want 1 (the URL)", n)
+	}
+}

@@ -468,3 +468,41 @@ func TestSlowClients(t *testing.T) {
 		t.Errorf("unfinished head: %q %v, want a silent close", b, err)
 	}
 }
+
+// TestSetContentLength: a length set with SetContentLength frames the answer as a
+// Content-Length field would (the head goes out at WriteHeader, the connection stays
+// open for the next request), a Content-Length field in the header wins over it, and a
+// call after the status is decided changes nothing.
+func TestSetContentLength(t *testing.T) {
+	type lengthSetter interface{ SetContentLength(int64) }
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ls, ok := w.(lengthSetter)
+		if !ok {
+			t.Error("h1's ResponseWriter has no SetContentLength")
+			return
+		}
+		w.Header()["Content-Type"] = []string{"application/json"}
+		switch r.URL.Path {
+		case "/set":
+			ls.SetContentLength(7)
+		case "/field-wins":
+			ls.SetContentLength(99)
+			w.Header().Set("Content-Length", "7")
+		case "/late":
+			w.WriteHeader(http.StatusOK)
+			ls.SetContentLength(3) // the status is decided: nothing changes, the body is chunked
+		}
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, `{"a":1}`)
+		w.(http.Flusher).Flush()
+	})
+	_, addr := start(t, h)
+	resps, bodies := exchange(t, addr, "GET /set HTTP/1.1\r\nHost: h\r\n\r\n"+
+		"GET /field-wins HTTP/1.1\r\nHost: h\r\n\r\nGET /late HTTP/1.1\r\nHost: h\r\n\r\n", 3)
+	for i, want := range []int64{7, 7, -1} {
+		if resps[i].ContentLength != want || bodies[i] != `{"a":1}` || resps[i].Close {
+			t.Errorf("response %d: Content-Length %d, body %q, close %v; want %d (-1: chunked), the whole body, kept open",
+				i, resps[i].ContentLength, bodies[i], resps[i].Close, want)
+		}
+	}
+}
