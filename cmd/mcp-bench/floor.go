@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -79,10 +80,37 @@ func runFloor(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{"floor: give either -upstream-url or an upstream command"}
 	}
 	defer up.close()
+	if prefix := os.Getenv(floorProfileEnv); prefix != "" {
+		stop, err := startFloorProfile(fmt.Sprintf("%s.%d", prefix, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if *listen == "" {
 		return serveFloorStdio(ctx, up, stdin, stdout)
 	}
 	return serveFloorHTTP(ctx, up, *listen, *addrFile)
+}
+
+// floorProfileEnv names the environment variable that makes every floor forwarder write
+// a CPU profile of its run to PREFIX.PID (to compare with the proxy's, which
+// MCP_PROXY_CPUPROFILE writes).
+const floorProfileEnv = "MCP_BENCH_FLOOR_CPUPROFILE"
+
+func startFloorProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("floor: creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("floor: starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // serveFloorHTTP serves POST /mcp with the proxy's HTTP server until ctx ends.
