@@ -249,10 +249,32 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 		ctx, cancel = context.WithCancel(l.ctx)
 		abortable(cancel)
 	}
-	req, err := l.newPost(ctx, body)
+	req, err := l.buildPost(ctx, m, body, extra)
 	if err != nil {
 		cancel()
 		return err
+	}
+	l.wg.Add(1)
+	if inline || !m.IsRequest() {
+		defer l.wg.Done()
+		defer cancel()
+		l.post(req, m, onMessage)
+		return nil
+	}
+	go func() {
+		defer l.wg.Done()
+		defer cancel()
+		l.post(req, m, onMessage)
+	}()
+	return nil
+}
+
+// buildPost makes the POST of m (body is its encoding) under ctx, with every header it
+// carries.
+func (l *HTTPLink) buildPost(ctx context.Context, m *jsonrpc.Message, body []byte, extra map[string]string) (*http.Request, error) {
+	req, err := l.newPost(ctx, body)
+	if err != nil {
+		return nil, err
 	}
 	l.setHeaders(req)
 	// The 2026-07-28 request headers mirror the body; servers of earlier versions ignore
@@ -274,19 +296,7 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 	for k, v := range extra {
 		req.Header.Set(k, v)
 	}
-	l.wg.Add(1)
-	if inline || !m.IsRequest() {
-		defer l.wg.Done()
-		defer cancel()
-		l.post(req, m, onMessage)
-		return nil
-	}
-	go func() {
-		defer l.wg.Done()
-		defer cancel()
-		l.post(req, m, onMessage)
-	}()
-	return nil
+	return req, nil
 }
 
 func (l *HTTPLink) setHeaders(req *http.Request) {
@@ -310,20 +320,11 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 
 // post sends one message and hands what comes back to emit.
 func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)) {
-	var sent *oauthToken
-	if l.oauth != nil {
-		sent = l.oauth.token()
-		if sent.needsRefresh() {
-			if err := l.oauth.Refresh(l.ctx, sent); err != nil {
-				l.oauth.log.Info().Err(err).Msg("refreshing the expiring token failed")
-			}
-			sent = l.oauth.token()
-		}
-		if sent != nil {
-			// Again, as setHeaders did at Write: the token may have changed since, and a 401
-			// must be matched with the token actually sent.
-			req.Header["Authorization"] = sent.hdr
-		}
+	sent := l.tokenToSend()
+	if sent != nil {
+		// Again, as setHeaders did at Write: the token may have changed since, and a 401
+		// must be matched with the token actually sent.
+		req.Header["Authorization"] = sent.hdr
 	}
 	resp, err := l.client.Transport.RoundTrip(req) // no redirects or cookies to follow: skip http.Client's machinery on the hot path
 	if err == nil && l.oauth != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
@@ -336,13 +337,23 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)
 		return
 	}
 	defer resp.Body.Close()
-	l.handleAnswer(postAnswer{
-		status:  resp.StatusCode,
-		session: resp.Header.Get("Mcp-Session-Id"),
-		stream:  strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"),
-		length:  resp.ContentLength,
-		body:    resp.Body,
-	}, m, emit, req.Context)
+	l.handleAnswer(answerOf(resp), m, emit, req.Context)
+}
+
+// tokenToSend returns the OAuth token a POST is to carry, refreshed first when it is
+// about to expire; nil when there is none (or no OAuth).
+func (l *HTTPLink) tokenToSend() *oauthToken {
+	if l.oauth == nil {
+		return nil
+	}
+	sent := l.oauth.token()
+	if sent.needsRefresh() {
+		if err := l.oauth.Refresh(l.ctx, sent); err != nil {
+			l.oauth.log.Info().Err(err).Msg("refreshing the expiring token failed")
+		}
+		sent = l.oauth.token()
+	}
+	return sent
 }
 
 // postAnswer is what the link reads of the answer to a POST, whichever client read it.
@@ -353,6 +364,17 @@ type postAnswer struct {
 	stream  bool // an event stream
 	length  int64
 	body    io.Reader
+}
+
+// answerOf is what the link reads of a net/http-shaped answer.
+func answerOf(resp *http.Response) postAnswer {
+	return postAnswer{
+		status:  resp.StatusCode,
+		session: resp.Header.Get("Mcp-Session-Id"),
+		stream:  strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"),
+		length:  resp.ContentLength,
+		body:    resp.Body,
+	}
 }
 
 // handleAnswer takes in the answer to m's POST and hands what it carries to emit.
@@ -642,12 +664,24 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 // token sent: it runs (or joins) the OAuth flow, then sends req again, once, with the
 // new token. Any other 403 is returned as it is.
 func (l *HTTPLink) reauthorize(req *http.Request, resp *http.Response, sent *oauthToken) (*http.Response, error) {
-	if resp.StatusCode == http.StatusForbidden && parseChallenge(resp.Header).err != "insufficient_scope" {
+	if !wantsAuthorization(resp.StatusCode, resp.Header) {
 		return resp, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if err := l.oauth.Authorize(l.ctx, resp.StatusCode, resp.Header, sent); err != nil {
+	return l.authorizeAndRetry(req, resp.StatusCode, resp.Header, sent)
+}
+
+// wantsAuthorization reports whether an answer of status with header h asks for
+// (more) authorization: a 401, or a 403 insufficient_scope.
+func wantsAuthorization(status int, h http.Header) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden && parseChallenge(h).err == "insufficient_scope"
+}
+
+// authorizeAndRetry runs (or joins) the OAuth flow for an answer of status with header
+// h to req, sent with token sent, then sends req again, once, with the new token.
+func (l *HTTPLink) authorizeAndRetry(req *http.Request, status int, h http.Header, sent *oauthToken) (*http.Response, error) {
+	if err := l.oauth.Authorize(l.ctx, status, h, sent); err != nil {
 		return nil, fmt.Errorf("authorizing with the upstream: %w", err)
 	}
 	retry := req.Clone(l.ctx)

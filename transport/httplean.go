@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -35,12 +36,14 @@ type leanPost struct {
 // Fields the lean path writes per request, or leaves to the client: a link whose own
 // headers (spec.Headers) name one of them takes the net/http-shaped path, where the
 // order in which they are set decides.
-var leanPerCall = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Traceparent", "Tracestate", "Authorization"}
+var leanPerCall = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Traceparent", "Tracestate"}
 
 // newLeanPost prepares the lean POSTs to rawURL with the link's own headers (canonical
-// keys), or returns nil when they cannot go that way.
+// keys), or returns nil when they cannot go that way. With OAuth, the token is written
+// per request (and the link's headers hold no Authorization: the token would replace
+// it).
 func newLeanPost(rawURL string, headers http.Header, oauth *OAuth) *leanPost {
-	if oauth != nil || transportFor(rawURL) != leanTransport {
+	if transportFor(rawURL) != leanTransport || oauth != nil && headers["Authorization"] != nil {
 		return nil
 	}
 	u, err := url.Parse(rawURL)
@@ -94,12 +97,19 @@ const maxPooledLean = 64 << 10
 var leanBufPool = sync.Pool{New: func() any { return &leanBufs{body: make([]byte, 0, 1024), wire: make([]byte, 0, 2048)} }}
 
 // appendLeanPost writes the POST of m, whose body is in bufs.body, into bufs and returns
-// its bytes.
-func (l *HTTPLink) appendLeanPost(bufs *leanBufs, m *jsonrpc.Message) ([]byte, error) {
+// its bytes; token, when not nil, is the OAuth token it carries.
+func (l *HTTPLink) appendLeanPost(bufs *leanBufs, m *jsonrpc.Message, token *oauthToken) ([]byte, error) {
 	body := bufs.body
 	var err error
 	b := append(bufs.wire[:0], l.lean.prefix...)
 	defer func() { bufs.wire = b[:0] }()
+	if token != nil {
+		for _, v := range token.hdr {
+			if b, err = h1client.AppendField(b, "Authorization", v); err != nil {
+				return nil, err
+			}
+		}
+	}
 	l.mu.Lock()
 	session, version := l.session, l.version
 	l.mu.Unlock()
@@ -235,7 +245,8 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 		return // the link is stopping: as a POST whose context the stop cancelled
 	}
 	defer l.endLean(x)
-	wire, err := l.appendLeanPost(x.bufs, m)
+	sent := l.tokenToSend()
+	wire, err := l.appendLeanPost(x.bufs, m, sent)
 	var rep *h1client.Reply
 	if err == nil {
 		rep, err = l.lean.tr.Send(l.lean.key, http.MethodPost, wire, &x.abort)
@@ -248,6 +259,12 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 		return
 	}
 	defer rep.Body.Close()
+	if l.oauth != nil && (rep.StatusCode == http.StatusUnauthorized || rep.StatusCode == http.StatusForbidden) {
+		if h := rep.Header(); wantsAuthorization(rep.StatusCode, h) {
+			l.reauthorizeLean(rep, h, m, sent, emit)
+			return
+		}
+	}
 	// The head's fields are read before its body (see Reply.Field).
 	if sid := rep.Field("Mcp-Session-Id"); len(sid) > 0 {
 		setSession(l, sid)
@@ -262,4 +279,29 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 	if x.cancel != nil {
 		x.cancel()
 	}
+}
+
+// reauthorizeLean is reauthorize for a lean POST whose answer (rep, its fields h) asks
+// for authorization: the flow runs, and the request is sent again, once, the way an
+// OAuth retry always is (net/http-shaped, under the link's context).
+func (l *HTTPLink) reauthorizeLean(rep *h1client.Reply, h http.Header, m *jsonrpc.Message, sent *oauthToken, emit func([]byte)) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(rep.Body, 64<<10))
+	rep.Body.Close()
+	body, err := m.Encode()
+	var req *http.Request
+	if err == nil {
+		req, err = l.buildPost(l.ctx, m, body, nil)
+	}
+	var resp *http.Response
+	if err == nil {
+		resp, err = l.authorizeAndRetry(req, rep.StatusCode, h, sent)
+	}
+	if err != nil {
+		if l.ctx.Err() == nil && m.IsRequest() {
+			l.failRequest(m, fmt.Errorf("HTTP request to %s failed: %w", l.spec.URL, err))
+		}
+		return
+	}
+	defer resp.Body.Close()
+	l.handleAnswer(answerOf(resp), m, emit, req.Context)
 }

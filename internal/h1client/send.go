@@ -119,6 +119,19 @@ func (r *Reply) Field(name string) []byte {
 	}
 }
 
+// Header returns the head's fields as net/http would (a new map, for the rare answer
+// whose fields are needed whole); like Field, before Body is first read or closed.
+func (r *Reply) Header() http.Header {
+	if r.resp != nil {
+		return r.resp.Header
+	}
+	h, ok := parseHead(r.head, true)
+	if !ok { // cannot be: the same bytes parsed before
+		return http.Header{}
+	}
+	return h.header
+}
+
 // Send sends wire, a whole request (its head and body, written by the caller; see
 // AppendField), to key (host:port) on a pooled connection or a new one, and returns the
 // answer once its head is in. method is the request's (the answer to a HEAD has no
