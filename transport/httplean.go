@@ -128,15 +128,15 @@ func (l *HTTPLink) appendLeanPost(bufs *leanBufs, m *jsonrpc.Message, token *oau
 		if b, err = h1client.AppendField(b, "Mcp-Method", m.Method); err != nil {
 			return nil, err
 		}
-		name, named := "", false
+		key := ""
 		switch m.Method {
 		case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-			name, named, _ = jsonx.GetString(m.Params, "name")
+			key = "name"
 		case mcp.MethodResourcesRead:
-			name, named, _ = jsonx.GetString(m.Params, "uri")
+			key = "uri"
 		}
-		if named {
-			if b, err = h1client.AppendField(b, "Mcp-Name", mcp.EncodeHeaderValue(name)); err != nil {
+		if key != "" {
+			if b, err = appendName(b, m.Params, key); err != nil {
 				return nil, err
 			}
 		}
@@ -304,4 +304,22 @@ func (l *HTTPLink) reauthorizeLean(rep *h1client.Reply, h http.Header, m *jsonrp
 	}
 	defer resp.Body.Close()
 	l.handleAnswer(answerOf(resp), m, emit, req.Context)
+}
+
+// appendName appends Mcp-Name with the string params[key], when there is one: as it is
+// when it needs neither unescaping nor encoding (no allocation), else as exchange writes
+// it.
+func appendName(b []byte, params []byte, key string) ([]byte, error) {
+	raw, ok, err := jsonx.Get(params, key)
+	if err != nil || !ok || len(raw) < 2 || raw[0] != '"' {
+		return b, nil // as GetString: no name
+	}
+	if v := raw[1 : len(raw)-1]; bytes.IndexByte(v, '\\') < 0 && mcp.PlainHeaderValue(v) {
+		return h1client.AppendField(b, "Mcp-Name", v)
+	}
+	name, ok, _ := jsonx.GetString(params, key)
+	if !ok {
+		return b, nil
+	}
+	return h1client.AppendField(b, "Mcp-Name", mcp.EncodeHeaderValue(name))
 }

@@ -107,8 +107,12 @@ func (b *body) readTrailer() error {
 	}
 }
 
-// fail ends the body with err; the connection is closed.
+// fail ends the body with err (ErrAborted when its Abort cut it short); the connection
+// is closed.
 func (b *body) fail(err error) error {
+	if b.abort != nil && b.abort.Aborted() {
+		err = fmt.Errorf("%w (%v)", ErrAborted, err)
+	}
 	b.err = err
 	b.reusable = false
 	b.finish()
@@ -159,6 +163,9 @@ func (b *fallbackBody) Read(p []byte) (int, error) {
 		b.eof = true
 		b.finish()
 	} else if err != nil {
+		if b.abort != nil && b.abort.Aborted() {
+			err = fmt.Errorf("%w (%v)", ErrAborted, err)
+		}
 		b.reusable = false
 		b.finish()
 	}

@@ -102,6 +102,7 @@ type conn struct {
 	since  time.Time // returned to the pool at
 	maxAge time.Time // not reused from then on (the server's Keep-Alive timeout); zero: no limit
 	reused bool
+	raw    syscall.RawConn // nc's, once a probe (alive) has needed it
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -444,7 +445,7 @@ func (t *Transport) getConn(ctx context.Context, key string) (*conn, error) {
 		case !c.maxAge.IsZero() && !now.Before(c.maxAge), now.Sub(c.since) >= t.idleTimeout():
 			c.nc.Close()
 			continue
-		case now.Sub(c.since) >= probeIdle && !alive(c.nc):
+		case now.Sub(c.since) >= probeIdle && !alive(c):
 			c.nc.Close()
 			continue
 		}
