@@ -29,14 +29,28 @@ const (
 // leading or trailing space as it is; anything else, and anything that looks like the
 // encoded form, as =?base64?…?=.
 func EncodeHeaderValue(s string) string {
-	plain := s == strings.TrimSpace(s) && !(strings.HasPrefix(s, base64Prefix) && strings.HasSuffix(s, base64Suffix))
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x20 && s[i] <= 0x7e
-	}
-	if plain {
+	if PlainHeaderValue(s) {
 		return s
 	}
 	return base64Prefix + base64.StdEncoding.EncodeToString([]byte(s)) + base64Suffix
+}
+
+// PlainHeaderValue reports whether EncodeHeaderValue leaves s as it is: visible ASCII
+// without leading or trailing space, not in the encoded form's shape.
+func PlainHeaderValue[T string | []byte](s T) bool {
+	if len(s) > 0 && (s[0] == ' ' || s[len(s)-1] == ' ') {
+		return false
+	}
+	if len(s) >= len(base64Prefix) && string(s[:len(base64Prefix)]) == base64Prefix &&
+		len(s) >= len(base64Suffix) && string(s[len(s)-len(base64Suffix):]) == base64Suffix {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeHeaderValue is the inverse of EncodeHeaderValue. A value with characters a

@@ -42,6 +42,7 @@ type HTTPLink struct {
 	// when the URL does not parse (Exchange then reports the error).
 	postTmpl *http.Request
 	headers  http.Header // spec.Headers with canonical keys, shared read-only by every request
+	lean     *leanPost   // the lean path of POSTs (httplean.go), or nil
 	oauth    *OAuth      // nil: no OAuth
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -58,6 +59,10 @@ type HTTPLink struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	wg        sync.WaitGroup // in-flight POSTs and the GET stream
+
+	liveMu   sync.Mutex                 // guards live, stopping
+	live     map[*leanExchange]struct{} // lean POSTs in flight
+	stopping bool                       // Stop has aborted them: no more start
 	failureSink
 }
 
@@ -114,6 +119,7 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 	for k, v := range spec.Headers {
 		l.headers.Set(k, v)
 	}
+	l.lean = newLeanPost(spec.URL, l.headers, spec.OAuth)
 	return l
 }
 
@@ -230,6 +236,9 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 		return fmt.Errorf("http link to %s is closed", l.spec.URL)
 	default:
 	}
+	if l.lean != nil && len(extra) == 0 {
+		return l.exchangeLean(m, onMessage, inline, abortable)
+	}
 	body, err := m.Encode()
 	if err != nil {
 		return err
@@ -240,10 +249,32 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 		ctx, cancel = context.WithCancel(l.ctx)
 		abortable(cancel)
 	}
-	req, err := l.newPost(ctx, body)
+	req, err := l.buildPost(ctx, m, body, extra)
 	if err != nil {
 		cancel()
 		return err
+	}
+	l.wg.Add(1)
+	if inline || !m.IsRequest() {
+		defer l.wg.Done()
+		defer cancel()
+		l.post(req, m, onMessage)
+		return nil
+	}
+	go func() {
+		defer l.wg.Done()
+		defer cancel()
+		l.post(req, m, onMessage)
+	}()
+	return nil
+}
+
+// buildPost makes the POST of m (body is its encoding) under ctx, with every header it
+// carries.
+func (l *HTTPLink) buildPost(ctx context.Context, m *jsonrpc.Message, body []byte, extra map[string]string) (*http.Request, error) {
+	req, err := l.newPost(ctx, body)
+	if err != nil {
+		return nil, err
 	}
 	l.setHeaders(req)
 	// The 2026-07-28 request headers mirror the body; servers of earlier versions ignore
@@ -265,19 +296,7 @@ func (l *HTTPLink) exchange(m *jsonrpc.Message, extra map[string]string, onMessa
 	for k, v := range extra {
 		req.Header.Set(k, v)
 	}
-	l.wg.Add(1)
-	if inline || !m.IsRequest() {
-		defer l.wg.Done()
-		defer cancel()
-		l.post(req, m, onMessage)
-		return nil
-	}
-	go func() {
-		defer l.wg.Done()
-		defer cancel()
-		l.post(req, m, onMessage)
-	}()
-	return nil
+	return req, nil
 }
 
 func (l *HTTPLink) setHeaders(req *http.Request) {
@@ -301,20 +320,11 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 
 // post sends one message and hands what comes back to emit.
 func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)) {
-	var sent *oauthToken
-	if l.oauth != nil {
-		sent = l.oauth.token()
-		if sent.needsRefresh() {
-			if err := l.oauth.Refresh(l.ctx, sent); err != nil {
-				l.oauth.log.Info().Err(err).Msg("refreshing the expiring token failed")
-			}
-			sent = l.oauth.token()
-		}
-		if sent != nil {
-			// Again, as setHeaders did at Write: the token may have changed since, and a 401
-			// must be matched with the token actually sent.
-			req.Header["Authorization"] = sent.hdr
-		}
+	sent := l.tokenToSend()
+	if sent != nil {
+		// Again, as setHeaders did at Write: the token may have changed since, and a 401
+		// must be matched with the token actually sent.
+		req.Header["Authorization"] = sent.hdr
 	}
 	resp, err := l.client.Transport.RoundTrip(req) // no redirects or cookies to follow: skip http.Client's machinery on the hot path
 	if err == nil && l.oauth != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
@@ -327,63 +337,116 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)
 		return
 	}
 	defer resp.Body.Close()
-	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
-		l.mu.Lock()
-		first := l.session == ""
-		l.session = sid
-		l.mu.Unlock()
-		if first {
-			l.openGET()
+	l.handleAnswer(answerOf(resp), m, emit, req.Context)
+}
+
+// tokenToSend returns the OAuth token a POST is to carry, refreshed first when it is
+// about to expire; nil when there is none (or no OAuth).
+func (l *HTTPLink) tokenToSend() *oauthToken {
+	if l.oauth == nil {
+		return nil
+	}
+	sent := l.oauth.token()
+	if sent.needsRefresh() {
+		if err := l.oauth.Refresh(l.ctx, sent); err != nil {
+			l.oauth.log.Info().Err(err).Msg("refreshing the expiring token failed")
 		}
+		sent = l.oauth.token()
+	}
+	return sent
+}
+
+// postAnswer is what the link reads of the answer to a POST, whichever client read it.
+// session is the answer's Mcp-Session-Id, read before the body.
+type postAnswer struct {
+	status  int
+	session string
+	stream  bool // an event stream
+	length  int64
+	body    io.Reader
+}
+
+// answerOf is what the link reads of a net/http-shaped answer.
+func answerOf(resp *http.Response) postAnswer {
+	return postAnswer{
+		status:  resp.StatusCode,
+		session: resp.Header.Get("Mcp-Session-Id"),
+		stream:  strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream"),
+		length:  resp.ContentLength,
+		body:    resp.Body,
+	}
+}
+
+// handleAnswer takes in the answer to m's POST and hands what it carries to emit.
+// reqCtx gives the exchange's context (called only when an answer stream is to be
+// resumed or found cut short).
+func (l *HTTPLink) handleAnswer(a postAnswer, m *jsonrpc.Message, emit func([]byte), reqCtx func() context.Context) {
+	if a.session != "" {
+		setSession(l, a.session)
 	}
 	switch {
-	case resp.StatusCode == http.StatusAccepted:
+	case a.status == http.StatusAccepted:
 		return
-	case resp.StatusCode == http.StatusNotFound && l.hasSession():
+	case a.status == http.StatusNotFound && l.hasSession():
 		// The server ended our session: this link is done; the upstream re-initializes.
 		l.fail(errors.New("the upstream ended its HTTP session (404)"))
 		return
 	}
-	ct := resp.Header.Get("Content-Type")
+	if a.stream {
+		l.readAnswerStream(reqCtx, a.body, m, emit)
+		return
+	}
+	b, err := readAnswer(a.length, a.body, l.spec.MaxMessage)
 	switch {
-	case strings.HasPrefix(ct, "text/event-stream"):
-		l.readAnswerStream(req.Context(), resp.Body, m, emit)
-	default:
-		b, err := readAnswer(resp, l.spec.MaxMessage)
-		switch {
-		case err != nil:
-			l.failRequest(m, fmt.Errorf("reading the answer from %s: %w", l.spec.URL, err))
-		case len(b) > l.spec.MaxMessage:
-			l.failRequest(m, fmt.Errorf("%w: the answer from %s exceeds %d bytes", jsonrpc.ErrMessageTooLarge, l.spec.URL, l.spec.MaxMessage))
-		case resp.StatusCode >= 400 && m.IsRequest() && jsonish(b):
-			// An HTTP error whose body is a JSON-RPC error without an id (the spec lets
-			// a server answer so): it is the answer to this request.
-			if e, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil && e.Error != nil {
-				if out, err := jsonrpc.NewErrorResponse(m.ID, e.Error).Encode(); err == nil {
-					emit(out)
-					return
-				}
+	case err != nil:
+		l.failRequest(m, fmt.Errorf("reading the answer from %s: %w", l.spec.URL, err))
+	case len(b) > l.spec.MaxMessage:
+		l.failRequest(m, fmt.Errorf("%w: the answer from %s exceeds %d bytes", jsonrpc.ErrMessageTooLarge, l.spec.URL, l.spec.MaxMessage))
+	case a.status >= 400 && m.IsRequest() && jsonish(b):
+		// An HTTP error whose body is a JSON-RPC error without an id (the spec lets
+		// a server answer so): it is the answer to this request.
+		if e, err := jsonrpc.Decode(bytes.TrimSpace(b)); err == nil && e.Error != nil {
+			if out, err := jsonrpc.NewErrorResponse(m.ID, e.Error).Encode(); err == nil {
+				emit(out)
+				return
 			}
-			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
-		case len(bytes.TrimSpace(b)) > 0 && jsonish(b):
-			emit(b)
-		case m.IsRequest():
-			l.failRequest(m, fmt.Errorf("HTTP %d from %s", resp.StatusCode, l.spec.URL))
 		}
+		l.failRequest(m, fmt.Errorf("HTTP %d from %s", a.status, l.spec.URL))
+	case len(bytes.TrimSpace(b)) > 0 && jsonish(b):
+		emit(b)
+	case m.IsRequest():
+		l.failRequest(m, fmt.Errorf("HTTP %d from %s", a.status, l.spec.URL))
+	}
+}
+
+// setSession keeps the session id the server gave; the first one opens the GET stream.
+// (A string, or the bytes of the answer's head: a string is made only when the id is
+// new.)
+func setSession[T string | []byte](l *HTTPLink, sid T) {
+	l.mu.Lock()
+	if l.session == string(sid) {
+		l.mu.Unlock()
+		return
+	}
+	first := l.session == ""
+	l.session = string(sid)
+	l.mu.Unlock()
+	if first {
+		l.openGET()
 	}
 }
 
 // readAnswer reads a JSON answer of at most max bytes (one byte more tells that it is
-// too large): into a buffer of its exact size when the server gave its length.
-func readAnswer(resp *http.Response, max int) ([]byte, error) {
-	if n := resp.ContentLength; n >= 0 && n <= int64(max) {
+// too large): into a buffer of its exact size when the server gave its length n.
+func readAnswer(n int64, body io.Reader, max int) ([]byte, error) {
+	if n >= 0 && n <= int64(max) {
 		b := make([]byte, n)
-		if _, err := io.ReadFull(resp.Body, b); err != nil {
+		if _, err := io.ReadFull(body, b); err != nil {
 			return nil, err
 		}
 		return b, nil
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, int64(max)+1))
+	return io.ReadAll(io.LimitReader(body, int64(max)+1))
 }
 
 func jsonish(b []byte) bool {
@@ -449,15 +512,19 @@ const maxResumes = 5
 // connection before the response (2025-11-25, SEP-1699), having sent an event id and a
 // retry delay: the stream is resumed with a GET and Last-Event-ID after that delay, until
 // the response arrives. A stream that ends for good without it fails the request at
-// once rather than at its timeout. ctx is the request's: an aborted exchange is not
-// resumed.
-func (l *HTTPLink) readAnswerStream(ctx context.Context, body io.Reader, m *jsonrpc.Message, emit func([]byte)) {
+// once rather than at its timeout. reqCtx gives the request's context, once the stream
+// has ended without the response: an aborted exchange is not resumed.
+func (l *HTTPLink) readAnswerStream(reqCtx func() context.Context, body io.Reader, m *jsonrpc.Message, emit func([]byte)) {
 	want := ""
 	if m.IsRequest() {
 		want = string(m.ID.Raw())
 	}
 	end, answered := l.readSSE(body, want, emit)
-	for fruitless := 0; want != "" && !answered && end.lastID != "" && fruitless < maxResumes && ctx.Err() == nil; {
+	if want == "" || answered {
+		return
+	}
+	ctx := reqCtx()
+	for fruitless := 0; !answered && end.lastID != "" && fruitless < maxResumes && ctx.Err() == nil; {
 		delay := end.retry
 		if delay <= 0 {
 			delay = 500 * time.Millisecond
@@ -496,7 +563,7 @@ func (l *HTTPLink) readAnswerStream(ctx context.Context, body io.Reader, m *json
 			end.retry = next.retry
 		}
 	}
-	if want != "" && !answered && ctx.Err() == nil {
+	if !answered && ctx.Err() == nil {
 		// Closed for good, or without an event id to resume from: the response is not
 		// coming, so the call fails now rather than at its timeout.
 		l.failRequest(m, fmt.Errorf("the event stream from %s ended before the response", l.spec.URL))
@@ -587,6 +654,7 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 		cancel()
 	}
 	l.cancel()
+	l.abortLean()
 	l.fail(errors.New("closed"))
 	l.wg.Wait()
 	return nil
@@ -596,12 +664,24 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 // token sent: it runs (or joins) the OAuth flow, then sends req again, once, with the
 // new token. Any other 403 is returned as it is.
 func (l *HTTPLink) reauthorize(req *http.Request, resp *http.Response, sent *oauthToken) (*http.Response, error) {
-	if resp.StatusCode == http.StatusForbidden && parseChallenge(resp.Header).err != "insufficient_scope" {
+	if !wantsAuthorization(resp.StatusCode, resp.Header) {
 		return resp, nil
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	if err := l.oauth.Authorize(l.ctx, resp.StatusCode, resp.Header, sent); err != nil {
+	return l.authorizeAndRetry(req, resp.StatusCode, resp.Header, sent)
+}
+
+// wantsAuthorization reports whether an answer of status with header h asks for
+// (more) authorization: a 401, or a 403 insufficient_scope.
+func wantsAuthorization(status int, h http.Header) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden && parseChallenge(h).err == "insufficient_scope"
+}
+
+// authorizeAndRetry runs (or joins) the OAuth flow for an answer of status with header
+// h to req, sent with token sent, then sends req again, once, with the new token.
+func (l *HTTPLink) authorizeAndRetry(req *http.Request, status int, h http.Header, sent *oauthToken) (*http.Response, error) {
+	if err := l.oauth.Authorize(l.ctx, status, h, sent); err != nil {
 		return nil, fmt.Errorf("authorizing with the upstream: %w", err)
 	}
 	retry := req.Clone(l.ctx)

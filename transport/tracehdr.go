@@ -2,6 +2,7 @@ package transport
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
@@ -22,21 +23,48 @@ const (
 // out: it must not break the request (a line break in a header is refused by the HTTP
 // client).
 func setTraceHeaders(h http.Header, m *jsonrpc.Message) {
+	tp, ts := traceContext(m)
+	if tp != "" {
+		h.Set("Traceparent", tp)
+	}
+	if ts != "" {
+		h.Set("Tracestate", ts)
+	}
+}
+
+// appendTraceFields is setTraceHeaders for a request head written by hand (the lean
+// client's): the fields are appended to b.
+func appendTraceFields(b []byte, m *jsonrpc.Message) []byte {
+	tp, ts := traceContext(m)
+	// What an HTTP client writes of them: without surrounding space.
+	if tp = strings.Trim(tp, " "); tp != "" {
+		b = append(append(append(b, "Traceparent: "...), tp...), "\r\n"...)
+	}
+	if ts = strings.Trim(ts, " "); ts != "" {
+		b = append(append(append(b, "Tracestate: "...), ts...), "\r\n"...)
+	}
+	return b
+}
+
+// traceContext returns the well-formed traceparent and tracestate of request m's
+// params._meta ("" for what it lacks or is malformed; no tracestate without a
+// traceparent). Both are printable ASCII with no surrounding space.
+func traceContext(m *jsonrpc.Message) (traceparent, tracestate string) {
 	if !m.IsRequest() || len(m.Params) == 0 {
-		return
+		return "", ""
 	}
 	meta, ok, _ := jsonx.Get(m.Params, "_meta")
 	if !ok || len(meta) == 0 || meta[0] != '{' {
-		return
+		return "", ""
 	}
 	tp, ok, _ := jsonx.GetString(meta, mcp.MetaTraceparent)
 	if !ok || !wellFormedTraceparent(tp) {
-		return
+		return "", ""
 	}
-	h.Set("Traceparent", tp)
 	if ts, ok, _ := jsonx.GetString(meta, mcp.MetaTracestate); ok && ts != "" && len(ts) <= maxTracestate && printable(ts) {
-		h.Set("Tracestate", ts)
+		return tp, ts
 	}
+	return tp, ""
 }
 
 // wellFormedTraceparent checks the shape of a traceparent: version-traceid-parentid-flags

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,10 +81,37 @@ func runFloor(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return usageError{"floor: give either -upstream-url or an upstream command"}
 	}
 	defer up.close()
+	if prefix := os.Getenv(floorProfileEnv); prefix != "" {
+		stop, err := startFloorProfile(fmt.Sprintf("%s.%d", prefix, os.Getpid()))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if *listen == "" {
 		return serveFloorStdio(ctx, up, stdin, stdout)
 	}
 	return serveFloorHTTP(ctx, up, *listen, *addrFile)
+}
+
+// floorProfileEnv names the environment variable that makes every floor forwarder write
+// a CPU profile of its run to PREFIX.PID (to compare with the proxy's, which
+// MCP_PROXY_CPUPROFILE writes).
+const floorProfileEnv = "MCP_BENCH_FLOOR_CPUPROFILE"
+
+func startFloorProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("floor: creating the CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("floor: starting the CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // serveFloorHTTP serves POST /mcp with the proxy's HTTP server until ctx ends.
@@ -223,11 +252,16 @@ func (f *floorStdio) forward(m *jsonrpc.Message, raw []byte) {
 }
 
 // floorHTTPUp is the HTTP upstream leg: every message one POST on a pooled connection.
-// Like the proxy's HTTP link, it copies a template request (the URL parsed once) and
-// hands the lean client the body to write without a copy.
+// Like the proxy's HTTP link, it writes the request by hand into a reused buffer (a
+// prefix made once: request line, Host and the fixed fields) and sends it with the lean
+// client's Send, which reads the answer's head without a header map; any URL that
+// client does not serve (https) goes through its RoundTrip (and so net/http).
 type floorHTTPUp struct {
-	tmpl *http.Request
-	tr   *h1client.Transport
+	tmpl   *http.Request
+	tr     *h1client.Transport
+	key    string // host:port, for Send
+	prefix []byte // nil: RoundTrip
+	bufs   sync.Pool
 }
 
 func newFloorHTTPUp(url string) (*floorHTTPUp, error) {
@@ -235,7 +269,17 @@ func newFloorHTTPUp(url string) (*floorHTTPUp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &floorHTTPUp{tmpl: tmpl, tr: &h1client.Transport{Fallback: http.DefaultTransport}}, nil
+	u := &floorHTTPUp{tmpl: tmpl, tr: &h1client.Transport{Fallback: http.DefaultTransport}}
+	u.bufs.New = func() any { b := make([]byte, 0, 2048); return &b }
+	if tmpl.URL.Scheme == "http" {
+		p := []byte("POST " + tmpl.URL.RequestURI() + " HTTP/1.1\r\n")
+		if p, err = h1client.AppendField(p, "Host", tmpl.URL.Host); err != nil {
+			return nil, err
+		}
+		p = append(p, "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nUser-Agent: Go-http-client/1.1\r\n"...)
+		u.key, u.prefix = h1client.HostPort(tmpl.URL.Host), p
+	}
+	return u, nil
 }
 
 var (
@@ -244,6 +288,47 @@ var (
 )
 
 func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error) {
+	if u.prefix == nil {
+		return u.roundTrip(ctx, m, raw, hdr)
+	}
+	bp := u.bufs.Get().(*[]byte)
+	b := append((*bp)[:0], u.prefix...)
+	var err error
+	if hdr.session != "" {
+		b, err = h1client.AppendField(b, "Mcp-Session-Id", hdr.session)
+	}
+	if err == nil && hdr.version != "" {
+		b, err = h1client.AppendField(b, "Mcp-Protocol-Version", hdr.version)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	b = append(b, "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(raw)), 10)
+	b = append(append(b, "\r\n\r\n"...), raw...)
+	var abort h1client.Abort
+	stop := context.AfterFunc(ctx, abort.Abort)
+	defer stop()
+	rep, err := u.tr.Send(u.key, http.MethodPost, b, &abort)
+	*bp = b[:0]
+	u.bufs.Put(bp)
+	if err != nil {
+		return nil, "", err
+	}
+	defer rep.Body.Close()
+	if sid := rep.Field("Mcp-Session-Id"); len(sid) > 0 && string(sid) != hdr.session {
+		hdr.session = string(sid)
+	}
+	ctype := floorJSON[0]
+	if ct := rep.Field("Content-Type"); string(ct) != ctype {
+		ctype = string(ct)
+	}
+	return floorAnswer(rep.StatusCode, rep.ContentLength, rep.Body, ctype)
+}
+
+// roundTrip is forward through the lean client's RoundTrip: a template request copied
+// (the URL parsed once), the body handed over without a copy.
+func (u *floorHTTPUp) roundTrip(ctx context.Context, m *jsonrpc.Message, raw []byte, hdr *floorHeaders) ([]byte, string, error) {
 	req := u.tmpl.WithContext(ctx)
 	req.Header = make(http.Header, 4)
 	req.Body, req.ContentLength = h1client.NewBody(raw), int64(len(raw))
@@ -263,16 +348,29 @@ func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byt
 	if sid := resp.Header["Mcp-Session-Id"]; len(sid) > 0 {
 		hdr.session = sid[0]
 	}
-	b, err := readFloorBody(resp)
-	if err != nil {
-		return nil, "", err
-	}
-	if resp.StatusCode == http.StatusAccepted || len(b) == 0 {
-		return nil, "", nil
-	}
 	ctype := ""
 	if ct := resp.Header["Content-Type"]; len(ct) > 0 {
 		ctype = ct[0]
+	}
+	return floorAnswer(resp.StatusCode, resp.ContentLength, resp.Body, ctype)
+}
+
+// floorAnswer reads an answer's body (into a buffer of its size when the server gave
+// it) and decodes a JSON one once with the codec, as the proxy does.
+func floorAnswer(status int, length int64, body io.Reader, ctype string) ([]byte, string, error) {
+	var b []byte
+	var err error
+	if length >= 0 && length <= floorMaxBody {
+		b = make([]byte, length)
+		_, err = io.ReadFull(body, b)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(body, floorMaxBody))
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if status == http.StatusAccepted || len(b) == 0 {
+		return nil, "", nil
 	}
 	if strings.HasPrefix(ctype, "application/json") {
 		if _, err := jsonrpc.Decode(b); err != nil { // the codec reads the answer once, as the proxy's does
@@ -280,16 +378,6 @@ func (u *floorHTTPUp) forward(ctx context.Context, m *jsonrpc.Message, raw []byt
 		}
 	}
 	return b, ctype, nil
-}
-
-// readFloorBody reads an answer into a buffer of its size when the server gave it.
-func readFloorBody(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n >= 0 && n <= floorMaxBody {
-		b := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, b)
-		return b, err
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, floorMaxBody))
 }
 
 func (u *floorHTTPUp) close() error {

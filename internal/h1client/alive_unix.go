@@ -3,23 +3,27 @@
 package h1client
 
 import (
-	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // alive reports whether a pooled connection is still open and silent: one non-blocking
-// peek sees neither the server's close nor bytes nobody asked for.
-func alive(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return true
+// peek sees neither the server's close nor bytes nobody asked for. The connection's raw
+// handle is kept for its next probe.
+func alive(c *conn) bool {
+	if c.raw == nil {
+		sc, ok := c.nc.(syscall.Conn)
+		if !ok {
+			return true
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return false
+		}
+		c.raw = raw
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
+	raw := c.raw
 	var buf [1]byte
 	var n int
 	var rerr error

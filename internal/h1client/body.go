@@ -14,7 +14,8 @@ import (
 // called concurrently.
 type body struct {
 	c        *conn
-	stop     func() bool // ends the request's cancellation watch
+	stop     func() bool // ends the request's cancellation watch; nil: none
+	abort    *Abort      // the request's Abort (Send), or nil
 	left     int64       // bytes of a length-framed body still to read; -1: to the end
 	chunked  bool
 	cr       io.Reader // the chunked body's decoder
@@ -106,8 +107,12 @@ func (b *body) readTrailer() error {
 	}
 }
 
-// fail ends the body with err; the connection is closed.
+// fail ends the body with err (ErrAborted when its Abort cut it short); the connection
+// is closed.
 func (b *body) fail(err error) error {
+	if b.abort != nil && b.abort.Aborted() {
+		err = fmt.Errorf("%w (%v)", ErrAborted, err)
+	}
 	b.err = err
 	b.reusable = false
 	b.finish()
@@ -121,7 +126,7 @@ func (b *body) finish() {
 		return
 	}
 	b.done = true
-	watchStopped := b.stop()
+	watchStopped := endWatch(b.stop, b.abort)
 	c := b.c
 	if b.reusable && watchStopped && b.err == io.EOF && c.br.Buffered() == 0 && (b.left <= 0 || b.chunked) {
 		c.t.putConn(c)
@@ -145,7 +150,8 @@ func (b *body) Close() error {
 type fallbackBody struct {
 	rc       io.ReadCloser
 	c        *conn
-	stop     func() bool
+	stop     func() bool // as body's
+	abort    *Abort      //
 	reusable bool
 	eof      bool
 	done     bool
@@ -157,6 +163,9 @@ func (b *fallbackBody) Read(p []byte) (int, error) {
 		b.eof = true
 		b.finish()
 	} else if err != nil {
+		if b.abort != nil && b.abort.Aborted() {
+			err = fmt.Errorf("%w (%v)", ErrAborted, err)
+		}
 		b.reusable = false
 		b.finish()
 	}
@@ -168,7 +177,7 @@ func (b *fallbackBody) finish() {
 		return
 	}
 	b.done = true
-	watchStopped := b.stop()
+	watchStopped := endWatch(b.stop, b.abort)
 	if b.reusable && b.eof && watchStopped && b.c.br.Buffered() == 0 {
 		b.c.t.putConn(b.c)
 		return
@@ -180,4 +189,18 @@ func (b *fallbackBody) finish() {
 func (b *fallbackBody) Close() error {
 	b.finish()
 	return b.rc.Close()
+}
+
+// endWatch ends a request's cancellation watch (stop, a context's) and its Abort's hold
+// on the connection, whichever it has, and reports whether neither fired: only then may
+// the connection carry another request.
+func endWatch(stop func() bool, a *Abort) bool {
+	ok := true
+	if stop != nil {
+		ok = stop()
+	}
+	if a != nil {
+		ok = a.detach() && ok
+	}
+	return ok
 }

@@ -102,6 +102,7 @@ type conn struct {
 	since  time.Time // returned to the pool at
 	maxAge time.Time // not reused from then on (the server's Keep-Alive timeout); zero: no limit
 	reused bool
+	raw    syscall.RawConn // nc's, once a probe (alive) has needed it
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -297,16 +298,16 @@ func validMethod(m string) bool {
 	return m != ""
 }
 
-func validName(k string) bool {
+func validName[T string | []byte](k T) bool {
 	for i := 0; i < len(k); i++ {
 		if !isTokenChar(k[i]) {
 			return false
 		}
 	}
-	return k != ""
+	return len(k) > 0
 }
 
-func validValueString(v string) bool {
+func validValueString[T string | []byte](v T) bool {
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
 			return false
@@ -330,7 +331,7 @@ func trimOWSString(s string) string {
 // cancellation watch.
 func (c *conn) readResponse(req *http.Request, stop func() bool) (*http.Response, error) {
 	for informational := 0; ; informational++ {
-		h, n, err := c.readHead()
+		h, n, err := c.readHead(true)
 		if err != nil {
 			return nil, err
 		}
@@ -394,11 +395,12 @@ func (c *conn) readResponse(req *http.Request, stop func() bool) (*http.Response
 	}
 }
 
-// readHead waits for a whole head in the read buffer and parses it. n is its length,
+// readHead waits for a whole head in the read buffer and parses it (with its fields in
+// h.header, or only its status and framing: see parseHead). n is its length,
 // or -1 when net/http must read it (an unusual head, which is then in the buffer whole,
 // so that net/http's reader, which has no limit of its own, reads no more than the
 // buffer's size). A head larger than the buffer is refused.
-func (c *conn) readHead() (head, int, error) {
+func (c *conn) readHead(fields bool) (head, int, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return head{}, 0, fmt.Errorf("reading the response: %w", err)
 	}
@@ -410,7 +412,7 @@ func (c *conn) readHead() (head, int, error) {
 				return head{}, -1, nil // bare LFs, but all there: net/http reads those
 			}
 		case n > 0:
-			h, ok := parseHead(buf[:n])
+			h, ok := parseHead(buf[:n], fields)
 			if !ok {
 				return head{}, -1, nil
 			}
@@ -443,7 +445,7 @@ func (t *Transport) getConn(ctx context.Context, key string) (*conn, error) {
 		case !c.maxAge.IsZero() && !now.Before(c.maxAge), now.Sub(c.since) >= t.idleTimeout():
 			c.nc.Close()
 			continue
-		case now.Sub(c.since) >= probeIdle && !alive(c.nc):
+		case now.Sub(c.since) >= probeIdle && !alive(c):
 			c.nc.Close()
 			continue
 		}

@@ -43,9 +43,11 @@ func indexHeadEnd(buf []byte) int {
 
 // parseHead reads a response head the fast path serves, or reports false for net/http to
 // read: HTTP/1.1, a three-digit status, well-formed fields, at most one Content-Length,
-// Transfer-Encoding absent or exactly "chunked" (and then no Content-Length). Every
-// string is cut out of one copy of b, which is the connection's buffer.
-func parseHead(b []byte) (h head, ok bool) {
+// Transfer-Encoding absent or exactly "chunked" (and then no Content-Length). With
+// fields, h.header holds the fields, every string cut out of one copy of b (which is the
+// connection's buffer); without, only the status and the framing are read, and nothing
+// is allocated (Send's callers read the fields they need from the head's bytes).
+func parseHead(b []byte, fields bool) (h head, ok bool) {
 	line, rest, ok := cutLine(b)
 	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) || (len(line) > 12 && line[12] != ' ') {
 		return h, false
@@ -59,19 +61,23 @@ func parseHead(b []byte) (h head, ok bool) {
 	if h.status < 100 {
 		return h, false
 	}
-	fields := bytes.Count(rest, []byte("\n"))
-	if fields > maxHeaders+1 {
+	nfields := bytes.Count(rest, []byte("\n"))
+	if nfields > maxHeaders+1 {
 		return h, false
 	}
-	text := string(b) // one allocation holds the reason, every name and every value
-	if len(line) > 13 {
-		if !validValue(line[13:]) {
-			return h, false
-		}
-		h.reason = text[13:len(line)]
+	if len(line) > 13 && !validValue(line[13:]) {
+		return h, false
 	}
-	vals := make([]string, 0, fields)
-	h.header = make(http.Header, fields)
+	var text string
+	var vals []string
+	if fields {
+		text = string(b) // one allocation holds the reason, every name and every value
+		if len(line) > 13 {
+			h.reason = text[13:len(line)]
+		}
+		vals = make([]string, 0, nfields)
+		h.header = make(http.Header, nfields)
+	}
 	h.length = -1
 	haveLength, haveTE := false, false
 	off := len(b) - len(rest)
@@ -89,18 +95,13 @@ func parseHead(b []byte) (h head, ok bool) {
 		if colon <= 0 {
 			return h, false
 		}
+		name := line[:colon]
 		value := trimOWS(line[colon+1:])
-		key, ok := canonicalKey(line[:colon], text[lineOff:lineOff+colon])
-		if !ok || !validValue(value) {
+		if !validName(name) || !validValue(value) {
 			return h, false
 		}
-		start := lineOff + colon + 1
-		for text[start] == ' ' || text[start] == '\t' {
-			start++
-		}
-		v := text[start : start+len(value)]
-		switch key {
-		case "Content-Length":
+		switch framingField(name) {
+		case fieldContentLength:
 			if haveLength {
 				return h, false
 			}
@@ -108,24 +109,33 @@ func parseHead(b []byte) (h head, ok bool) {
 			if h.length, ok = parseLength(value); !ok {
 				return h, false
 			}
-		case "Transfer-Encoding":
+		case fieldTransferEncoding:
 			if haveTE || !asciiEqualFold(value, "chunked") {
 				return h, false
 			}
 			haveTE, h.chunked = true, true
 			continue // net/http moves it to Response.TransferEncoding
-		case "Connection":
+		case fieldConnection:
 			if hasToken(value, "close") {
 				h.close = true
 			}
 			if hasToken(value, "upgrade") {
 				return h, false
 			}
-		case "Keep-Alive":
+		case fieldKeepAlive:
 			h.idleFor = keepAliveTimeout(value)
-		case "Trailer":
+		case fieldTrailer:
 			return h, false // net/http announces trailers in Response.Trailer: leave them to it
 		}
+		if !fields {
+			continue
+		}
+		key := canonicalKey(name, text[lineOff:lineOff+colon])
+		start := lineOff + colon + 1
+		for text[start] == ' ' || text[start] == '\t' {
+			start++
+		}
+		v := text[start : start+len(value)]
 		if prev := h.header[key]; prev != nil {
 			h.header[key] = append(prev, v)
 			continue
@@ -136,23 +146,62 @@ func parseHead(b []byte) (h head, ok bool) {
 	if off != len(b) || (haveTE && haveLength) {
 		return h, false
 	}
-	// As net/http's reader does: a Connection field asking to close is taken out (it
-	// becomes close), and Pragma: no-cache implies Cache-Control: no-cache.
-	if h.close {
-		delete(h.header, "Connection")
-	}
+	askedClose := h.close
 	if !haveTE && !haveLength && bodyAllowed(h.status) {
 		h.close = true // the body runs to the connection's end
-	}
-	if p := h.header["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
-		if _, ok := h.header["Cache-Control"]; !ok {
-			h.header["Cache-Control"] = []string{"no-cache"}
-		}
 	}
 	if h.status/100 == 1 && h.status != 101 && (haveTE || haveLength) {
 		return h, false
 	}
+	if fields {
+		// As net/http's reader does: a Connection field asking to close is taken out (it
+		// becomes close), and Pragma: no-cache implies Cache-Control: no-cache.
+		if askedClose {
+			delete(h.header, "Connection")
+		}
+		if p := h.header["Pragma"]; len(p) > 0 && p[0] == "no-cache" {
+			if _, ok := h.header["Cache-Control"]; !ok {
+				h.header["Cache-Control"] = []string{"no-cache"}
+			}
+		}
+	}
 	return h, true
+}
+
+// The fields parseHead acts on.
+const (
+	fieldOther = iota
+	fieldContentLength
+	fieldTransferEncoding
+	fieldConnection
+	fieldKeepAlive
+	fieldTrailer
+)
+
+// framingField tells which of the fields parseHead acts on name is, in any case.
+func framingField(name []byte) int {
+	switch len(name) {
+	case len("Content-Length"):
+		if asciiEqualFold(name, "Content-Length") {
+			return fieldContentLength
+		}
+	case len("Transfer-Encoding"):
+		if asciiEqualFold(name, "Transfer-Encoding") {
+			return fieldTransferEncoding
+		}
+	case len("Connection"): // and Keep-Alive
+		if asciiEqualFold(name, "Connection") {
+			return fieldConnection
+		}
+		if asciiEqualFold(name, "Keep-Alive") {
+			return fieldKeepAlive
+		}
+	case len("Trailer"):
+		if asciiEqualFold(name, "Trailer") {
+			return fieldTrailer
+		}
+	}
+	return fieldOther
 }
 
 // cutLine splits off one CRLF-terminated line; a bare CR or LF inside it refuses it.
@@ -176,16 +225,13 @@ var commonKeys = []string{
 	"X-Accel-Buffering", "Access-Control-Allow-Origin",
 }
 
-// canonicalKey returns the canonical form of a field name (s is the same bytes as a
-// string): s itself when it already is canonical, else a shared constant or a new
-// string. ok is false when the name is not a token.
-func canonicalKey(name []byte, s string) (string, bool) {
+// canonicalKey returns the canonical form of a field name that is a token (s is the
+// same bytes as a string): s itself when it already is canonical, else a shared constant
+// or a new string.
+func canonicalKey(name []byte, s string) string {
 	canonical := true
 	upper := true
 	for _, c := range name {
-		if !isTokenChar(c) {
-			return "", false
-		}
 		switch {
 		case upper && 'a' <= c && c <= 'z', !upper && 'A' <= c && c <= 'Z':
 			canonical = false
@@ -193,14 +239,14 @@ func canonicalKey(name []byte, s string) (string, bool) {
 		upper = c == '-'
 	}
 	if canonical {
-		return s, true
+		return s
 	}
 	for _, k := range commonKeys {
 		if asciiEqualFold(name, k) {
-			return k, true
+			return k
 		}
 	}
-	return textproto.CanonicalMIMEHeaderKey(s), true
+	return textproto.CanonicalMIMEHeaderKey(s)
 }
 
 func isTokenChar(c byte) bool {

@@ -31,7 +31,12 @@ func FuzzParseHead(f *testing.F) {
 			return
 		}
 		b = b[:n]
-		ours, ok := parseHead(b)
+		ours, ok := parseHead(b, true)
+		lean, leanOK := parseHead(b, false)
+		if leanOK != ok || lean.status != ours.status || lean.length != ours.length || lean.chunked != ours.chunked ||
+			lean.close != ours.close || lean.idleFor != ours.idleFor || lean.header != nil {
+			t.Fatalf("parseHead without fields differs on %q: %v %+v, with: %v %+v", b, leanOK, lean, ok, ours)
+		}
 		if !ok {
 			return
 		}
@@ -85,7 +90,7 @@ func TestParseHeadShapes(t *testing.T) {
 		{"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", false, 0, 0, false, false, 0},
 		{"HTTP/1.1 2000 OK\r\n\r\n", false, 0, 0, false, false, 0},
 	} {
-		h, ok := parseHead([]byte(tc.head))
+		h, ok := parseHead([]byte(tc.head), true)
 		if ok != tc.ok {
 			t.Errorf("%q: accepted %v, want %v", tc.head, ok, tc.ok)
 			continue
@@ -102,7 +107,7 @@ func TestCanonicalKeyAllocs(t *testing.T) {
 	name := []byte("content-type")
 	s := "content-type"
 	allocs := testing.AllocsPerRun(100, func() {
-		if k, _ := canonicalKey(name, s); k != "Content-Type" {
+		if k := canonicalKey(name, s); k != "Content-Type" {
 			t.Fatal(k)
 		}
 	})
