@@ -200,7 +200,7 @@ func (s *Server) discover() json.RawMessage {
 		"ttlMs":             0,
 		"cacheScope":        "private",
 		"_meta": map[string]any{
-			mcp.MetaServerInfo: map[string]string{"name": s.cur().Name, "version": s.cur().Version},
+			mcp.MetaServerInfo: serverInfo(s.cur()),
 		},
 	})
 	return out

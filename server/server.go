@@ -72,17 +72,15 @@ type Live struct {
 	MaxClientBuffer, MaxClientInFlight int
 }
 
-// live is o's Live, with the defaults filled in.
-func (o Options) live() *Live {
-	l := &Live{Name: o.Name, Version: o.Version, Instructions: o.Instructions, ReadyTimeout: o.ReadyTimeout,
-		MaxClientBuffer: o.MaxClientBuffer, MaxClientInFlight: o.MaxClientInFlight}
+// withDefaults is l with the defaults filled in.
+func (l Live) withDefaults() *Live {
 	if l.Name == "" {
 		l.Name = "mcp-proxy"
 	}
 	if l.ReadyTimeout == 0 {
 		l.ReadyTimeout = 60 * time.Second
 	}
-	return l
+	return &l
 }
 
 // DefaultMaxClientInFlight is the default of Options.MaxClientInFlight.
@@ -127,20 +125,21 @@ func New(r *router.Router, opts Options, log zerolog.Logger) *Server {
 		panic("server.New: " + err.Error())
 	}
 	s := &Server{r: r, opts: opts, log: log, baseCtx: context.Background()}
-	s.live.Store(opts.live())
+	s.live.Store(Live{Name: opts.Name, Version: opts.Version, Instructions: opts.Instructions, ReadyTimeout: opts.ReadyTimeout,
+		MaxClientBuffer: opts.MaxClientBuffer, MaxClientInFlight: opts.MaxClientInFlight}.withDefaults())
 	return s
 }
 
 // Reconfigure takes new Live settings (a configuration reload), safely while serving.
-func (s *Server) Reconfigure(l Live) {
-	o := s.opts
-	o.Name, o.Version, o.Instructions, o.ReadyTimeout = l.Name, l.Version, l.Instructions, l.ReadyTimeout
-	o.MaxClientBuffer, o.MaxClientInFlight = l.MaxClientBuffer, l.MaxClientInFlight
-	s.live.Store(o.live())
-}
+func (s *Server) Reconfigure(l Live) { s.live.Store(l.withDefaults()) }
 
 // Settings returns the Live settings in force (defaults filled in).
 func (s *Server) Settings() Live { return *s.cur() }
+
+// serverInfo is the serverInfo the proxy gives under l.
+func serverInfo(l *Live) map[string]string {
+	return map[string]string{"name": l.Name, "version": l.Version}
+}
 
 // cur is the Live settings in force.
 func (s *Server) cur() *Live { return s.live.Load() }

@@ -457,7 +457,7 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	result := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    ss.s.capabilities(),
-		"serverInfo":      map[string]string{"name": ss.s.cur().Name, "version": ss.s.cur().Version},
+		"serverInfo":      serverInfo(ss.s.cur()),
 	}
 	if ins := ss.s.instructions(); ins != "" {
 		result["instructions"] = ins

@@ -330,14 +330,24 @@ func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)
 	if err == nil && l.oauth != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 		resp, err = l.reauthorize(req, resp, sent)
 	}
+	l.finishPost(req, resp, err, m, emit)
+}
+
+// finishPost hands on the outcome of m's net/http-shaped POST: its answer, or its failure.
+func (l *HTTPLink) finishPost(req *http.Request, resp *http.Response, err error, m *jsonrpc.Message, emit func([]byte)) {
 	if err != nil {
-		if l.ctx.Err() == nil && m.IsRequest() {
-			l.failRequest(m, fmt.Errorf("HTTP request to %s failed: %w", l.spec.URL, err))
-		}
+		l.postFailed(m, err)
 		return
 	}
 	defer resp.Body.Close()
 	l.handleAnswer(answerOf(resp), m, emit, req.Context)
+}
+
+// postFailed fails m's request, whose POST got no answer, unless the link is closing.
+func (l *HTTPLink) postFailed(m *jsonrpc.Message, err error) {
+	if l.ctx.Err() == nil && m.IsRequest() {
+		l.failRequest(m, fmt.Errorf("HTTP request to %s failed: %w", l.spec.URL, err))
+	}
 }
 
 // tokenToSend returns the OAuth token a POST is to carry, refreshed first when it is

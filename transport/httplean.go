@@ -3,7 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -17,14 +16,15 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 )
 
-// The lean POST: for an upstream the lean HTTP/1.1 client serves (plain http, no proxy)
-// and a link without OAuth, every POST is written by hand into a pooled buffer, from a
-// prefix made once per link (request line, Host and the fields every POST carries), and
-// sent with h1client's Send; the answer's head is read without a header map, and an
-// Abort (no context) ends the exchange. It sends exactly what the net/http-shaped path
-// (newPost and RoundTrip) would, without the request copy, the header map, the value
-// slices and the contexts that path costs per call. A request with extra headers (the
-// Mcp-Param-* of a 2026-07-28 tool) takes that path.
+// The lean POST: for an upstream the lean HTTP/1.1 client serves (plain http, no
+// proxy), every POST is written by hand into a pooled buffer, from a prefix made once per
+// link (request line, Host and the fields every POST carries), and sent with h1client's
+// Send; the answer's head is read without a header map, and an Abort (no context) ends
+// the exchange. With OAuth, the token is written per request, and a 401 is authorized
+// and retried net/http-shaped (reauthorizeLean). It sends exactly what the
+// net/http-shaped path (newPost and RoundTrip) would, without the request copy, the
+// header map, the value slices and the contexts that path costs per call. A request
+// with extra headers (the Mcp-Param-* of a 2026-07-28 tool) takes that path.
 
 // leanPost is what a link's lean POSTs share.
 type leanPost struct {
@@ -253,9 +253,7 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 	}
 	x.putBufs() // the request is written (or failed): its bytes are no longer read
 	if err != nil {
-		if l.ctx.Err() == nil && m.IsRequest() {
-			l.failRequest(m, fmt.Errorf("HTTP request to %s failed: %w", l.spec.URL, err))
-		}
+		l.postFailed(m, err)
 		return
 	}
 	defer rep.Body.Close()
@@ -296,14 +294,7 @@ func (l *HTTPLink) reauthorizeLean(rep *h1client.Reply, h http.Header, m *jsonrp
 	if err == nil {
 		resp, err = l.authorizeAndRetry(req, rep.StatusCode, h, sent)
 	}
-	if err != nil {
-		if l.ctx.Err() == nil && m.IsRequest() {
-			l.failRequest(m, fmt.Errorf("HTTP request to %s failed: %w", l.spec.URL, err))
-		}
-		return
-	}
-	defer resp.Body.Close()
-	l.handleAnswer(answerOf(resp), m, emit, req.Context)
+	l.finishPost(req, resp, err, m, emit)
 }
 
 // appendName appends Mcp-Name with the string params[key], when there is one: as it is
