@@ -316,6 +316,53 @@ func TestReloadWatchStdio(t *testing.T) {
 	}
 }
 
+// TestReloadWatchTurnedOnAndOff: a proxy started without proxy { watch } does not poll
+// its file; a SIGHUP reload that turns watch on makes it follow the file from then on, and
+// a watched change that turns watch off stops it again.
+func TestReloadWatchTurnedOnAndOff(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	body := func(watch bool, ups ...string) string {
+		s := fmt.Sprintf("listen \"http\" {\n  address = %q\n}\nproxy {\n  watch = %v\n}\n", addr, watch)
+		for _, u := range ups {
+			s += testUpstream(u, u, nil, "")
+		}
+		return s
+	}
+	cfg := writeConfig(t, body(false, "a"))
+	stderr, cmd := startProxy(t, cfg, true, addr)
+	reloads := func(trigger string) int { return strings.Count(stderr.String(), `"trigger":"`+trigger+`"`) }
+
+	// Not watched: a change waits for a signal.
+	rewrite(t, cfg, body(true, "a", "b"))
+	cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, 60*time.Second, "the SIGHUP reload", func() bool { return reloads("signal") == 1 }, stderr)
+	if reloads("watch") != 0 {
+		t.Fatalf("a reload by the watch before watch was on\n%s", stderr)
+	}
+	// Watched now: the next change is picked up on its own, and turns watch off.
+	rewrite(t, cfg, body(false, "a", "b", "c"))
+	waitFor(t, 60*time.Second, "the watch's reload", func() bool { return reloads("watch") == 1 }, stderr)
+	// Not watched again: a change stays unread for several polls.
+	rewrite(t, cfg, body(false, "a"))
+	time.Sleep(4 * watchPoll)
+	if n := reloads("watch"); n != 1 {
+		t.Errorf("%d reloads by the watch after watch was turned off, want 1\n%s", n, stderr)
+	}
+	c := &httpWire{t: t, url: "http://" + addr + "/mcp"}
+	ctx := ctxT(t, 60*time.Second)
+	c.initialize(ctx, stderr)
+	// What the watch applied stays: a, b and c, though the file now names a alone.
+	var listed string
+	waitFor(t, 30*time.Second, "a, b and c listed", func() bool {
+		listed = string(c.post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, nil).body)
+		return strings.Contains(listed, "a__echo") && strings.Contains(listed, "b__echo") && strings.Contains(listed, "c__echo")
+	}, stderr)
+}
+
+// watchPoll is how often a watching proxy polls its file (watchInterval).
+const watchPoll = time.Second
+
 // TestReloadAuthAndPlugins: a reload that changes an API key and a plugin's config
 // applies both from the next request, to the same client session: the old key is
 // refused, the new one accepted, and the plugin answers with its new configuration;

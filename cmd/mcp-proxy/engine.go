@@ -79,7 +79,9 @@ type engine struct {
 	admin   *admin.Server             // nil without an admin listener
 	source  string                    // the configuration file
 	retired map[*sync.Once]func()     // closes what reloads replaced, at the latest when the engine closes
-	closed  bool
+	// watchSet tells watchReloads that a reload turned proxy.watch on or off (capacity 1).
+	watchSet chan struct{}
+	closed   bool
 }
 
 // buildEngine is newEngine, returning the engine a reload works on.
@@ -90,7 +92,8 @@ func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, ma
 // buildEngineWith is buildEngine with the router's task store (nil: in memory); the
 // caller closes the store after the router.
 func buildEngineWith(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers, tasks router.TaskStore) (*engine, error) {
-	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{}, tasks: tasks}
+	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{}, tasks: tasks,
+		watchSet: make(chan struct{}, 1)}
 	// The rate limits' buckets outlive reloads: shared through Redis with a cluster
 	// block (cluster.go), else in memory.
 	store, closeStore, err := newBucketStore(cfg, log, obs)

@@ -225,6 +225,7 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 	if running.Proxy.Watch != next.Proxy.Watch {
 		running.Proxy.Watch = next.Proxy.Watch
 		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
+		signalWatch(e.watchSet)
 	}
 	// The front end's live settings (server.Live) apply to what starts from now on.
 	copyLiveProxy(&running.Proxy, next.Proxy)
@@ -584,29 +585,48 @@ func upstreamConfigs(cfg *config.Config) []admin.UpstreamConfig {
 }
 
 // watchReloads reloads the configuration on SIGHUP and, with proxy { watch = true }, when
-// the file changes, until ctx ends.
+// the file changes, until ctx ends. The file is polled only while watch is on: a proxy
+// without it has no timer, so an idle one is not woken every second (a reload that turns
+// watch on or off tells the goroutine through e.watchSet).
 func (e *engine) watchReloads(ctx context.Context) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		defer signal.Stop(hup)
-		tick := time.NewTicker(watchInterval)
-		defer tick.Stop()
+		var tick *time.Ticker
+		var tickC <-chan time.Time // nil while watch is off
+		defer func() {
+			if tick != nil {
+				tick.Stop()
+			}
+		}()
+		// follow starts or stops the polling as the running configuration says.
+		follow := func() {
+			e.mu.Lock()
+			watch := e.cfg.Proxy.Watch
+			e.mu.Unlock()
+			switch {
+			case watch && tick == nil:
+				tick = time.NewTicker(watchInterval)
+				tickC = tick.C
+			case !watch && tick != nil:
+				tick.Stop()
+				tick, tickC = nil, nil
+			}
+		}
+		follow()
 		seen, _ := fileSum(e.source)
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case <-e.watchSet:
+				follow()
+				seen, _ = fileSum(e.source)
 			case <-hup:
 				e.reload(ctx, "signal")
 				seen, _ = fileSum(e.source)
-			case <-tick.C:
-				e.mu.Lock()
-				watch := e.cfg.Proxy.Watch
-				e.mu.Unlock()
-				if !watch {
-					continue
-				}
+			case <-tickC:
 				now, ok := fileSum(e.source)
 				if !ok || now == seen {
 					continue
@@ -621,6 +641,15 @@ func (e *engine) watchReloads(ctx context.Context) {
 			}
 		}
 	}()
+}
+
+// signalWatch tells the watcher that proxy.watch changed, without blocking (ch is
+// buffered, capacity 1; nil when nothing watches).
+func signalWatch(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // How often the watched file is looked at, and how long it must stay unchanged before it
