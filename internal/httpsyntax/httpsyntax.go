@@ -65,7 +65,8 @@ func TrimOWS[T string | []byte](s T) T {
 }
 
 // IsTokenChar reports whether c is a tchar of RFC 9110 §5.6.2: what field names,
-// methods and connection options are made of.
+// methods and connection options are made of (letters, digits and
+// "!#$%&'*+-.^_`|~").
 func IsTokenChar(c byte) bool {
 	switch {
 	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
@@ -180,38 +181,32 @@ func index[T string | []byte](v T, c byte) int {
 // back: a caller that cut s out of a copy of the head shares that copy), nor for a
 // common name in another case (a constant comes back).
 func CanonicalKey(s string) (string, bool) {
-	if len(s) == 0 {
-		return "", false
+	var buf [32]byte // the canonical form, built as s is checked
+	if len(s) == 0 || len(s) > len(buf) {
+		if !ValidName(s) {
+			return "", false
+		}
+		return textproto.CanonicalMIMEHeaderKey(s), true
 	}
+	b := buf[:len(s)]
 	canonical, upper := true, true
-	for i := 0; i < len(s); i++ {
+	for i := range b {
 		c := s[i]
 		if !IsTokenChar(c) {
 			return "", false
 		}
-		if upper && 'a' <= c && c <= 'z' || !upper && 'A' <= c && c <= 'Z' {
+		if upper && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+			canonical = false
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
 			canonical = false
 		}
+		b[i] = c
 		upper = c == '-'
 	}
 	if canonical {
 		return s, true
-	}
-	var buf [32]byte
-	if len(s) > len(buf) {
-		return textproto.CanonicalMIMEHeaderKey(s), true
-	}
-	b := buf[:len(s)]
-	upper = true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if upper && 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		} else if !upper && 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-		upper = c == '-'
 	}
 	if k := commonKey(b); k != "" {
 		return k, true

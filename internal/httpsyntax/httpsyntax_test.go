@@ -31,6 +31,17 @@ func TestIndexHeadEnd(t *testing.T) {
 	}
 }
 
+// TestIsTokenChar checks every byte against RFC 9110's tchar list.
+func TestIsTokenChar(t *testing.T) {
+	for c := 0; c < 256; c++ {
+		want := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c < 128 && strings.IndexByte("!#$%&'*+-.^_`|~", byte(c)) >= 0
+		if got := IsTokenChar(byte(c)); got != want {
+			t.Errorf("IsTokenChar(%q) = %v, want %v", rune(c), got, want)
+		}
+	}
+}
+
 func TestCutLine(t *testing.T) {
 	for _, tc := range []struct {
 		b, line, rest string
