@@ -8,7 +8,8 @@
 // request goes to Fallback, and any other response head is read by net/http's
 // http.ReadResponse on the same connection. It does not follow redirects, proxy, pool
 // per TLS configuration, compress or speak HTTP/2: the caller sends to Fallback
-// whatever needs those.
+// whatever needs those. The syntax rules it writes request heads and reads response
+// heads by are internal/httpsyntax's, shared with internal/h1.
 //
 // A request is never sent twice unless it provably never left: the connection was
 // reused from the pool, and writing to it failed with not one byte written because the
