@@ -64,6 +64,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParamHeaders -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./internal/h1/
 	$(GO) test -run='^$$' -fuzz=FuzzParseHead -fuzztime=$(FUZZTIME) ./internal/h1client/
+	$(GO) test -run='^$$' -fuzz=FuzzFieldRules -fuzztime=$(FUZZTIME) ./internal/httpsyntax/
+	$(GO) test -run='^$$' -fuzz=FuzzHead -fuzztime=$(FUZZTIME) ./internal/httpsyntax/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckUnique -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzNormalizeURI -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/

@@ -139,7 +139,7 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 	}
 	ctx := h.requestContext(hs.ctx, r)
 	for _, m := range b.requests {
-		hs.ss.handleRequest(ctx, m, replier{reply: a.finish, stream: a})
+		hs.ss.handleRequest(ctx, m, replier{reply: a.finish, related: related{stream: a}})
 	}
 	a.wait(r.Context(), h.beat, nil)
 }

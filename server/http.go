@@ -468,14 +468,15 @@ type legacyHTTPCall struct {
 func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base context.Context, hs *httpSession, ss *session, msg *jsonrpc.Message, meta json.RawMessage, rm *requestMeta) {
 	var a *answer
 	clientID := msg.ID
-	inner := msg // a legacy request is handled under its own id: its response needs no copy
-	var rp replier
+	inner := msg          // a legacy request is handled under its own id: its response needs no copy
+	var rp replier        // a modern request's
+	var lrp legacyReplier // a legacy request's
 	if rm == nil {
 		// The answer and the call in flight in one allocation; the response goes to the
-		// answer as it is (replier.answer).
+		// answer as it is.
 		lh := &legacyHTTPCall{a: answer{w: w, hs: hs, pending: 1}}
 		a = &lh.a
-		rp = replier{answer: a, stream: a, clientID: clientID, call: &lh.lc}
+		lrp = legacyReplier{to: a, related: related{stream: a, clientID: clientID}, call: &lh.lc}
 	} else {
 		// Many clients share the modern session: give the request an id of its own, and
 		// its response the client's back.
@@ -491,7 +492,7 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 			}
 			a.finish(m)
 		}
-		rp = replier{reply: reply, stream: a, clientID: clientID}
+		rp = replier{reply: reply, related: related{stream: a, clientID: clientID}}
 	}
 	a.reqID = msg.ID
 	if hs != nil {
@@ -509,9 +510,9 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 		// alive meanwhile (answer.InlineStarted). A modern call is cancelled when its
 		// stream closes: its handler stays free to see that (wait).
 		a.beat = h.beat
-		ss.handleLegacy(a.inline.Init(ctx, a), inner, meta, rp)
+		ss.handleLegacy(a.inline.Init(ctx, a), inner, meta, lrp)
 	default:
-		ss.handleLegacy(ctx, inner, meta, rp)
+		ss.handleLegacy(ctx, inner, meta, lrp)
 	}
 	var drain <-chan struct{}
 	if msg.Method == mcp.MethodSubscriptionsListen {

@@ -226,12 +226,12 @@ func (ss *session) handleRequest(ctx context.Context, msg *jsonrpc.Message, rp r
 		ss.handleModern(ctx, msg, meta, version, rp)
 		return
 	}
-	ss.handleLegacy(ctx, msg, meta, rp)
+	ss.handleLegacy(ctx, msg, meta, rp.legacy())
 }
 
 // handleLegacy is handleRequest for a request of the legacy era, whose _meta (nil when
 // it has none) the caller has read.
-func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, rp replier) {
+func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta json.RawMessage, rp legacyReplier) {
 	switch msg.Method {
 	case mcp.MethodPing:
 		rp.send(jsonrpc.NewResult(msg.ID, nil))
@@ -243,7 +243,7 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		}
 		go func() {
 			defer ss.wg.Done()
-			rp.send(ss.initializeLocal(ctx, msg, rp))
+			rp.send(ss.initializeLocal(ctx, msg, rp.related))
 		}()
 		return
 	}
@@ -293,14 +293,14 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 
 // legacyCall is one request of handleLegacy in flight: what the router is given, what
 // its reply needs and its response, in one allocation (or in the caller's, see
-// replier.call).
+// legacyReplier.call).
 type legacyCall struct {
 	req    router.Request
 	cancel router.Canceller
 	ss     *session
 	key    string // the request's id, its key in ss.inflight
 	msg    *jsonrpc.Message
-	rp     replier
+	rp     legacyReplier
 	resp   jsonrpc.Message // a successful response
 }
 
@@ -328,7 +328,7 @@ func (lc *legacyCall) done(res json.RawMessage, err error) {
 
 // initializeLocal answers initialize through the router's local chain (what counts and
 // traces the requests the proxy answers itself).
-func (ss *session) initializeLocal(ctx context.Context, msg *jsonrpc.Message, rp replier) *jsonrpc.Message {
+func (ss *session) initializeLocal(ctx context.Context, msg *jsonrpc.Message, rp related) *jsonrpc.Message {
 	var out *jsonrpc.Message
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Client: ss.clientID, Session: ss,
 		Principal: principal.From(ctx), ID: rp.idOf(msg)}
@@ -473,36 +473,60 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 }
 
 // replier is how the messages of one request go back to the client: its response
-// (reply, called once, with nil for "no response"), and what is related to it
-// (progress, logs, server-to-client requests): on the request's own answer stream over
-// HTTP, or on the session's stream when stream is nil (stdio, and initialize).
+// through reply, and what is related to it (related). Every replier has a reply:
+// handleRequest and the modern paths call it directly.
 type replier struct {
-	reply  func(*jsonrpc.Message)
-	stream requestSink
-	// clientID is the id the client knows the request by, when the session handles it
-	// under another (a modern request over HTTP gets an id of its own); zero: the
-	// request's own id.
-	clientID jsonrpc.ID
-	// answer, when reply is nil, takes the response itself (answer.finish): a legacy
-	// request over HTTP, whose response needs no rewriting, needs no reply closure.
-	// Only handleLegacy takes such a replier.
-	answer *answer
+	reply func(*jsonrpc.Message) // called once, with nil for "no response"; never nil
+	related
+}
+
+// legacyReplier is what handleLegacy answers through: a replier's reply, or, for a
+// legacy request over HTTP, the request's answer itself (its response needs no
+// rewriting, so no reply closure is made). It is a type of its own so that a replier
+// without a reply func cannot reach the paths that call reply: only send answers.
+type legacyReplier struct {
+	to responder // never nil
+	related
 	// call, when set, is where handleLegacy keeps the request in flight, allocated with
 	// the caller's own state; nil: handleLegacy allocates one.
 	call *legacyCall
 }
 
-// send sends the request's response (nil: none) through reply, or to answer.
-func (rp replier) send(m *jsonrpc.Message) {
-	if rp.reply != nil {
-		rp.reply(m)
-		return
-	}
-	rp.answer.finish(m)
+// responder takes a request's response (nil: none), once: an *answer, or a replyFunc.
+type responder interface{ finish(*jsonrpc.Message) }
+
+// replyFunc is a replier's reply as a responder (a func is stored in an interface
+// without an allocation).
+type replyFunc func(*jsonrpc.Message)
+
+func (f replyFunc) finish(m *jsonrpc.Message) { f(m) }
+
+var (
+	_ responder = (*answer)(nil)
+	_ responder = replyFunc(nil)
+)
+
+// legacy is rp for handleLegacy.
+func (rp replier) legacy() legacyReplier {
+	return legacyReplier{to: replyFunc(rp.reply), related: rp.related}
+}
+
+// send sends the request's response (nil: none).
+func (rp legacyReplier) send(m *jsonrpc.Message) { rp.to.finish(m) }
+
+// related is where the messages related to one request go (progress, logs,
+// server-to-client requests): on the request's own answer stream over HTTP, or on the
+// session's stream when stream is nil (stdio, and initialize).
+type related struct {
+	stream requestSink
+	// clientID is the id the client knows the request by, when the session handles it
+	// under another (a modern request over HTTP gets an id of its own); zero: the
+	// request's own id.
+	clientID jsonrpc.ID
 }
 
 // idOf is the id the client knows msg by.
-func (rp replier) idOf(msg *jsonrpc.Message) jsonrpc.ID {
+func (rp related) idOf(msg *jsonrpc.Message) jsonrpc.ID {
 	if rp.clientID.IsValid() {
 		return rp.clientID
 	}
@@ -510,7 +534,7 @@ func (rp replier) idOf(msg *jsonrpc.Message) jsonrpc.ID {
 }
 
 // notifier returns where the notifications related to the request go.
-func (rp replier) notifier(ss *session) func(method string, params json.RawMessage) {
+func (rp related) notifier(ss *session) func(method string, params json.RawMessage) {
 	if rp.stream != nil {
 		return rp.stream.notify
 	}
@@ -518,7 +542,7 @@ func (rp replier) notifier(ss *session) func(method string, params json.RawMessa
 }
 
 // input returns how a server-to-client request tied to the request reaches the client.
-func (rp replier) input(ss *session) router.InputFunc {
+func (rp related) input(ss *session) router.InputFunc {
 	if sink := rp.stream; sink != nil {
 		return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 			return ss.requestVia(ctx, sink.request, method, params)

@@ -186,21 +186,10 @@ func (c *conn) await(pc *pendingCall) {
 // finished, or the link's output ended.
 func (c *conn) lead(pc *pendingCall) {
 	for {
-		line, err := c.proc.ReadLine()
-		switch {
-		case err == nil:
-			c.handleLine(line, 0)
-		case errors.Is(err, jsonrpc.ErrMessageTooLarge):
-			c.tooLarge(err)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			// Interrupted: pc was finished elsewhere (checked below).
-		default:
-			c.mu.Lock()
-			c.readErr = err
-			c.releaseLocked() // to the reader goroutine, which ends the connection's reading
-			c.mu.Unlock()
+		if c.readOne(nil) == readEnded {
 			return
 		}
+		// A message handled, or the read interrupted: pc was finished elsewhere.
 		c.mu.Lock()
 		switch {
 		case c.holder != pc:
@@ -216,6 +205,43 @@ func (c *conn) lead(pc *pendingCall) {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// readStep is what one read of the link came to (readOne).
+type readStep uint8
+
+const (
+	readHandled     readStep = iota // a message was handled, or an oversized one reported
+	readInterrupted                 // the read was cut short (transport.ReadInterrupter)
+	readEnded                       // the link's output ended: c.readErr is set
+)
+
+// readOne reads one message from the link and handles it, for whoever holds the read
+// role: the leader (lead) or the reader goroutine (readWhileHolding, which passes its
+// burst hold: taken, unless it is already, before a message is handled with more
+// already buffered; nil for the leader). It is the one place a read's error is told
+// apart. When the link's output ended, the role goes to the reader goroutine, which
+// ends the connection's reading (the reader goroutine itself keeps it).
+func (c *conn) readOne(hold *func()) readStep {
+	line, err := c.proc.ReadLine()
+	switch {
+	case err == nil:
+		if hold != nil && *hold == nil && c.proc.Buffered() > 0 {
+			*hold = c.u.events.Hold()
+		}
+		c.handleLine(line, 0)
+	case errors.Is(err, jsonrpc.ErrMessageTooLarge):
+		c.tooLarge(err)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return readInterrupted
+	default:
+		c.mu.Lock()
+		c.readErr = err
+		c.releaseLocked()
+		c.mu.Unlock()
+		return readEnded
+	}
+	return readHandled
 }
 
 // readLoop is the reader goroutine: it reads the link while it holds the read role
@@ -265,16 +291,10 @@ func (c *conn) readWhileHolding() {
 			release() // about to wait for the upstream: let what the burst produced go
 			release = nil
 		}
-		line, err := c.proc.ReadLine()
-		if release == nil && err == nil && c.proc.Buffered() > 0 {
-			release = c.u.events.Hold()
-		}
-		switch {
-		case err == nil:
-			c.handleLine(line, 0)
-		case errors.Is(err, jsonrpc.ErrMessageTooLarge):
-			c.tooLarge(err)
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		switch c.readOne(&release) {
+		case readEnded:
+			return
+		case readInterrupted:
 			// Not interrupted itself (only a leader is): a leader's interruption outlived
 			// its role (cannot happen). Go on reading.
 			c.mu.Lock()
@@ -284,11 +304,6 @@ func (c *conn) readWhileHolding() {
 			}
 			c.mu.Unlock()
 			continue
-		default:
-			c.mu.Lock()
-			c.readErr = err
-			c.mu.Unlock()
-			return
 		}
 		if !c.leadable || c.proc.Buffered() > 0 {
 			continue

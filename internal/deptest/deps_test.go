@@ -15,8 +15,9 @@ const module = "github.com/mcp-proxy/mcp-proxy/"
 var allowed = map[string][]string{
 	"jsonrpc":              {"internal/jsonx"},
 	"internal/jsonx":       {},
-	"internal/h1":          {},
-	"internal/h1client":    {},
+	"internal/h1":          {"internal/httpsyntax"},
+	"internal/httpsyntax":  {},
+	"internal/h1client":    {"internal/httpsyntax"},
 	"internal/glob":        {},
 	"internal/clock":       {},
 	"internal/lazyre":      {},

@@ -102,6 +102,7 @@ var modules = map[string][]reason{
 	"jsonrpc":              nil,
 	"internal/jsonx":       nil,
 	"internal/h1":          nil,
+	"internal/httpsyntax":  nil, // its tests compare it with x/net/http/httpguts, the package itself uses the standard library only
 	"internal/h1client":    {{"golang.org/x/sys", "the non-blocking peek that checks a pooled connection is still open (MSG_PEEK)"}},
 	"internal/glob":        nil,
 	"internal/clock":       nil,

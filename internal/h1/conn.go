@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 // Connection states, for Shutdown: only an idle connection (between requests, or
@@ -37,8 +39,7 @@ type conn struct {
 	state atomic.Int32
 
 	remote string
-	hbuf   []byte // canonical header names being built
-	linger bool   // unread input at close: close the write side first and wait a little
+	linger bool // unread input at close: close the write side first and wait a little
 
 	// The request in flight: its body, context and the client-gone watch.
 	body        *body
@@ -158,7 +159,7 @@ func (c *conn) readHead() (head []byte, ok bool) {
 	for {
 		n := c.br.Buffered()
 		buf, _ := c.br.Peek(n)
-		switch i := indexHeadEnd(buf); {
+		switch i := httpsyntax.IndexHeadEnd(buf); {
 		case i >= 0:
 			return buf[:i], true
 		case i == -2:

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 // FuzzParse checks the fast path against net/http: whatever head it accepts, net/http
@@ -25,7 +27,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, head []byte) {
-		n := indexHeadEnd(head)
+		n := httpsyntax.IndexHeadEnd(head)
 		if n < 0 {
 			return
 		}

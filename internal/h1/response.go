@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 var writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, writeBufSize) }}
@@ -84,7 +86,7 @@ func (w *response) writeHeader(code int) {
 	}
 	w.wroteHeader, w.status = true, code
 	if v := w.header["Content-Length"]; len(v) == 1 {
-		if n, ok := parseLength([]byte(v[0])); ok {
+		if n, ok := httpsyntax.ParseLength(v[0]); ok {
 			w.length = n
 		}
 	}
@@ -257,8 +259,13 @@ func (w *response) sendHead(h http.Header, first []byte) {
 	}
 	if w.closeAfter || w.c.s.closing.Load() {
 		w.closeAfter = true
-	} else if v := h["Connection"]; len(v) > 0 && hasToken([]byte(strings.Join(v, ",")), "close") {
-		w.closeAfter = true
+	} else {
+		for _, v := range h["Connection"] {
+			if httpsyntax.HasToken(v, "close") {
+				w.closeAfter = true
+				break
+			}
+		}
 	}
 	bw := w.writer()
 	writeStatus(bw, w.status)
@@ -358,7 +365,7 @@ func writeFields(bw *bufio.Writer, h http.Header, skipConnection bool) {
 				continue
 			}
 		}
-		if !validName(k) {
+		if !httpsyntax.ValidName(k) {
 			continue
 		}
 		for _, v := range vs {
@@ -367,22 +374,10 @@ func writeFields(bw *bufio.Writer, h http.Header, skipConnection bool) {
 			if strings.ContainsAny(v, "\r\n") {
 				v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 			}
-			bw.WriteString(strings.TrimSpace(v))
+			bw.WriteString(httpsyntax.TrimOWS(v)) // as net/http: spaces and tabs only
 			bw.WriteString("\r\n")
 		}
 	}
-}
-
-func validName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if !isTokenChar(k[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // httpDate is the Date header value, formatted once per second.

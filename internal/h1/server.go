@@ -11,6 +11,10 @@
 // exactly one parser, and nothing the fast path cannot vouch for reaches the handler
 // through it.
 //
+// The syntax rules it reads heads by (line ends, tokens, field values, Content-Length,
+// connection options, canonical names) are internal/httpsyntax's, which internal/h1client
+// reads response heads by too.
+//
 // A request's context ends when the handler returns, when the server closes, and when the
 // client goes away: that is watched as soon as the handler streams (flushes before the end
 // of its body) or after WatchDelay, whichever comes first, so a call answered in

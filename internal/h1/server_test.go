@@ -9,7 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -503,6 +505,33 @@ func TestSetContentLength(t *testing.T) {
 		if resps[i].ContentLength != want || bodies[i] != `{"a":1}` || resps[i].Close {
 			t.Errorf("response %d: Content-Length %d, body %q, close %v; want %d (-1: chunked), the whole body, kept open",
 				i, resps[i].ContentLength, bodies[i], resps[i].Close, want)
+		}
+	}
+}
+
+// TestFieldSyntaxAsNetHTTP: on the edges where h1's own copy of the syntax rules once
+// differed from net/http, h1 serves as a net/http server does: a connection option is
+// matched in ASCII case only ("cloſe" is not "close": the connection stays open for the
+// second request), and a response field value loses spaces and tabs around it, not a
+// no-break space.
+func TestFieldSyntaxAsNetHTTP(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["X-Nbsp"] = []string{"a\u00a0"}
+		w.Header()["X-Tabs"] = []string{"\t b \t"}
+		io.WriteString(w, r.URL.Path)
+	})
+	raw := "GET /a HTTP/1.1\r\nHost: h\r\nConnection: clo\u017fe\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n"
+	_, addr := start(t, h)
+	ours, bodies := exchange(t, addr, raw, 2)
+	ref := httptest.NewServer(h)
+	defer ref.Close()
+	theirs, _ := exchange(t, ref.Listener.Addr().String(), raw, 2)
+	if bodies[0] != "/a" || bodies[1] != "/b" || ours[0].Close {
+		t.Errorf("bodies %q, first response closes: %v", bodies, ours[0].Close)
+	}
+	for _, k := range []string{"X-Nbsp", "X-Tabs"} {
+		if got, want := ours[0].Header[k], theirs[0].Header[k]; !slices.Equal(got, want) {
+			t.Errorf("%s: h1 wrote %q, net/http %q", k, got, want)
 		}
 	}
 }

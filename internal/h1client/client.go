@@ -8,7 +8,8 @@
 // request goes to Fallback, and any other response head is read by net/http's
 // http.ReadResponse on the same connection. It does not follow redirects, proxy, pool
 // per TLS configuration, compress or speak HTTP/2: the caller sends to Fallback
-// whatever needs those.
+// whatever needs those. The syntax rules it writes request heads and reads response
+// heads by are internal/httpsyntax's, shared with internal/h1.
 //
 // A request is never sent twice unless it provably never left: the connection was
 // reused from the pool, and writing to it failed with not one byte written because the
@@ -31,6 +32,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 // Defaults of the zero Transport's settings.
@@ -237,7 +240,7 @@ func appendRequest(b []byte, req *http.Request, body []byte) ([]byte, error) {
 	if method == "" {
 		method = http.MethodGet
 	}
-	if !validMethod(method) {
+	if !httpsyntax.ValidName(method) {
 		return b, fmt.Errorf("invalid method %q", method)
 	}
 	b = append(b, method...)
@@ -248,7 +251,7 @@ func appendRequest(b []byte, req *http.Request, body []byte) ([]byte, error) {
 	if host == "" {
 		host = req.URL.Host
 	}
-	if !validValueString(host) {
+	if !httpsyntax.ValidValue(host) {
 		return b, fmt.Errorf("invalid Host %q", host)
 	}
 	b = append(b, host...)
@@ -261,16 +264,16 @@ func appendRequest(b []byte, req *http.Request, body []byte) ([]byte, error) {
 		case "User-Agent":
 			ua = true
 		}
-		if !validName(k) {
+		if !httpsyntax.ValidName(k) {
 			return b, fmt.Errorf("invalid header field name %q", k)
 		}
 		for _, v := range vs {
-			if !validValueString(v) {
+			if !httpsyntax.ValidValue(v) {
 				return b, fmt.Errorf("invalid header field value for %q", k)
 			}
 			b = append(b, k...)
 			b = append(b, ": "...)
-			b = append(b, trimOWSString(v)...)
+			b = append(b, httpsyntax.TrimOWS(v)...)
 			b = append(b, "\r\n"...)
 		}
 	}
@@ -287,43 +290,6 @@ func appendRequest(b []byte, req *http.Request, body []byte) ([]byte, error) {
 	}
 	b = append(b, "\r\n"...)
 	return append(b, body...), nil
-}
-
-func validMethod(m string) bool {
-	for i := 0; i < len(m); i++ {
-		if !isTokenChar(m[i]) {
-			return false
-		}
-	}
-	return m != ""
-}
-
-func validName[T string | []byte](k T) bool {
-	for i := 0; i < len(k); i++ {
-		if !isTokenChar(k[i]) {
-			return false
-		}
-	}
-	return len(k) > 0
-}
-
-func validValueString[T string | []byte](v T) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func trimOWSString(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // readResponse reads the answer's head; its body reads on from the connection, which
@@ -406,7 +372,7 @@ func (c *conn) readHead(fields bool) (head, int, error) {
 	}
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
-		switch n := indexHeadEnd(buf); {
+		switch n := httpsyntax.IndexHeadEnd(buf); {
 		case n == -2:
 			if bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\n\r\n")) {
 				return head{}, -1, nil // bare LFs, but all there: net/http reads those

@@ -3,7 +3,8 @@ package h1client
 import (
 	"bytes"
 	"net/http"
-	"net/textproto"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 // maxHeaders bounds the fields of a response head the fast path reads.
@@ -21,26 +22,6 @@ type head struct {
 	idleFor int  // Keep-Alive: timeout=N, in seconds; 0 when not given
 }
 
-// indexHeadEnd returns the length of the head at the start of buf (through the blank
-// line), -1 when it is not all there yet, or -2 when a line ends in a bare LF (net/http
-// reads those).
-func indexHeadEnd(buf []byte) int {
-	for start := 0; ; {
-		i := bytes.IndexByte(buf[start:], '\n')
-		if i < 0 {
-			return -1
-		}
-		i += start
-		if i == 0 || buf[i-1] != '\r' {
-			return -2
-		}
-		if i == start+1 && start > 0 {
-			return i + 1
-		}
-		start = i + 1
-	}
-}
-
 // parseHead reads a response head the fast path serves, or reports false for net/http to
 // read: HTTP/1.1, a three-digit status, well-formed fields, at most one Content-Length,
 // Transfer-Encoding absent or exactly "chunked" (and then no Content-Length). With
@@ -48,7 +29,7 @@ func indexHeadEnd(buf []byte) int {
 // connection's buffer); without, only the status and the framing are read, and nothing
 // is allocated (Send's callers read the fields they need from the head's bytes).
 func parseHead(b []byte, fields bool) (h head, ok bool) {
-	line, rest, ok := cutLine(b)
+	line, rest, ok := httpsyntax.CutLine(b)
 	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) || (len(line) > 12 && line[12] != ' ') {
 		return h, false
 	}
@@ -65,7 +46,7 @@ func parseHead(b []byte, fields bool) (h head, ok bool) {
 	if nfields > maxHeaders+1 {
 		return h, false
 	}
-	if len(line) > 13 && !validValue(line[13:]) {
+	if len(line) > 13 && !httpsyntax.ValidValue(line[13:]) {
 		return h, false
 	}
 	var text string
@@ -82,7 +63,7 @@ func parseHead(b []byte, fields bool) (h head, ok bool) {
 	haveLength, haveTE := false, false
 	off := len(b) - len(rest)
 	for {
-		line, next, ok := cutLine(b[off:])
+		line, next, ok := httpsyntax.CutLine(b[off:])
 		if !ok {
 			return h, false
 		}
@@ -96,8 +77,14 @@ func parseHead(b []byte, fields bool) (h head, ok bool) {
 			return h, false
 		}
 		name := line[:colon]
-		value := trimOWS(line[colon+1:])
-		if !validName(name) || !validValue(value) {
+		value := httpsyntax.TrimOWS(line[colon+1:])
+		var key string
+		if fields {
+			key, ok = httpsyntax.CanonicalKey(text[lineOff : lineOff+colon])
+		} else {
+			ok = httpsyntax.ValidName(name)
+		}
+		if !ok || !httpsyntax.ValidValue(value) {
 			return h, false
 		}
 		switch framingField(name) {
@@ -106,20 +93,20 @@ func parseHead(b []byte, fields bool) (h head, ok bool) {
 				return h, false
 			}
 			haveLength = true
-			if h.length, ok = parseLength(value); !ok {
+			if h.length, ok = httpsyntax.ParseLength(value); !ok {
 				return h, false
 			}
 		case fieldTransferEncoding:
-			if haveTE || !asciiEqualFold(value, "chunked") {
+			if haveTE || !httpsyntax.EqualFold(value, "chunked") {
 				return h, false
 			}
 			haveTE, h.chunked = true, true
 			continue // net/http moves it to Response.TransferEncoding
 		case fieldConnection:
-			if hasToken(value, "close") {
+			if httpsyntax.HasToken(value, "close") {
 				h.close = true
 			}
-			if hasToken(value, "upgrade") {
+			if httpsyntax.HasToken(value, "upgrade") {
 				return h, false
 			}
 		case fieldKeepAlive:
@@ -130,7 +117,6 @@ func parseHead(b []byte, fields bool) (h head, ok bool) {
 		if !fields {
 			continue
 		}
-		key := canonicalKey(name, text[lineOff:lineOff+colon])
 		start := lineOff + colon + 1
 		for text[start] == ' ' || text[start] == '\t' {
 			start++
@@ -182,154 +168,31 @@ const (
 func framingField(name []byte) int {
 	switch len(name) {
 	case len("Content-Length"):
-		if asciiEqualFold(name, "Content-Length") {
+		if httpsyntax.EqualFold(name, "Content-Length") {
 			return fieldContentLength
 		}
 	case len("Transfer-Encoding"):
-		if asciiEqualFold(name, "Transfer-Encoding") {
+		if httpsyntax.EqualFold(name, "Transfer-Encoding") {
 			return fieldTransferEncoding
 		}
 	case len("Connection"): // and Keep-Alive
-		if asciiEqualFold(name, "Connection") {
+		if httpsyntax.EqualFold(name, "Connection") {
 			return fieldConnection
 		}
-		if asciiEqualFold(name, "Keep-Alive") {
+		if httpsyntax.EqualFold(name, "Keep-Alive") {
 			return fieldKeepAlive
 		}
 	case len("Trailer"):
-		if asciiEqualFold(name, "Trailer") {
+		if httpsyntax.EqualFold(name, "Trailer") {
 			return fieldTrailer
 		}
 	}
 	return fieldOther
 }
 
-// cutLine splits off one CRLF-terminated line; a bare CR or LF inside it refuses it.
-func cutLine(b []byte) (line, rest []byte, ok bool) {
-	i := bytes.IndexByte(b, '\n')
-	if i < 1 || b[i-1] != '\r' {
-		return nil, nil, false
-	}
-	line = b[:i-1]
-	if bytes.IndexByte(line, '\r') >= 0 {
-		return nil, nil, false
-	}
-	return line, b[i+1:], true
-}
-
-// commonKeys are the canonical names of the fields an MCP server usually sends: a name
-// in any other case maps to one of these without an allocation.
-var commonKeys = []string{
-	"Content-Type", "Content-Length", "Date", "Mcp-Session-Id", "Connection", "Keep-Alive",
-	"Transfer-Encoding", "Cache-Control", "Www-Authenticate", "Server", "Vary",
-	"X-Accel-Buffering", "Access-Control-Allow-Origin",
-}
-
-// canonicalKey returns the canonical form of a field name that is a token (s is the
-// same bytes as a string): s itself when it already is canonical, else a shared constant
-// or a new string.
-func canonicalKey(name []byte, s string) string {
-	canonical := true
-	upper := true
-	for _, c := range name {
-		switch {
-		case upper && 'a' <= c && c <= 'z', !upper && 'A' <= c && c <= 'Z':
-			canonical = false
-		}
-		upper = c == '-'
-	}
-	if canonical {
-		return s
-	}
-	for _, k := range commonKeys {
-		if asciiEqualFold(name, k) {
-			return k
-		}
-	}
-	return textproto.CanonicalMIMEHeaderKey(s)
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '#', '$', '%', '&', '\'', '*', '+', '-', '.', '^', '_', '`', '|', '~':
-		return true
-	}
-	return false
-}
-
-// validValue reports whether a field value holds no control byte but HTAB (what
-// net/http accepts).
-func validValue(v []byte) bool {
-	for _, c := range v {
-		if c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func trimOWS(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// parseLength reads a Content-Length: decimal digits only, at most 18 of them.
-func parseLength(v []byte) (int64, bool) {
-	if len(v) == 0 || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range v {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		x, y := b[i], s[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
-}
-
-// hasToken reports whether a comma-separated list holds token (any case).
-func hasToken(v []byte, token string) bool {
-	for len(v) > 0 {
-		item := v
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			item, v = v[:i], v[i+1:]
-		} else {
-			v = nil
-		}
-		if asciiEqualFold(trimOWS(item), token) {
-			return true
-		}
-	}
-	return false
+// bodyAllowed reports whether a response with this status may carry a body.
+func bodyAllowed(status int) bool {
+	return status/100 != 1 && status != 204 && status != 304
 }
 
 // keepAliveTimeout reads timeout=N from a Keep-Alive field (seconds); 0 when absent.
@@ -341,17 +204,12 @@ func keepAliveTimeout(v []byte) int {
 		} else {
 			v = nil
 		}
-		item = trimOWS(item)
-		if len(item) > 8 && asciiEqualFold(item[:8], "timeout=") {
-			if n, ok := parseLength(item[8:]); ok && n < 1<<20 {
+		item = httpsyntax.TrimOWS(item)
+		if len(item) > 8 && httpsyntax.EqualFold(item[:8], "timeout=") {
+			if n, ok := httpsyntax.ParseLength(item[8:]); ok && n < 1<<20 {
 				return int(n)
 			}
 		}
 	}
 	return 0
-}
-
-// bodyAllowed reports whether a response with this status may carry a body.
-func bodyAllowed(status int) bool {
-	return status/100 != 1 && status != 204 && status != 304
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 // FuzzParseHead checks the fast path against net/http: whatever response head it
@@ -26,7 +28,7 @@ func FuzzParseHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n := indexHeadEnd(b)
+		n := httpsyntax.IndexHeadEnd(b)
 		if n < 0 {
 			return
 		}
@@ -98,20 +100,5 @@ func TestParseHeadShapes(t *testing.T) {
 		if ok && (h.status != tc.status || h.length != tc.length || h.chunked != tc.chunked || h.close != tc.close || h.idleFor != tc.idleFor) {
 			t.Errorf("%q: got %+v", tc.head, h)
 		}
-	}
-}
-
-// TestCanonicalKeyAllocs: a field name already canonical, or a common one in another
-// case, costs no allocation.
-func TestCanonicalKeyAllocs(t *testing.T) {
-	name := []byte("content-type")
-	s := "content-type"
-	allocs := testing.AllocsPerRun(100, func() {
-		if k := canonicalKey(name, s); k != "Content-Type" {
-			t.Fatal(k)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%v allocations", allocs)
 	}
 }

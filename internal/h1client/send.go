@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpsyntax"
 )
 
 // ErrAborted is what a request ended by its Abort fails with.
@@ -106,15 +108,15 @@ func (r *Reply) Field(name string) []byte {
 		}
 		return nil
 	}
-	_, rest, _ := cutLine(r.head) // the status line
+	_, rest, _ := httpsyntax.CutLine(r.head) // the status line
 	for {
-		line, next, ok := cutLine(rest)
+		line, next, ok := httpsyntax.CutLine(rest)
 		if !ok || len(line) == 0 {
 			return nil
 		}
 		rest = next
-		if colon := bytes.IndexByte(line, ':'); colon == len(name) && asciiEqualFold(line[:colon], name) {
-			return trimOWS(line[colon+1:])
+		if colon := bytes.IndexByte(line, ':'); colon == len(name) && httpsyntax.EqualFold(line[:colon], name) {
+			return httpsyntax.TrimOWS(line[colon+1:])
 		}
 	}
 }
@@ -241,26 +243,16 @@ func (c *conn) readReply(method string, a *Abort) (*Reply, error) {
 // reports an error for a name that is not a token or a value holding a line break or
 // another control byte. The value's surrounding whitespace is left out.
 func AppendField[T string | []byte](b []byte, name string, value T) ([]byte, error) {
-	if !validName(name) {
+	if !httpsyntax.ValidName(name) {
 		return b, fmt.Errorf("invalid header field name %q", name)
 	}
-	if !validValueString(value) {
+	if !httpsyntax.ValidValue(value) {
 		return b, fmt.Errorf("invalid header field value for %q", name)
 	}
 	b = append(b, name...)
 	b = append(b, ": "...)
-	b = append(b, trimOWSBytes(value)...)
+	b = append(b, httpsyntax.TrimOWS(value)...)
 	return append(b, "\r\n"...), nil
-}
-
-func trimOWSBytes[T string | []byte](s T) T {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // HostPort is the pool key of a URL's host (Send's key): host:port, port 80 by default.
