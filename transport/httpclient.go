@@ -562,7 +562,7 @@ func (l *HTTPLink) readAnswerStream(reqCtx func() context.Context, body io.Reade
 		}
 		next, got := l.readSSE(resp.Body, want, emit)
 		resp.Body.Close()
-		answered = got
+		answered, end.err = got, next.err
 		if next.lastID == "" || next.lastID == end.lastID {
 			fruitless++
 		} else {
@@ -576,7 +576,11 @@ func (l *HTTPLink) readAnswerStream(reqCtx func() context.Context, body io.Reade
 	if !answered && ctx.Err() == nil {
 		// Closed for good, or without an event id to resume from: the response is not
 		// coming, so the call fails now rather than at its timeout.
-		l.failRequest(m, fmt.Errorf("the event stream from %s ended before the response", l.spec.URL))
+		if end.err != nil {
+			l.failRequest(m, fmt.Errorf("the event stream from %s ended before the response: %w", l.spec.URL, end.err))
+		} else {
+			l.failRequest(m, fmt.Errorf("the event stream from %s ended before the response", l.spec.URL))
+		}
 	}
 }
 

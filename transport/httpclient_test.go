@@ -88,6 +88,77 @@ func TestHTTPLinkStreamEndsWithoutAnswer(t *testing.T) {
 	}
 }
 
+// TestHTTPLinkStreamCutMidEvent: the connection carrying a call's event stream breaks
+// in the middle of the response's event (no blank line, no last chunk). The part that
+// came is not handed on as a message (it used to be: a cut-off JSON line, whose id even
+// marked the call answered, so that it then waited for its timeout); the stream is
+// resumed after the last event received whole, or, when it cannot be, the call fails at
+// once with the read error.
+func TestHTTPLinkStreamCutMidEvent(t *testing.T) {
+	const response = `{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}}`
+	for _, resumable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("resumable=%v", resumable), func(t *testing.T) {
+			var lastEventID atomic.Value
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodGet {
+					if !resumable || r.Header.Get("Last-Event-ID") == "" {
+						w.WriteHeader(http.StatusMethodNotAllowed)
+						return
+					}
+					lastEventID.Store(r.Header.Get("Last-Event-ID"))
+					w.Header().Set("Content-Type", "text/event-stream")
+					io.WriteString(w, "id: c-1\nevent: message\ndata: "+response+"\n\n")
+					return
+				}
+				io.Copy(io.Discard, r.Body)
+				conn, buf, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer conn.Close() // the cut: no rest of the event, no last chunk
+				events := "id: c-0\ndata: \n\n" + "id: c-1\nevent: message\ndata: " + response[:len(response)/2]
+				fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(events), events)
+				buf.Flush()
+			}))
+			defer srv.Close()
+			l := DialHTTP(HTTPSpec{URL: srv.URL})
+			defer l.Stop(time.Second)
+			failed := watchFailures(l)
+			if err := l.Write(jsonrpc.NewRequest(jsonrpc.IntID(7), "tools/list", nil)); err != nil {
+				t.Fatal(err)
+			}
+			if !resumable {
+				select {
+				case f := <-failed:
+					if f.id.Raw() != "7" || !strings.Contains(f.err.Error(), "ended before the response") || !errors.Is(f.err, io.ErrUnexpectedEOF) {
+						t.Errorf("failure %v %v, want the stream's end and why", f.id, f.err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the call did not fail: it would wait for its timeout")
+				}
+				if n := l.Buffered(); n != 0 {
+					line, _ := l.ReadLine()
+					t.Errorf("%d messages queued besides the failure, first %s", n, line)
+				}
+				return
+			}
+			line, err := readLineTimeout(l, 5*time.Second)
+			if err != nil || string(line) != response {
+				t.Fatalf("got %q (%v), want the whole response", line, err)
+			}
+			if got := lastEventID.Load(); got != "c-0" {
+				t.Errorf("resumed from %v, want c-0 (c-1 never came whole)", got)
+			}
+			select {
+			case f := <-failed:
+				t.Errorf("the call failed too: %v", f.err)
+			default:
+			}
+		})
+	}
+}
+
 // TestHTTPLinkFailuresAreNotResponses: an HTTP error without a JSON-RPC body and an
 // oversized answer fail their request through RequestFailer, with nothing queued that
 // could pass for the upstream's own error; a JSON-RPC error body is the server's answer.

@@ -21,7 +21,9 @@ type Link interface {
 	// lost); ExitErr then says why.
 	Done() <-chan struct{}
 	ExitErr() error
-	// Stop ends the link gracefully within about 2×grace.
+	// Stop ends the link gracefully within about 2×grace, and releases what the link
+	// holds (descriptors, contexts): its owner calls it once the link is no longer used,
+	// also after Done.
 	Stop(grace time.Duration) error
 	// Describe names the peer for logs (a pid, a URL).
 	Describe() string

@@ -134,7 +134,9 @@ func (p *Process) ExitErr() error {
 
 // Stop ends the child gracefully: close its stdin and wait up to grace; then SIGTERM to its
 // process group and wait up to grace again; then SIGKILL. It returns once the child has
-// exited and is safe to call more than once and concurrently.
+// exited and is safe to call more than once and concurrently. Call it also for a child
+// that exited on its own: it closes the proxy's end of the child's stdin, which nothing
+// else closes (but the garbage collector's finalizer, some time later).
 func (p *Process) Stop(grace time.Duration) error {
 	p.stopOnce.Do(func() {
 		p.stdin.Close()

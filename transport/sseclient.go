@@ -107,30 +107,49 @@ func DialSSE(spec HTTPSpec, timeout time.Duration) (*SSELink, error) {
 	}
 }
 
-// streamEnd is what an SSE stream said about resuming it: the last event id seen (for
-// Last-Event-ID) and the retry delay the server asked for (0 when it did not).
+// streamEnd is what an SSE stream said about resuming it: the id of the last event
+// received whole (for Last-Event-ID) and the retry delay the server asked for (0 when it
+// did not); and err, why it ended (nil at its clean end).
 type streamEnd struct {
 	lastID string
 	retry  time.Duration
+	err    error
 }
 
-// readEvents calls fn for every event of an SSE stream until it ends.
+// readEvents calls fn for every event of an SSE stream until it ends. An event counts
+// only once its blank line has come: at the stream's end (clean or cut short) what came
+// of an event without it is dropped, as the SSE specification says ("If the file ends in
+// the middle of an event, before the final empty line, the incomplete event is not
+// dispatched"), and so is its id, so that a resumption starts after the last whole
+// event. A stream cut in the middle of a message must not hand the message's first part
+// on as if it were the message.
 func readEvents(r io.Reader, fn func(event string, data []byte)) (end streamEnd) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data bytes.Buffer
-	event := ""
+	event, id, haveID := "", "", false
 	for {
 		line, err := br.ReadBytes('\n')
+		if err != nil {
+			// The last line, if any, has no terminator: it and the event it belongs to
+			// are incomplete.
+			if err != io.EOF {
+				end.err = err
+			}
+			return end
+		}
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
-		case len(line) == 0 && err == nil:
+		case len(line) == 0:
+			if haveID {
+				end.lastID = id
+			}
 			if data.Len() > 0 {
 				fn(event, append([]byte(nil), data.Bytes()...))
 			}
 			data.Reset()
-			event = ""
+			event, haveID = "", false
 		case bytes.HasPrefix(line, []byte("id:")):
-			end.lastID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:"))))
+			id, haveID = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("id:")))), true
 		case bytes.HasPrefix(line, []byte("retry:")):
 			if ms, err := strconv.Atoi(string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("retry:"))))); err == nil && ms >= 0 {
 				end.retry = time.Duration(ms) * time.Millisecond
@@ -142,12 +161,6 @@ func readEvents(r io.Reader, fn func(event string, data []byte)) (end streamEnd)
 			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
 		case bytes.HasPrefix(line, []byte("event:")):
 			event = string(bytes.TrimSpace(bytes.TrimPrefix(line, []byte("event:"))))
-		}
-		if err != nil {
-			if data.Len() > 0 {
-				fn(event, append([]byte(nil), data.Bytes()...))
-			}
-			return end
 		}
 	}
 }

@@ -217,10 +217,16 @@ func (u *Upstream) dial(ctx context.Context) (transport.Link, error) {
 }
 
 // serve waits until the connection dies or ctx ends; it returns why the child exited.
+// Whichever way it ends, the link is stopped before serve returns: a child that died on
+// its own still holds the proxy's end of its stdin (and an HTTP link its context) until
+// Stop releases it.
 func (u *Upstream) serve(ctx context.Context, c *conn) error {
 	select {
 	case <-c.proc.Done():
+		// Seen before the end of its output when nobody was reading it at that moment
+		// (the read role free, or a descendant holding stdout open).
 		<-c.readerDone
+		u.stopProcess(c.proc)
 		return u.exitError(c.proc)
 	case <-c.readerDone:
 		// stdout closed while the process lives on: treat as dead and stop it.
