@@ -28,8 +28,13 @@ func TestHTTPFrontToHTTPUpstream(t *testing.T) {
 	echo := func(id string) {
 		t.Helper()
 		r := c.post(ctx, `{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call","params":{"name":"r__echo","arguments":{"x":1}}}`, nil)
-		if ct := r.header.Get("Content-Type"); r.status != 200 || !strings.HasPrefix(ct, "application/json") || !strings.Contains(string(r.body), `"id":"`+id+`"`) {
+		// A quick answer comes as JSON; one that took longer than the keep-alive (a
+		// loaded machine) rightly comes as an event stream: either way, the response.
+		ct := r.header.Get("Content-Type")
+		if r.status != 200 || !strings.HasPrefix(ct, "application/json") && ct != "text/event-stream" || !strings.Contains(string(r.body), `"id":"`+id+`"`) {
 			t.Errorf("echo %s: %d %q %s\n%s", id, r.status, ct, r.body, stderr)
+		} else if ct == "text/event-stream" {
+			t.Logf("echo %s took longer than the 200 ms keep-alive: answered as an event stream", id)
 		}
 	}
 	echo("e1")
