@@ -281,14 +281,9 @@ func (l *HTTPLink) buildPost(ctx context.Context, m *jsonrpc.Message, body []byt
 	// them.
 	if m.Method != "" {
 		req.Header["Mcp-Method"] = []string{m.Method}
-		switch m.Method {
-		case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-			if name, ok, _ := jsonx.GetString(m.Params, "name"); ok {
+		if key := nameParam(m.Method); key != "" {
+			if name, ok, _ := jsonx.GetString(m.Params, key); ok {
 				req.Header["Mcp-Name"] = []string{mcp.EncodeHeaderValue(name)}
-			}
-		case mcp.MethodResourcesRead:
-			if uri, ok, _ := jsonx.GetString(m.Params, "uri"); ok {
-				req.Header["Mcp-Name"] = []string{mcp.EncodeHeaderValue(uri)}
 			}
 		}
 	}
@@ -297,6 +292,18 @@ func (l *HTTPLink) buildPost(ctx context.Context, m *jsonrpc.Message, body []byt
 		req.Header.Set(k, v)
 	}
 	return req, nil
+}
+
+// nameParam is the parameter whose string value a request of method carries in its
+// Mcp-Name header ("" for a method without one).
+func nameParam(method string) string {
+	switch method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
+		return "name"
+	case mcp.MethodResourcesRead:
+		return "uri"
+	}
+	return ""
 }
 
 func (l *HTTPLink) setHeaders(req *http.Request) {

@@ -128,14 +128,7 @@ func (l *HTTPLink) appendLeanPost(bufs *leanBufs, m *jsonrpc.Message, token *oau
 		if b, err = h1client.AppendField(b, "Mcp-Method", m.Method); err != nil {
 			return nil, err
 		}
-		key := ""
-		switch m.Method {
-		case mcp.MethodToolsCall, mcp.MethodPromptsGet:
-			key = "name"
-		case mcp.MethodResourcesRead:
-			key = "uri"
-		}
-		if key != "" {
+		if key := nameParam(m.Method); key != "" {
 			if b, err = appendName(b, m.Params, key); err != nil {
 				return nil, err
 			}

@@ -48,7 +48,8 @@ func appendTraceFields(b []byte, m *jsonrpc.Message) []byte {
 
 // traceContext returns the well-formed traceparent and tracestate of request m's
 // params._meta ("" for what it lacks or is malformed; no tracestate without a
-// traceparent). Both are printable ASCII with no surrounding space.
+// traceparent). Both are printable ASCII; the traceparent has no space, the tracestate may
+// have some around it (appendTraceFields trims it, as net/http does).
 func traceContext(m *jsonrpc.Message) (traceparent, tracestate string) {
 	if !m.IsRequest() || len(m.Params) == 0 {
 		return "", ""
