@@ -19,9 +19,10 @@ import (
 )
 
 type config struct {
-	Tag      string `json:"tag"`       // appended to text results
-	PidsFile string `json:"pids_file"` // Configure appends the process's pid here
-	Logs     bool   `json:"logs"`      // log a line every way in Configure and in each before hook
+	Tag      string `json:"tag"`        // appended to text results
+	PidsFile string `json:"pids_file"`  // Configure appends "pid tag" here
+	Calls    string `json:"calls_file"` // each before hook appends "pid name" here
+	Logs     bool   `json:"logs"`       // log a line every way in Configure and in each before hook
 }
 
 type plugin struct {
@@ -38,6 +39,7 @@ func (p *plugin) Describe() sdk.Description {
 		{Name: "tag", Type: "string"},
 		{Name: "pids_file", Type: "string"},
 		{Name: "logs", Type: "bool"},
+		{Name: "calls_file", Type: "string"},
 	}}
 }
 
@@ -65,13 +67,8 @@ func (p *plugin) Configure(_ context.Context, _ string, raw json.RawMessage) err
 	if err := sdk.Decode(raw, &p.cfg); err != nil {
 		return err
 	}
-	if p.cfg.PidsFile != "" {
-		f, err := os.OpenFile(p.cfg.PidsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(f, "%d %s\n", os.Getpid(), p.cfg.Tag)
-		f.Close()
+	if err := appendLine(p.cfg.PidsFile, fmt.Sprintf("%d %s", os.Getpid(), p.cfg.Tag)); err != nil {
+		return err
 	}
 	if p.cfg.Logs {
 		logEvery("configure")
@@ -80,6 +77,9 @@ func (p *plugin) Configure(_ context.Context, _ string, raw json.RawMessage) err
 }
 
 func (p *plugin) Before(_ context.Context, c *sdk.Call) (*sdk.Verdict, error) {
+	if err := appendLine(p.cfg.Calls, fmt.Sprintf("%d %s", os.Getpid(), c.Name)); err != nil {
+		return nil, err
+	}
 	if p.cfg.Logs {
 		logEvery("before")
 	}
@@ -105,6 +105,22 @@ func (p *plugin) After(_ context.Context, _ *sdk.Call, o *sdk.Outcome) (*sdk.Rep
 		return nil, err
 	}
 	return &sdk.Replacement{Result: out}, nil
+}
+
+// appendLine appends a line to a file; nothing when path is "".
+func appendLine(path, line string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func main() {
