@@ -14,6 +14,8 @@ package plugins
 import (
 	"context"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
@@ -28,12 +30,15 @@ type Host struct {
 	instances []*instance
 	represent func()
 	pool      *pool
-	observer  Observer // see SetObserver
+	observer  Observer  // see SetObserver
+	calls     *inflight // the calls in its plugins' hooks
+	sockets   bool      // it holds the process's socket directory (acquireSockets)
+	closeOnce sync.Once
 }
 
 // New returns a host for the plugins in specs (in file order); nothing starts yet.
 func New(specs []Spec, log zerolog.Logger) *Host {
-	return &Host{specs: specs, log: log}
+	return &Host{specs: specs, log: log, calls: newInflight()}
 }
 
 // OnRestart sets what runs when a plugin restarted (pass the router's Represent, so that
@@ -47,6 +52,16 @@ func (h *Host) OnRestart(f func()) { h.represent = f }
 // unverified program) come with a successful start.
 func (h *Host) Start(ctx context.Context) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	if err := acquireSockets(h.log); err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Plugins cannot start", Detail: err.Error()}}
+	}
+	h.sockets = true
+	defer func() {
+		if diags.HasErrors() {
+			h.sockets = false
+			releaseSockets()
+		}
+	}()
 	ins := make([]*instance, len(h.specs))
 	for i, s := range h.specs {
 		in, err := newInstance(s, h.log)
@@ -64,6 +79,7 @@ func (h *Host) Start(ctx context.Context) hcl.Diagnostics {
 	for _, in := range ins {
 		in.pool = shared
 		in.observer = h.observer
+		in.calls = h.calls
 	}
 	h.pool = shared
 	results := make([]hcl.Diagnostics, len(ins))
@@ -124,8 +140,32 @@ func (h *Host) Presenter() router.Presenter {
 	return &p
 }
 
-// Close stops every plugin and its supervisor and waits for them; safe twice.
+// Close stops every plugin and its supervisor and waits for them, and removes their
+// sockets' directories; safe twice, and a second call waits for the first.
 func (h *Host) Close() error {
+	h.closeOnce.Do(h.close)
+	return nil
+}
+
+// Retire stops the plugins of a host that calls no longer start in (a reload installed
+// another), once the calls in their hooks have been answered, at the latest after grace
+// (the longest a call may take); it returns at once. Close still stops them at once.
+func (h *Host) Retire(grace time.Duration) {
+	idle := h.calls.drained()
+	go func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-idle:
+		case <-t.C:
+			h.log.Warn().Dur("grace", grace).Int64("calls", h.calls.n.Load()).
+				Msg("stopping replaced plugins with calls still in their hooks")
+		}
+		_ = h.Close()
+	}()
+}
+
+func (h *Host) close() {
 	var wg sync.WaitGroup
 	for _, in := range h.instances {
 		wg.Add(1)
@@ -140,7 +180,38 @@ func (h *Host) Close() error {
 		h.pool.close()
 		h.pool = nil
 	}
-	return nil
+	if h.sockets {
+		h.sockets = false
+		releaseSockets()
+	}
+}
+
+// inflight counts the calls in a host's hooks, so that a host a reload replaced stops as
+// soon as none is left (Retire).
+type inflight struct {
+	n        atomic.Int64
+	retiring atomic.Bool
+	once     sync.Once
+	idle     chan struct{}
+}
+
+func newInflight() *inflight { return &inflight{idle: make(chan struct{})} }
+
+func (f *inflight) enter() { f.n.Add(1) }
+
+func (f *inflight) leave() {
+	if f.n.Add(-1) == 0 && f.retiring.Load() {
+		f.once.Do(func() { close(f.idle) })
+	}
+}
+
+// drained marks the host retiring and returns what is closed once no call is left.
+func (f *inflight) drained() <-chan struct{} {
+	f.retiring.Store(true)
+	if f.n.Load() == 0 {
+		f.once.Do(func() { close(f.idle) })
+	}
+	return f.idle
 }
 
 // Validate starts every plugin as Start does, reports what it found, and stops them:

@@ -72,9 +72,8 @@ type instance struct {
 
 	conn atomic.Pointer[live] // nil while the plugin is down
 
-	mu       sync.Mutex // guards client, pid and closed
-	client   *goplugin.Client
-	pid      int
+	mu       sync.Mutex // guards proc and closed
+	proc     *proc      // the running process; nil while down
 	closed   bool
 	kick     chan struct{} // wakes the supervisor: a call failed
 	done     chan struct{} // closed by close
@@ -82,9 +81,10 @@ type instance struct {
 	timeouts atomic.Int32  // consecutive hook timeouts
 	restarts atomic.Int64
 
-	onRestart func()   // after a restart succeeded (the catalogue is presented again)
-	pool      *pool    // runs the crossings; the host's, shared by its plugins
-	observer  Observer // told about each hook call; nil: nobody
+	onRestart func()    // after a restart succeeded (the catalogue is presented again)
+	pool      *pool     // runs the crossings; the host's, shared by its plugins
+	observer  Observer  // told about each hook call; nil: nobody
+	calls     *inflight // the host's count of calls in hooks
 }
 
 func newInstance(spec Spec, log zerolog.Logger) (*instance, error) {
@@ -98,7 +98,7 @@ func newInstance(spec Spec, log zerolog.Logger) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &instance{spec: spec, log: log.With().Str("plugin", spec.Name).Logger(), sel: sel, pool: newPool(),
+	return &instance{spec: spec, log: log.With().Str("plugin", spec.Name).Logger(), sel: sel, pool: newPool(), calls: newInflight(),
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}, nil
 }
 
@@ -135,15 +135,43 @@ func (in *instance) checksum(path string) ([]byte, error) {
 	return want, nil
 }
 
-// launch starts the process and returns its client; nothing of the instance changes.
-func (in *instance) launch(ctx context.Context) (*goplugin.Client, pb.PluginClient, int, error) {
+// proc is one plugin process: its go-plugin client, its pid, the directory of its
+// socket, and where its output goes.
+type proc struct {
+	client *goplugin.Client
+	pid    int
+	dir    string
+	out    []*pluginLines
+}
+
+// stop stops the process and what it started, and removes its socket's directory: after
+// client.Kill the process has exited (go-plugin waited for it), whether it was still
+// running, crashed or was killed.
+func (p *proc) stop() {
+	if p == nil {
+		return
+	}
+	p.client.Kill()
+	killGroup(p.pid)
+	_ = os.RemoveAll(p.dir)
+	for _, w := range p.out {
+		w.Flush()
+	}
+}
+
+// launch starts the process and returns it; nothing of the instance changes.
+func (in *instance) launch(ctx context.Context) (*proc, pb.PluginClient, error) {
 	path, err := in.program()
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("finding the plugin program: %w", err)
+		return nil, nil, fmt.Errorf("finding the plugin program: %w", err)
 	}
 	sum, err := in.checksum(path)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
+	}
+	dir, err := socketDir()
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting the plugin: %w", err)
 	}
 	cmd := exec.Command(path, in.spec.Command[1:]...)
 	cmd.Dir = in.spec.Dir
@@ -156,7 +184,12 @@ func (in *instance) launch(ctx context.Context) (*goplugin.Client, pb.PluginClie
 	for k, v := range in.spec.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	// The plugin's socket in a directory of its own, removed when the process is gone
+	// (go-plugin's plugin side would make it in TMPDIR and leave it there when it does
+	// not exit by itself: crashed, killed, hung). Last, so that nothing overrides it.
+	cmd.Env = append(cmd.Env, goplugin.EnvUnixSocketDir+"="+dir)
 	isolate(cmd)
+	out := []*pluginLines{newPluginLines(in.log), newPluginLines(in.log), newPluginLines(in.log.With().Str("stream", "stdout").Logger())}
 	cfg := &goplugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		Plugins:          goplugin.PluginSet{sdk.PluginKey: &sdk.GRPC{}},
@@ -168,7 +201,16 @@ func (in *instance) launch(ctx context.Context) (*goplugin.Client, pb.PluginClie
 		// plugin, as CleanupClients would.
 		Managed:      false,
 		StartTimeout: in.spec.StartTimeout,
-		Logger:       newHCLogger(in.log),
+		// The environment is cmd.Env as made above: go-plugin would otherwise append
+		// the proxy's environment again after it, and exec takes the last value of a
+		// variable, so the block's env could not override the proxy's.
+		SkipHostEnv: true,
+		// go-plugin's own messages; the plugin's output goes to out, parsed there (the
+		// logger go-plugin would parse stderr with is off: see hclogger.stderr).
+		Logger:     newHCLogger(in.log, path),
+		Stderr:     out[0],
+		SyncStderr: out[1],
+		SyncStdout: out[2],
 		// Fixed flow-control windows: gRPC's bandwidth estimator would otherwise ping
 		// on received data, a write and a read more on each side per crossing.
 		GRPCDialOptions: []grpc.DialOption{grpc.WithInitialWindowSize(windowSize), grpc.WithInitialConnWindowSize(windowSize)},
@@ -177,12 +219,13 @@ func (in *instance) launch(ctx context.Context) (*goplugin.Client, pb.PluginClie
 		cfg.SecureConfig = &goplugin.SecureConfig{Checksum: sum, Hash: sha256.New()}
 	}
 	client := goplugin.NewClient(cfg)
-	fail := func(err error) (*goplugin.Client, pb.PluginClient, int, error) {
-		client.Kill()
+	p := &proc{client: client, dir: dir, out: out}
+	fail := func(err error) (*proc, pb.PluginClient, error) {
 		if rc := client.ReattachConfig(); rc != nil {
-			killGroup(rc.Pid)
+			p.pid = rc.Pid
 		}
-		return nil, nil, 0, err
+		p.stop()
+		return nil, nil, err
 	}
 	rpc, err := client.Client()
 	if err != nil {
@@ -196,11 +239,10 @@ func (in *instance) launch(ctx context.Context) (*goplugin.Client, pb.PluginClie
 	if !ok {
 		return fail(fmt.Errorf("connecting to the plugin: unexpected client %T", raw))
 	}
-	pid := 0
 	if rc := client.ReattachConfig(); rc != nil {
-		pid = rc.Pid
+		p.pid = rc.Pid
 	}
-	return client, pc, pid, nil
+	return p, pc, nil
 }
 
 // start starts the plugin for the first time: launch, Describe, decode the config block
@@ -213,7 +255,7 @@ func (in *instance) start(ctx context.Context) hcl.Diagnostics {
 		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary,
 			Detail: fmt.Sprintf("plugin %q: %v", in.spec.Name, err), Subject: in.spec.rangeOf(attr)}}
 	}
-	client, pc, pid, err := in.launch(ctx)
+	p, pc, err := in.launch(ctx)
 	if err != nil {
 		attr := "command"
 		if errors.Is(err, errChecksum) || errors.Is(err, goplugin.ErrChecksumsDoNotMatch) {
@@ -221,10 +263,7 @@ func (in *instance) start(ctx context.Context) hcl.Diagnostics {
 		}
 		return diag(attr, "Plugin did not start", err)
 	}
-	stop := func() {
-		client.Kill()
-		killGroup(pid)
-	}
+	stop := p.stop
 	desc, err := pc.Describe(ctx, &pb.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
 	if err != nil {
 		stop()
@@ -282,10 +321,10 @@ func (in *instance) start(ctx context.Context) hcl.Diagnostics {
 	in.name, in.version, in.hooks, in.config = desc.Name, desc.Version, hs, js
 	in.described, _ = hookSet(desc.Hooks)
 	in.mu.Lock()
-	in.client, in.pid = client, pid
+	in.proc = p
 	in.mu.Unlock()
 	in.conn.Store(l)
-	in.log.Info().Str("plugin_name", desc.Name).Str("plugin_version", desc.Version).Int("pid", pid).
+	in.log.Info().Str("plugin_name", desc.Name).Str("plugin_version", desc.Version).Int("pid", p.pid).
 		Strs("hooks", hookNames(hs)).Msg("plugin started")
 	return diags
 }
@@ -353,10 +392,10 @@ func (in *instance) supervise() {
 		case <-in.kick:
 		}
 		in.mu.Lock()
-		client := in.client
+		p := in.proc
 		in.mu.Unlock()
 		hung := in.timeouts.Load() >= hungAfter
-		if client != nil && !client.Exited() && !hung {
+		if p != nil && !p.client.Exited() && !hung {
 			continue
 		}
 		if l := in.conn.Swap(nil); l != nil {
@@ -403,13 +442,12 @@ func (in *instance) restart() bool {
 func (in *instance) relaunch() error {
 	ctx, cancel := context.WithTimeout(context.Background(), in.spec.StartTimeout)
 	defer cancel()
-	client, pc, pid, err := in.launch(ctx)
+	p, pc, err := in.launch(ctx)
 	if err != nil {
 		return err
 	}
 	fail := func(err error) error {
-		client.Kill()
-		killGroup(pid)
+		p.stop()
 		return err
 	}
 	desc, err := pc.Describe(ctx, &pb.DescribeRequest{ProtocolVersion: sdk.ProtocolVersion})
@@ -438,7 +476,7 @@ func (in *instance) relaunch() error {
 		l.close()
 		return fail(errors.New("closed"))
 	}
-	in.client, in.pid = client, pid
+	in.proc = p
 	in.mu.Unlock()
 	in.conn.Store(l)
 	return nil
@@ -450,13 +488,10 @@ func (in *instance) stopProcess() {
 		l.close()
 	}
 	in.mu.Lock()
-	client, pid := in.client, in.pid
-	in.client, in.pid = nil, 0
+	p := in.proc
+	in.proc = nil
 	in.mu.Unlock()
-	if client != nil {
-		client.Kill()
-	}
-	killGroup(pid)
+	p.stop()
 }
 
 // close stops the supervisor and the plugin; safe twice and after a failed start.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,18 +19,29 @@ type hclogger struct {
 	log     zerolog.Logger
 	name    string
 	implied []any
+	// stderr is the name go-plugin gives the logger it parses the plugin's stderr lines
+	// with (the program's base name): that logger is off, since the lines arrive through
+	// ClientConfig.Stderr (a pluginLines) instead, parsed in more formats than go-plugin
+	// knows.
+	stderr string
+	off    bool
 }
 
 var _ hclog.Logger = (*hclogger)(nil)
 
-func newHCLogger(log zerolog.Logger) *hclogger { return &hclogger{log: log} }
+func newHCLogger(log zerolog.Logger, program string) *hclogger {
+	return &hclogger{log: log, stderr: filepath.Base(program)}
+}
 
 func (l *hclogger) Log(level hclog.Level, msg string, args ...any) {
+	if l.off {
+		return
+	}
 	var ev *zerolog.Event
 	switch level {
 	case hclog.Trace:
 		ev = l.log.Trace()
-	case hclog.Debug, hclog.NoLevel, hclog.DefaultLevel:
+	case hclog.Debug, hclog.NoLevel: // not hclog.DefaultLevel: that is Info
 		ev = l.log.Debug()
 	case hclog.Info:
 		ev = l.log.Info()
@@ -47,6 +59,12 @@ func (l *hclogger) Log(level hclog.Level, msg string, args ...any) {
 	all := append(append([]any(nil), l.implied...), args...)
 	for i := 0; i+1 < len(all); i += 2 {
 		k := fmt.Sprint(all[i])
+		switch k {
+		case "plugin":
+			k = "program" // go-plugin's name for the program's path; "plugin" is the block's label
+		case zerolog.LevelFieldName, zerolog.MessageFieldName, zerolog.TimestampFieldName:
+			k = "plugin_" + k
+		}
 		switch v := all[i+1].(type) {
 		case error:
 			ev = ev.AnErr(k, v)
@@ -65,11 +83,11 @@ func (l *hclogger) Info(msg string, args ...any)  { l.Log(hclog.Info, msg, args.
 func (l *hclogger) Warn(msg string, args ...any)  { l.Log(hclog.Warn, msg, args...) }
 func (l *hclogger) Error(msg string, args ...any) { l.Log(hclog.Error, msg, args...) }
 
-func (l *hclogger) IsTrace() bool { return l.log.GetLevel() <= zerolog.TraceLevel }
-func (l *hclogger) IsDebug() bool { return l.log.GetLevel() <= zerolog.DebugLevel }
-func (l *hclogger) IsInfo() bool  { return l.log.GetLevel() <= zerolog.InfoLevel }
-func (l *hclogger) IsWarn() bool  { return l.log.GetLevel() <= zerolog.WarnLevel }
-func (l *hclogger) IsError() bool { return l.log.GetLevel() <= zerolog.ErrorLevel }
+func (l *hclogger) IsTrace() bool { return l.GetLevel() <= hclog.Trace }
+func (l *hclogger) IsDebug() bool { return l.GetLevel() <= hclog.Debug }
+func (l *hclogger) IsInfo() bool  { return l.GetLevel() <= hclog.Info }
+func (l *hclogger) IsWarn() bool  { return l.GetLevel() <= hclog.Warn }
+func (l *hclogger) IsError() bool { return l.GetLevel() <= hclog.Error }
 
 func (l *hclogger) ImpliedArgs() []any { return l.implied }
 
@@ -83,6 +101,9 @@ func (l *hclogger) Name() string { return l.name }
 
 func (l *hclogger) Named(name string) hclog.Logger {
 	n := *l
+	if n.name == "" && name == l.stderr {
+		n.off = true
+	}
 	if n.name != "" {
 		name = n.name + "." + name
 	}
@@ -100,6 +121,9 @@ func (l *hclogger) ResetNamed(name string) hclog.Logger {
 func (l *hclogger) SetLevel(hclog.Level) {}
 
 func (l *hclogger) GetLevel() hclog.Level {
+	if l.off {
+		return hclog.Off
+	}
 	switch lv := l.log.GetLevel(); {
 	case lv <= zerolog.TraceLevel:
 		return hclog.Trace

@@ -49,7 +49,12 @@ func (in *instance) stage(next router.Handler) router.Handler {
 			next(ctx, call, reply)
 			return
 		}
-		in.pool.run(func() { in.serve(ctx, call, next, reply) })
+		in.calls.enter() // until answered: a host a reload replaced stops after its last call
+		answer := func(res json.RawMessage, err error) {
+			reply(res, err)
+			in.calls.leave()
+		}
+		in.pool.run(func() { in.serve(ctx, call, next, answer) })
 	}
 }
 

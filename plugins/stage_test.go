@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -336,13 +337,60 @@ func TestSchema(t *testing.T) {
 
 func TestHCLogger(t *testing.T) {
 	var buf strings.Builder
-	l := newHCLogger(zerolog.New(&buf).Level(zerolog.DebugLevel)).Named("plugin").With("k", "v")
+	root := newHCLogger(zerolog.New(&buf).Level(zerolog.DebugLevel), "/opt/bin/prog")
+	l := root.Named("plugin").With("k", "v")
 	l.Info("hello", "n", 1, "err", errors.New("x"))
 	l.Trace("dropped")
-	if s := buf.String(); !strings.Contains(s, `"source":"plugin"`) || !strings.Contains(s, `"k":"v"`) || !strings.Contains(s, `"n":1`) || strings.Contains(s, "dropped") {
+	if s := buf.String(); !strings.Contains(s, `"level":"info"`) || !strings.Contains(s, `"source":"plugin"`) || !strings.Contains(s, `"k":"v"`) || !strings.Contains(s, `"n":1`) || strings.Contains(s, "dropped") {
 		t.Errorf("log: %s", s)
 	}
 	if !l.IsDebug() || l.IsTrace() {
 		t.Error("levels")
+	}
+	// The logger go-plugin parses the plugin's stderr with (named after the program) is
+	// off: those lines arrive through pluginLines.
+	buf.Reset()
+	quiet := root.Named("prog")
+	quiet.Error("parsed elsewhere")
+	if quiet.GetLevel() != hclog.Off || buf.Len() != 0 {
+		t.Errorf("the stderr logger logs: %q", buf.String())
+	}
+}
+
+func TestPluginLines(t *testing.T) {
+	cases := []struct{ line, level, msg, field string }{
+		{`{"@level":"info","@message":"hclog json","@timestamp":"2026-01-01T00:00:00Z","k":"v","@module":"m"}`, "info", "hclog json", `"k":"v"`},
+		{`{"time":"x","level":"WARN","msg":"slog json","n":2}`, "warn", "slog json", `"n":2`},
+		{`{"level":"error","message":"zerolog","plugin":"spoof"}`, "error", "zerolog", `"plugin_plugin":"spoof"`},
+		{`{"just":"json"}`, "info", `{"just":"json"}`, ""},
+		{`2026-12-04T17:38:02.501Z [WARN]  mine: hclog text`, "warn", "mine: hclog text", ""},
+		{`time=2026-12-04T17:38:02Z level=ERROR msg="slog text" k=v`, "error", "slog text", `"k":"v"`},
+		{`level=debug msg=logfmt`, "debug", "logfmt", ""},
+		{`2026/12/04 17:38:02 standard log`, "info", "2026/12/04 17:38:02 standard log", ""},
+		{`[DEBUG] prefixed`, "debug", "prefixed", ""},
+		{`ERROR: shouted`, "error", "shouted", ""},
+		{`plain line`, "info", "plain line", ""},
+		{`x=1 and not logfmt`, "info", "x=1 and not logfmt", ""},
+	}
+	for _, c := range cases {
+		var buf strings.Builder
+		w := newPluginLines(zerolog.New(&buf).Level(zerolog.TraceLevel).With().Str("plugin", "p").Logger())
+		half := len(c.line) / 2
+		w.Write([]byte(c.line[:half])) // a line may come in pieces
+		w.Write([]byte(c.line[half:] + "\n"))
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(buf.String()), &rec); err != nil {
+			t.Errorf("%s: %q: %v", c.line, buf.String(), err)
+			continue
+		}
+		if rec["level"] != c.level || rec["message"] != c.msg || rec["plugin"] != "p" || !strings.Contains(buf.String(), c.field) {
+			t.Errorf("%s: logged %s; want level %s, message %q, %s", c.line, buf.String(), c.level, c.msg, c.field)
+		}
+	}
+	var buf strings.Builder
+	w := newPluginLines(zerolog.New(&buf))
+	w.Write([]byte("panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n"))
+	if n := strings.Count(buf.String(), `"level":"error"`); n != 3 {
+		t.Errorf("a panic: %d lines at error, want 3:\n%s", n, buf.String())
 	}
 }

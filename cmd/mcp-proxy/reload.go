@@ -204,6 +204,9 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 		// Calls that started with the old chain finish with it: it is closed once
 		// they cannot be running any more (the longest timeout of a call).
 		grace := longestCall(cur)
+		if newHost && oldHost != nil {
+			oldHost.Retire(grace) // stops once the calls in its hooks are answered
+		}
 		e.retire(grace, func() {
 			if newHost && oldHost != nil {
 				if err := oldHost.Close(); err != nil {

@@ -70,11 +70,17 @@ func Serve(p Plugin) {
 	})
 }
 
-// Logger returns a logger whose lines the proxy forwards into its own log, with the
-// plugin's name. Never write to stdout: go-plugin owns it.
+// Logger returns a logger whose lines the proxy puts in its own log at their level,
+// with the plugin's name; made before Serve or after it, it writes JSON to the process's
+// own stderr. (Serve puts a pipe in place of os.Stderr and os.Stdout, which the proxy
+// also reads: lines written there arrive too.) Never write to stdout before Serve:
+// go-plugin's handshake is there.
 func Logger() hclog.Logger {
-	return hclog.New(&hclog.LoggerOptions{Output: os.Stderr, JSONFormat: true, Level: hclog.Debug})
+	return hclog.New(&hclog.LoggerOptions{Output: processStderr, JSONFormat: true, Level: hclog.Debug})
 }
+
+// processStderr is the process's stderr as it was before Serve replaced os.Stderr.
+var processStderr = os.Stderr
 
 // watchParent exits when the process that started this one is gone: the proxy also
 // asks the kernel to kill its plugins when it dies (PR_SET_PDEATHSIG), and this covers
