@@ -1,6 +1,3 @@
-// Package deptest checks the project's import graph: dependencies point one way (cmd →
-// server → router → upstream → transport → jsonrpc), as DESIGN.md requires, and the
-// product never depends on its test tooling (internal/testing/..., cmd/mcp-bench).
 package deptest
 
 import (
