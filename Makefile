@@ -89,7 +89,7 @@ bench-go:
 # The load tool: proxy vs direct, in one run.
 load:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast"
 
@@ -97,7 +97,7 @@ load:
 # HTTP upstream) vs the upstream serving HTTP itself, then 1000 concurrent sessions.
 load-http:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -concurrency 1,16,64 -sessions 1000 -idle-upstreams 0 -json $(BIN)/load-http.json
@@ -108,7 +108,7 @@ load-http:
 # the proxy's CPU per call reads as a multiple of its floor's.
 load-floor:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
 		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-floor.json
@@ -118,7 +118,7 @@ load-floor:
 # plain HTTP.
 load-tls:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -tls -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -floor -stdio-httpup \
 		-rounds 3 -duration 3s -concurrency 1,64 -idle-upstreams 0 -json $(BIN)/load-tls.json
@@ -131,7 +131,7 @@ load-tls:
 BASELINE ?=
 load-startup:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -startup -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" $(if $(BASELINE),-baseline-proxy $(BASELINE)) \
 		-rounds 3 -fanout 20 -init-delay 1s -slow-delay 5s -list-tools 50 -list-calls 3000 -warmup 200 -idle-upstreams 10 -json $(BIN)/load-startup.json
@@ -141,9 +141,9 @@ load-startup:
 # run; the summary gives the added p50 and CPU per call and per hop.
 load-plugin:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
-	$(GO) build -o $(BIN)/testplugin ./internal/testplugin
+	$(GO) build -o $(BIN)/testplugin ./internal/testing/testplugin
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-plugin "$(BIN)/testplugin -hooks before,after" -plugin-hops 2 \
 		-rounds 3 -duration 3s -concurrency 1,16 -idle-upstreams 0 -json $(BIN)/load-plugin.json
@@ -154,7 +154,7 @@ load-plugin:
 # CPU per call a few µs coarse.
 load-ops:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	printf 'admin {\n  address = "127.0.0.1:0"\n}\n\ntelemetry {\n  otlp_endpoint = "http://127.0.0.1:1"\n  sampling      = 0\n}\n' > $(BIN)/ops.hcl
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -extra-hcl $(BIN)/ops.hcl \
@@ -165,9 +165,9 @@ load-ops:
 OTLPSINK_ADDR ?= 127.0.0.1:14318
 load-ops-traced:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
-	$(GO) build -o $(BIN)/otlpsink ./internal/otlpsink
+	$(GO) build -o $(BIN)/otlpsink ./internal/testing/otlpsink
 	printf 'admin {\n  address = "127.0.0.1:0"\n}\n\ntelemetry {\n  otlp_endpoint = "http://$(OTLPSINK_ADDR)"\n  sampling      = 1\n}\n' > $(BIN)/ops-traced.hcl
 	$(BIN)/otlpsink -addr $(OTLPSINK_ADDR) & sink=$$!; \
 	$(BIN)/mcp-bench -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" -extra-hcl $(BIN)/ops-traced.hcl \
@@ -178,7 +178,7 @@ load-ops-traced:
 # removed, a rule flipped, one broken file) while 16 HTTP sessions call the tool.
 load-reload:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -upstream "$(BIN)/testserver -fast" -reload-every 5s -duration 60s -concurrency 16
 
@@ -187,13 +187,13 @@ load-reload:
 SOAK ?= 2m
 load-chaos:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -upstream $(BIN)/testserver -chaos-every 3s -duration 60s -concurrency 64
 
 load-soak:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -upstream $(BIN)/testserver -soak $(SOAK) -concurrency 64
 
@@ -206,7 +206,7 @@ bench: bench-go load
 # from a shared rate limit (one Redis round trip). Needs redis-server and haproxy.
 load-cluster:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -http-upstream=false -cluster 3 -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -latency-calls 1000 -warmup 200 -concurrency 16 -idle-upstreams 0
@@ -218,8 +218,8 @@ load-cluster:
 CLUSTER_ARGS ?=
 cluster:
 	$(BUILD_PROXY)
-	$(GO) build -o $(BIN)/testserver ./internal/testserver
-	$(GO) run ./internal/devcluster -proxy $(BIN)/mcp-proxy -testserver $(BIN)/testserver $(CLUSTER_ARGS)
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
+	$(GO) run ./internal/testing/devcluster -proxy $(BIN)/mcp-proxy -testserver $(BIN)/testserver $(CLUSTER_ARGS)
 
 tools:
 	$(GO) run ./cmd/mcp-proxy tools --config proxy.hcl.example

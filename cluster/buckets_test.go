@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 )
 
 // TestForwardTo: a request another replica must serve goes there with the body the

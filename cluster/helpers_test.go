@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // startRedis starts a redis-server for the test; without one installed the test is

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 var (

@@ -19,7 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // adoptKey is the cluster key of the adoption tests' replicas.

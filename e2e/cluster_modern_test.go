@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // modernMeta is the _meta of the modern test client: it can sample, elicit and list roots.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // servedBy is an http.RoundTripper that records which replica served each answer

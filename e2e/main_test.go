@@ -52,8 +52,8 @@ func setup(m *testing.M) (int, error) {
 	guardBin = filepath.Join(dir, "mcp-proxy-guard")
 	for _, b := range []struct{ out, pkg string }{
 		{proxyBin, "./cmd/mcp-proxy"},
-		{testserverBin, "./internal/testserver"},
-		{testpluginBin, "./internal/testplugin"},
+		{testserverBin, "./internal/testing/testserver"},
+		{testpluginBin, "./internal/testing/testplugin"},
 		{redactBin, "./cmd/mcp-proxy-redact"},
 		{guardBin, "./cmd/mcp-proxy-guard"},
 		{everythingBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},

@@ -411,18 +411,22 @@ func TestPluginValidate(t *testing.T) {
 	}
 }
 
-// TestReadmePlugin builds the plugin the README shows, as it is written there, and runs
-// it through the proxy: what a newcomer copies works.
+// TestReadmePlugin builds the plugin docs/plugins.md shows ("Writing a plugin", which
+// the README's plugin recipe points to), as it is written there, and runs it through the
+// proxy: what a newcomer copies works.
 func TestReadmePlugin(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	page, err := os.ReadFile(filepath.Join(repoRoot, "docs", "plugins.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
-	i := strings.Index(s, "## Plugins")
+	s := string(page)
+	i := strings.Index(s, "## Writing a plugin")
+	if i < 0 {
+		t.Fatal("docs/plugins.md has no Writing a plugin section")
+	}
 	j := strings.Index(s[i:], "```go\n")
-	if i < 0 || j < 0 {
-		t.Fatal("README has no Go example in its Plugins section")
+	if j < 0 {
+		t.Fatal("docs/plugins.md has no Go example in its Writing a plugin section")
 	}
 	code := s[i+j+len("```go\n"):]
 	code = code[:strings.Index(code, "```")]
@@ -440,7 +444,7 @@ func TestReadmePlugin(t *testing.T) {
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the README's plugin does not build: %v\n%s", err, out)
+		t.Fatalf("the plugin of docs/plugins.md does not build: %v\n%s", err, out)
 	}
 	block := fmt.Sprintf("plugin \"forbid\" {\n  command = [%s]\n  tools = [\"t__*\"]\n  config {\n    %%s\n  }\n}\n", q(bin))
 	bad := writeConfig(t, testUpstream("t", "t", nil, "")+fmt.Sprintf(block, `wrods = ["password"]`))

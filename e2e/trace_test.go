@@ -16,7 +16,7 @@ import (
 	sdkmcp "github.com/modelcontextprotocol/go-sdk/mcp"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/otlptest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/otlptest"
 )
 
 const (

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 )
 
 // noLeaks fails the test when it leaves goroutines behind (see leaktest.Check).

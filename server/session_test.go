@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testserverBin = filepath.Join(dir, "testserver")
-	cmd := exec.Command("go", "build", "-o", testserverBin, "../internal/testserver")
+	cmd := exec.Command("go", "build", "-o", testserverBin, "../internal/testing/testserver")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the test server:", err)

@@ -8,7 +8,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/otlptest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/otlptest"
 )
 
 // TestExportOTLP: spans made by the middlewares reach a real OTLP receiver over both

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 

@@ -3,7 +3,7 @@ package upstream
 import (
 	"testing"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 )
 
 // noLeaks fails the test when it leaves goroutines behind (see leaktest.Check).

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 

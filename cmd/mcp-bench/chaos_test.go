@@ -16,7 +16,7 @@ func buildChaosBinaries(t *testing.T) (proxy, server string) {
 	t.Helper()
 	dir := t.TempDir()
 	proxy, server = filepath.Join(dir, "mcp-proxy"), filepath.Join(dir, "testserver")
-	for _, b := range []struct{ out, pkg string }{{proxy, "../mcp-proxy"}, {server, "../../internal/testserver"}} {
+	for _, b := range []struct{ out, pkg string }{{proxy, "../mcp-proxy"}, {server, "../../internal/testing/testserver"}} {
 		args := []string{"build", "-o", b.out, b.pkg}
 		if b.out == proxy {
 			args = []string{"build", "-race", "-o", b.out, b.pkg}

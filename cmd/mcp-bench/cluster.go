@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // -cluster N (-mode http): two more targets, each the cluster topology of make cluster

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // TestRedisTrips: the cluster probe counts the commands the replicas send to Redis (its

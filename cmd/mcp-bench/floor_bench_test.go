@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/benchwire"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/benchwire"
 )
 
 // BenchmarkFloorCall is BenchmarkHTTPFrontCall (cmd/mcp-proxy) through the floor

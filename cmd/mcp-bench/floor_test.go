@@ -34,7 +34,7 @@ func TestRunFloor(t *testing.T) {
 		t.Skip("builds and runs the proxy")
 	}
 	dir := t.TempDir()
-	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testserver": "testserver"} {
+	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testing/testserver": "testserver"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", pkg, err, b)
@@ -89,7 +89,7 @@ func TestRunTLS(t *testing.T) {
 		t.Skip("builds and runs the proxy")
 	}
 	dir := t.TempDir()
-	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testserver": "testserver"} {
+	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testing/testserver": "testserver"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", pkg, err, b)

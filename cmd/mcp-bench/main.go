@@ -328,7 +328,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("finding the proxy (build it: go build -o bin/mcp-proxy ./cmd/mcp-proxy): %w", err)
 	}
 	if o.upstream[0], err = resolveProgram(o.upstream[0]); err != nil {
-		return fmt.Errorf("finding the upstream (for the default: go build -o bin/testserver ./internal/testserver): %w", err)
+		return fmt.Errorf("finding the upstream (for the default: go build -o bin/testserver ./internal/testing/testserver): %w", err)
 	}
 	if o.dir, err = os.Getwd(); err != nil {
 		return fmt.Errorf("getting the working directory: %w", err)
@@ -370,7 +370,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(o.plugin) > 0 {
 		if o.plugin[0], err = resolveProgram(o.plugin[0]); err != nil {
-			return fmt.Errorf("finding the plugin (for the test plugin: go build -o bin/testplugin ./internal/testplugin): %w", err)
+			return fmt.Errorf("finding the plugin (for the test plugin: go build -o bin/testplugin ./internal/testing/testplugin): %w", err)
 		}
 		env.pluginCfg = filepath.Join(tmp, "plugin.hcl")
 		if err := os.WriteFile(env.pluginCfg, []byte(proxyConfigPlugins(ups, []pluginBlock{benchPlugin(o)})), 0o600); err != nil {

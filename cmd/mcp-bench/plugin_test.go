@@ -222,8 +222,8 @@ func TestRunPlugin(t *testing.T) {
 		t.Skip("builds and runs the proxy")
 	}
 	dir := t.TempDir()
-	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testserver": "testserver",
-		"../../internal/testplugin": "testplugin"} {
+	for pkg, out := range map[string]string{"../mcp-proxy": "mcp-proxy", "../../internal/testing/testserver": "testserver",
+		"../../internal/testing/testplugin": "testplugin"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, out), pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", pkg, err, b)

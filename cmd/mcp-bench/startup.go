@@ -20,7 +20,7 @@ package main
 //     into private memory (RssAnon) and mapped file pages (RssFile: its binary), and its
 //     threads.
 //
-// -upstream must be the test server (internal/testserver): the mode passes it -fast,
+// -upstream must be the test server (internal/testing/testserver): the mode passes it -fast,
 // -init-delay and -extra-tools itself (the idle phase runs -upstream as given).
 
 import (

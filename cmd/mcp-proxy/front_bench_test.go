@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/benchwire"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/benchwire"
 )
 
 // BenchmarkHTTPFrontCall is one whole tools/call through the proxy serving HTTP, run

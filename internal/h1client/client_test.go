@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 )
 
 // countingServer is an httptest server that counts the TCP connections it accepts.

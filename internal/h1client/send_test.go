@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/leaktest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
 )
 
 // wireOf is a POST of body to target on host, as Send's callers write one.

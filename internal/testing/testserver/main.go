@@ -13,7 +13,7 @@
 //
 // Build it with:
 //
-//	go build -o /tmp/misbehave ./internal/testserver
+//	go build -o /tmp/misbehave ./internal/testing/testserver
 //
 // Run it with -h for the flags.
 package main

@@ -87,7 +87,7 @@ var (
 	testServerErr  error
 )
 
-// TestServer builds internal/testserver once per process (go build's cache makes
+// TestServer builds internal/testing/testserver once per process (go build's cache makes
 // that quick) and returns the binary's path.
 func TestServer(b testing.TB) string {
 	testServerOnce.Do(func() {
@@ -98,7 +98,7 @@ func TestServer(b testing.TB) string {
 		}
 		testServerBin = filepath.Join(dir, "testserver")
 		cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", testServerBin,
-			"github.com/mcp-proxy/mcp-proxy/internal/testserver")
+			"github.com/mcp-proxy/mcp-proxy/internal/testing/testserver")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			testServerErr = fmt.Errorf("building the test server: %v\n%s", err, out)
 		}

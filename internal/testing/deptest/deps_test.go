@@ -1,5 +1,3 @@
-// Package deptest checks the project's import graph: dependencies point one way (cmd →
-// server → router → upstream → transport → jsonrpc), as DESIGN.md requires.
 package deptest
 
 import (
@@ -21,8 +19,6 @@ var allowed = map[string][]string{
 	"internal/glob":        {},
 	"internal/clock":       {},
 	"internal/lazyre":      {},
-	"internal/leaktest":    {},
-	"internal/benchwire":   {},
 	"principal":            {},
 	"auth":                 {"principal"},
 	"mcp":                  {"jsonrpc", "internal/jsonx"},
@@ -38,24 +34,29 @@ var allowed = map[string][]string{
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "jsonrpc", "mcp", "internal/jsonx"},
 	"admin":                {"metrics", "router", "upstream"},
 	"cluster":              {"policy", "router", "config", "jsonrpc"},
-	"internal/topology":    {},
-	"internal/devcluster":  {"internal/topology"},
-	"internal/testplugin":  {"plugins/sdk"},
 	"plugins/guard":        {},
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
 	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster"},
-	"cmd/mcp-bench":        {"jsonrpc", "internal/jsonx", "internal/h1", "internal/h1client", "internal/topology"},
-	"internal/testserver":  {},
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
-	"internal/otlptest":    {},
-	"internal/otlpsink":    {},
+
+	// Test tooling: harnesses and programs only tests, benchmarks and developers run.
+	// The product may not import them (TestProductImportsNoTestTooling).
+	"internal/testing/leaktest":   {},
+	"internal/testing/benchwire":  {},
+	"internal/testing/topology":   {},
+	"internal/testing/devcluster": {"internal/testing/topology"},
+	"internal/testing/testplugin": {"plugins/sdk"},
+	"cmd/mcp-bench":               {"jsonrpc", "internal/jsonx", "internal/h1", "internal/h1client", "internal/testing/topology"},
+	"internal/testing/testserver": {},
+	"internal/testing/otlptest":   {},
+	"internal/testing/otlpsink":   {},
 }
 
 func TestImportGraph(t *testing.T) {
-	out, err := exec.Command("go", "list", "-json", "../../...").Output()
+	out, err := exec.Command("go", "list", "-json", "../../../...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -69,7 +70,7 @@ func TestImportGraph(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := strings.TrimPrefix(p.ImportPath, module)
-		if name == p.ImportPath || strings.HasPrefix(name, "e2e") || strings.HasPrefix(name, "internal/deptest") {
+		if name == p.ImportPath || strings.HasPrefix(name, "e2e") || strings.HasPrefix(name, "internal/testing/deptest") {
 			continue
 		}
 		ok, known := allowed[name]
@@ -90,5 +91,44 @@ func TestImportGraph(t *testing.T) {
 				t.Errorf("%s imports %s, which points the wrong way (allowed: %v)", name, dep, ok)
 			}
 		}
+	}
+}
+
+// tooling reports whether a package is test tooling rather than product: the harnesses
+// and programs under internal/testing/, the end-to-end tests, and the benchmark driver.
+func tooling(name string) bool {
+	return strings.HasPrefix(name, "internal/testing/") || name == "e2e" || name == "cmd/mcp-bench"
+}
+
+// TestProductImportsNoTestTooling: no product package depends, directly or through
+// another package, on test tooling. Test files may (their imports are not in Deps).
+func TestProductImportsNoTestTooling(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "../../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	products := 0
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		if name == p.ImportPath || tooling(name) {
+			continue
+		}
+		products++
+		for _, d := range p.Deps {
+			if dep := strings.TrimPrefix(d, module); dep != d && tooling(dep) {
+				t.Errorf("product package %s depends on test tooling %s", name, dep)
+			}
+		}
+	}
+	if products == 0 {
+		t.Fatal("go list named no product package: the pattern no longer matches the module")
 	}
 }
