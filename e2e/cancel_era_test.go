@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -367,6 +368,95 @@ func TestCancelPerEraAndTransport(t *testing.T) {
 			}
 			if !notified {
 				t.Errorf("a %s %s upstream was not sent notifications/cancelled", tc.era, tc.transport)
+			}
+		})
+	}
+}
+
+// TestCancelByClosingTheStream: a 2026-07-28 client over HTTP cancels a call by closing
+// its request; the proxy passes the cancellation on as the upstream's era and transport
+// define it, as for a stdio client (TestCancelPerEraAndTransport).
+func TestCancelByClosingTheStream(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ era, transport string }{
+		{"modern", "http"},
+		{"legacy", "http"},
+		{"modern", "stdio"},
+	} {
+		t.Run(tc.era+"-"+tc.transport, func(t *testing.T) {
+			t.Parallel()
+			rec := newRecorder(t, tc.era)
+			var block string
+			var srv *http.Server
+			if tc.transport == "http" {
+				l, err := net.Listen("tcp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv = &http.Server{Handler: rec}
+				go srv.Serve(l)
+				t.Cleanup(func() { srv.Close() })
+				block = fmt.Sprintf("  url = %q\n", "http://"+l.Addr().String()+"/mcp")
+			} else {
+				block = fmt.Sprintf("  command = [%s]\n  env = { E2E_RECORDER = %q }\n", q(os.Args[0]), tc.era+","+rec.listenStdio())
+			}
+			url, _, cmd := startHTTPProxyCmd(t, fmt.Sprintf("upstream \"r\" {\n%s  namespace = \"r\"\n  protocol = %q\n}\n", block, tc.era))
+			const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+			ctx, cancel := context.WithCancel(ctxT(t, 60*time.Second))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url,
+				strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"r__hang","arguments":{},`+meta+`}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "r__hang"} {
+				req.Header.Set(k, v)
+			}
+			go func() {
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}()
+			var hang recSeen
+			for hang.method != "tools/call" {
+				hang = rec.next()
+			}
+			cancel() // the client closes its request: the cancellation
+
+			if tc.era == "modern" && tc.transport == "http" {
+				for r := rec.next(); r.ended != hang.id; r = rec.next() {
+					if r.method == "notifications/cancelled" {
+						t.Errorf("a modern HTTP upstream was sent notifications/cancelled")
+					}
+				}
+				// Whatever the proxy would send for the cancellation has been received once
+				// it has exited and the upstream has finished every request it took.
+				cmd.Process.Signal(interruptSignal())
+				cmd.Wait()
+				sctx, stop := context.WithTimeout(context.Background(), 20*time.Second)
+				defer stop()
+				srv.Shutdown(sctx)
+				for len(rec.got) > 0 {
+					if r := <-rec.got; r.method == "notifications/cancelled" {
+						t.Errorf("a modern HTTP upstream was sent notifications/cancelled")
+					}
+				}
+				return
+			}
+			for {
+				r := rec.next()
+				if r.method != "notifications/cancelled" {
+					continue
+				}
+				var p struct {
+					RequestID json.RawMessage `json:"requestId"`
+				}
+				_ = json.Unmarshal(r.params, &p)
+				if string(p.RequestID) != hang.id {
+					t.Errorf("cancelled %s, want the call's id %s", p.RequestID, hang.id)
+				}
+				return
 			}
 		})
 	}
