@@ -23,6 +23,7 @@ const (
 	OutcomeDenied        = "denied"
 	OutcomeRateLimited   = "rate_limited"
 	OutcomeCancelled     = "cancelled"
+	OutcomeInvalid       = "invalid" // refused before routing: not taken as a request (see Chain.Refused)
 )
 
 // Record is one audited request: who asked what of whom, what was decided, and how it
@@ -36,7 +37,7 @@ type Record struct {
 	Upstream   string          `json:"upstream"`
 	Exposed    string          `json:"name"`
 	Original   string          `json:"original_name,omitempty"`
-	Decision   string          `json:"decision"` // allow, deny, rate_limited
+	Decision   string          `json:"decision"` // allow, deny, rate_limited, invalid
 	Rule       string          `json:"rule"`
 	LatencyMs  float64         `json:"latency_ms"`
 	Outcome    string          `json:"outcome"`
@@ -167,6 +168,16 @@ func (a *Auditor) arguments(rec *Record, args json.RawMessage) {
 	case "full":
 		rec.Args = a.redacted(args)
 	}
+}
+
+// refusedArguments fills a refused request's record with the hash of its arguments as
+// received, unless the mode is none: never the bytes themselves (see Chain.Refused).
+func (a *Auditor) refusedArguments(rec *Record, args json.RawMessage) {
+	if a == nil || len(args) == 0 || a.opts.Arguments == "none" {
+		return
+	}
+	sum := sha256.Sum256(args)
+	rec.ArgsSHA256 = hex.EncodeToString(sum[:])
 }
 
 // redacted replaces the values of redacted fields, at any depth.

@@ -185,6 +185,61 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 	})
 }
 
+// RefusalHook returns Refused as the router's refusal hook, or nil without an audit
+// trail (then nothing is read of what the front ends refuse).
+func (c *Chain) RefusalHook() router.RefusalHook {
+	if c.Audit == nil {
+		return nil
+	}
+	return c.Refused
+}
+
+// Refused implements router.RefusalHook: a request refused before it was routed (the
+// front end could not take it as a request, or the router could not resolve its params)
+// that names a method the audit covers gets a record of its own, decision and outcome
+// "invalid", with the principal and the reason the client was told. Its arguments are
+// recorded only as their hash, in both hash and full mode (nothing in none mode): the
+// bytes of a refused request are not interpreted, so they cannot be redacted reliably.
+// Without an audit trail it does nothing.
+func (c *Chain) Refused(ctx context.Context, ref *router.Refusal) {
+	if c.Audit == nil {
+		return
+	}
+	method := ""
+	for _, m := range ref.Methods {
+		if policed(m) {
+			method = m
+			break
+		}
+	}
+	if method == "" {
+		return
+	}
+	rec := &Record{Time: time.Now(), Method: method, Kind: methodKind(method), Decision: DecisionInvalid,
+		Rule: "none", Outcome: OutcomeInvalid, Error: ref.Reason, Client: ref.Client}
+	if p := ref.Principal; p != nil {
+		rec.Principal = p.Name
+	}
+	if c.TraceIDs != nil {
+		rec.TraceID, rec.SpanID = c.TraceIDs(ctx)
+	}
+	c.Audit.refusedArguments(rec, ref.Arguments)
+	c.Audit.Write(rec)
+}
+
+// methodKind is the kind of item a policed method is about, before it is resolved.
+func methodKind(method string) string {
+	switch method {
+	case mcp.MethodToolsCall:
+		return KindTool.String()
+	case mcp.MethodPromptsGet:
+		return KindPrompt.String()
+	case mcp.MethodResourcesRead:
+		return KindResource.String()
+	}
+	return "completion"
+}
+
 func outcomeOf(res json.RawMessage, err error) string {
 	switch {
 	case errors.Is(err, router.ErrCancelled):

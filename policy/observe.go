@@ -22,6 +22,9 @@ const (
 	// DecisionError: the limits could not be checked (the bucket store failed) and the
 	// call was refused.
 	DecisionError = "error"
+	// DecisionInvalid: refused before routing, not taken as a request (Record only, see
+	// Chain.Refused).
+	DecisionInvalid = "invalid"
 )
 
 // Decided is one decision of a policy stage. The rules stage reports every call it

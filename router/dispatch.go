@@ -256,7 +256,7 @@ func upstreamError(ctx context.Context, b *backend, err error) error {
 func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*entry, what string, reply Reply) {
 	name, ok, err := jsonx.GetString(req.Params, "name")
 	if err != nil || !ok {
-		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what))
+		r.refuse(ctx, req, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: %s name is required", what), reply)
 		return
 	}
 	e := index[name]
@@ -307,7 +307,7 @@ func (r *Router) callEntry(ctx context.Context, req *Request, e *entry, name, wh
 func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 	uri, ok, err := jsonx.GetString(req.Params, "uri")
 	if err != nil || !ok {
-		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required"))
+		r.refuse(ctx, req, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required"), reply)
 		return
 	}
 	if !r.Settled() && !r.listsURI(uri) {
@@ -427,7 +427,7 @@ func rewriteContentURIs(res json.RawMessage, from, to string) json.RawMessage {
 func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 	ref, ok, err := jsonx.Get(req.Params, "ref")
 	if err != nil || !ok {
-		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: ref is required"))
+		r.refuse(ctx, req, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: ref is required"), reply)
 		return
 	}
 	if !r.Settled() {
@@ -480,7 +480,7 @@ func (r *Router) completeRef(ctx context.Context, req *Request, ref json.RawMess
 			return
 		}
 	default:
-		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ))
+		r.refuse(ctx, req, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: unknown ref type %q", typ), reply)
 		return
 	}
 	params := req.Params

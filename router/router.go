@@ -184,10 +184,11 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	guard     atomic.Pointer[guardBox] // what principals may see; nil when everything is visible
-	presenter Presenter                // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
-	chain     atomic.Pointer[Handler]  // the middleware chain (see Use); nil: none
-	local     atomic.Pointer[Handler]  // the local chain (see UseLocal); nil: none
+	guard     atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
+	presenter Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
+	chain     atomic.Pointer[Handler]     // the middleware chain (see Use); nil: none
+	local     atomic.Pointer[Handler]     // the local chain (see UseLocal); nil: none
+	refusals  atomic.Pointer[RefusalHook] // told of requests refused before routing (see UseRefusals); nil: none
 	onClose   []func()
 
 	clientCaps   atomic.Pointer[startCaps] // what the upstreams were started with

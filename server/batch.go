@@ -26,7 +26,7 @@ type batch struct {
 // that is not a valid message, an initialize, and a modern (2026-07-28) request are
 // refused each with its own error. An array that cannot be parsed, or is empty, gets
 // one error for the whole batch, as JSON-RPC requires.
-func (ss *session) planBatch(raw []byte) (batch, *jsonrpc.Error) {
+func (ss *session) planBatch(ctx context.Context, raw []byte) (batch, *jsonrpc.Error) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(raw, &elems); err != nil {
 		return batch{}, jsonrpc.Errorf(jsonrpc.CodeParseError, "Parse error: %v", err)
@@ -35,10 +35,12 @@ func (ss *session) planBatch(raw []byte) (batch, *jsonrpc.Error) {
 		return batch{}, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: empty batch")
 	}
 	var b batch
+	var el json.RawMessage
 	refuse := func(id jsonrpc.ID, e *jsonrpc.Error) {
+		ss.s.refused(ctx, el, e.Message)
 		b.refusals = append(b.refusals, jsonrpc.NewErrorResponse(id, e))
 	}
-	for _, el := range elems {
+	for _, el = range elems {
 		msg, err := jsonrpc.Decode(el)
 		switch {
 		case err != nil:
@@ -65,7 +67,7 @@ func (ss *session) planBatch(raw []byte) (batch, *jsonrpc.Error) {
 // handleBatch serves a batch that arrived on stdio: the answers go back as one array
 // once all are done (nothing when the batch held only notifications and responses).
 func (ss *session) handleBatch(ctx context.Context, line []byte) {
-	b, jerr := ss.planBatch(line)
+	b, jerr := ss.planBatch(ctx, line)
 	if jerr != nil {
 		ss.write(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jerr))
 		return
@@ -123,7 +125,7 @@ func isModern(msg *jsonrpc.Message) bool {
 // later versions did not, but clients still send them): notifications and responses
 // are taken, and the requests answered together as an array or one event stream.
 func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *httpSession, body []byte) {
-	b, jerr := hs.ss.planBatch(body)
+	b, jerr := hs.ss.planBatch(r.Context(), body)
 	if jerr != nil {
 		httpError(w, http.StatusBadRequest, jsonrpc.ID{}, jerr.Code, jerr.Message)
 		return

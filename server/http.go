@@ -306,6 +306,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > h.opts.MaxBody {
+		h.s.refused(r.Context(), body, "Request body too large") // what was read of it: its head
 		httpError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, "Request body too large")
 		return
 	}
@@ -323,6 +324,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			id = msg.ID
 		}
 		je := jsonrpc.DecodeError(err)
+		h.s.refused(r.Context(), body, je.Message)
 		httpError(w, http.StatusBadRequest, id, je.Code, je.Message)
 		return
 	}
@@ -339,6 +341,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			rm, jerr = h.modern.modernPrecheck(msg, meta, version)
 		}
 		if jerr != nil {
+			h.s.refusedRequest(r.Context(), msg, jerr.Message)
 			status := http.StatusBadRequest
 			if jerr.Code == jsonrpc.CodeMethodNotFound {
 				status = http.StatusNotFound

@@ -61,6 +61,9 @@ func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.opts.MaxBody)+1))
 	if err != nil || len(body) > h.opts.MaxBody {
+		if err == nil {
+			h.s.refused(r.Context(), body, "body too large") // what was read of it: its head
+		}
 		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
 		return
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,11 +34,55 @@ func (f *httpFront) logMessage(text string) {
 		json.RawMessage(`{"level":"info","data":"`+text+`"}`)))
 }
 
+// keptEvents is the in-memory EventStore, telling a test when a stream has kept an
+// event: a message the router sends a session is queued in the session's outbox and
+// numbered on the outbox's goroutine, so its event id exists only once it is kept.
+type keptEvents struct {
+	*MemoryEventStore
+	mu   sync.Mutex
+	last map[string]uint64 // stream → the highest seq kept
+	more chan struct{}     // closed and replaced on every Append
+}
+
+func newKeptEvents() *keptEvents {
+	return &keptEvents{MemoryEventStore: NewMemoryEventStore(0), last: map[string]uint64{}, more: make(chan struct{})}
+}
+
+func (k *keptEvents) Append(ctx context.Context, session, stream string, seq uint64, data []byte) error {
+	err := k.MemoryEventStore.Append(ctx, session, stream, seq, data)
+	k.mu.Lock()
+	k.last[stream] = max(k.last[stream], seq)
+	close(k.more)
+	k.more = make(chan struct{})
+	k.mu.Unlock()
+	return err
+}
+
+// await waits until the stream has kept its event seq.
+func (k *keptEvents) await(t *testing.T, stream string, seq uint64) {
+	t.Helper()
+	deadline := time.After(waitFor)
+	for {
+		k.mu.Lock()
+		got, more := k.last[stream], k.more
+		k.mu.Unlock()
+		if got >= seq {
+			return
+		}
+		select {
+		case <-more:
+		case <-deadline:
+			t.Fatalf("stream %s kept up to %d, want %d", stream, got, seq)
+		}
+	}
+}
+
 // TestHTTPGetStream: messages tied to no request go on the session's GET stream with
 // ids of that stream; those sent while no GET is open are kept, and a client that comes
 // back with Last-Event-ID gets what it missed.
 func TestHTTPGetStream(t *testing.T) {
-	f := newHTTPFront(t, HTTPOptions{}, newMemUpstream("u", "x"))
+	kept := newKeptEvents()
+	f := newHTTPFront(t, HTTPOptions{Events: kept}, newMemUpstream("u", "x"))
 	sid := f.initialize("2025-11-25")
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -54,6 +100,9 @@ func TestHTTPGetStream(t *testing.T) {
 
 	f.logMessage("two") // no GET stream open: kept
 	f.logMessage("three")
+	// The client can only know g-2 once the session has issued it: the messages are
+	// numbered on the session's outbox goroutine, after logMessage has returned.
+	kept.await(t, "g", 3)
 	_, sr = f.openGET(context.Background(), sid, "g-2", "")
 	if prime := sr.must(); prime.id != "g-3" || prime.data != "" {
 		t.Errorf("priming event on resumption %+v", prime)
@@ -77,6 +126,51 @@ func TestHTTPGetStream(t *testing.T) {
 	resp, body := f.post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "shutting down") {
 		t.Errorf("initialize while draining: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPResumeAhead: a Last-Event-ID above the last event its stream has issued names
+// no event (the client cannot have seen it), so it is answered as no Last-Event-ID is:
+// the events no connection has carried yet, then the live ones, whatever the number.
+func TestHTTPResumeAhead(t *testing.T) {
+	kept := newKeptEvents()
+	f := newHTTPFront(t, HTTPOptions{Events: kept}, newMemUpstream("u", "x"))
+	sid := f.initialize("2025-11-25")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	resp, sr := f.openGET(ctx, sid, "", "first GET")
+	sr.must() // priming g-0
+	f.logMessage("one")
+	if ev := sr.must(); ev.id != "g-1" {
+		t.Fatalf("first message %+v", ev)
+	}
+	cancel()
+	resp.Body.Close()
+	f.awaitHandled("first GET")
+
+	f.logMessage("two") // no GET stream open: kept, and carried by no connection
+	f.logMessage("three")
+	kept.await(t, "g", 3)
+	for i, last := range []string{"g-9", "g-100"} { // each ahead of the history
+		ctx, cancel := context.WithCancel(context.Background())
+		resp, sr := f.openGET(ctx, sid, last, "ahead")
+		if prime := sr.must(); prime.id != "g-"+strconv.Itoa(3+i) || prime.data != "" {
+			t.Errorf("resuming from %s: priming event %+v", last, prime)
+		}
+		if i == 0 { // the unsent events, once
+			for _, want := range []string{"two", "three"} {
+				if ev := sr.must(); !strings.Contains(ev.data, `"data":"`+want+`"`) {
+					t.Errorf("resuming from %s: %+v, want %q", last, ev, want)
+				}
+			}
+		}
+		f.logMessage("live")
+		if ev := sr.must(); ev.id != "g-"+strconv.Itoa(4+i) || !strings.Contains(ev.data, `"data":"live"`) {
+			t.Errorf("resuming from %s: live %+v", last, ev)
+		}
+		cancel()
+		resp.Body.Close()
+		f.awaitHandled("ahead")
 	}
 }
 

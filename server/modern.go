@@ -58,6 +58,7 @@ func (ss *session) handleModern(ctx context.Context, msg *jsonrpc.Message, meta 
 	reply := rp.reply
 	rm, err := ss.modernPrecheck(msg, meta, version)
 	if err != nil {
+		ss.s.refusedRequest(ctx, msg, err.Message)
 		reply(jsonrpc.NewErrorResponse(msg.ID, err))
 		return
 	}

@@ -183,7 +183,7 @@ func (ss *session) handleLine(ctx context.Context, line []byte) {
 	}
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
-		ss.reject(msg, err)
+		ss.reject(ctx, line, msg, err)
 		return
 	}
 	switch {
@@ -198,13 +198,15 @@ func (ss *session) handleLine(ctx context.Context, line []byte) {
 
 // reject answers a line that is not a valid message: -32700 for bad JSON (id null),
 // -32600 for JSON that is not a valid JSON-RPC message.
-func (ss *session) reject(msg *jsonrpc.Message, err error) {
+func (ss *session) reject(ctx context.Context, line []byte, msg *jsonrpc.Message, err error) {
 	var id jsonrpc.ID
 	if msg != nil {
 		id = msg.ID
 	}
 	ss.log.Warn().Err(err).Msg("invalid message from client")
-	ss.write(jsonrpc.NewErrorResponse(id, jsonrpc.DecodeError(err)))
+	je := jsonrpc.DecodeError(err)
+	ss.s.refused(ctx, line, je.Message)
+	ss.write(jsonrpc.NewErrorResponse(id, je))
 }
 
 // write sends m to the client; nil means "no response" and sends nothing.
@@ -258,14 +260,14 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 	ss.mu.Lock() // one critical section for every check and the registration
 	if !ss.initialized {
 		ss.mu.Unlock()
-		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-			"Invalid Request: %s before initialize; the session must start with initialize", msg.Method)))
+		ss.refuse(ctx, msg, rp, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: %s before initialize; the session must start with initialize", msg.Method))
 		return
 	}
 	if _, dup := ss.inflight[key]; dup {
 		ss.mu.Unlock()
-		rp.send(jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
-			"Invalid Request: id %s is already in use by a request in flight", msg.ID)))
+		ss.refuse(ctx, msg, rp, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest,
+			"Invalid Request: id %s is already in use by a request in flight", msg.ID))
 		return
 	}
 	if ss.closed {
@@ -289,6 +291,12 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 		lc.req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
 	}
 	ss.s.r.Dispatch(ctx, &lc.req, lc.done)
+}
+
+// refuse answers a legacy request refused before routing with e, and tells the audit.
+func (ss *session) refuse(ctx context.Context, msg *jsonrpc.Message, rp legacyReplier, e *jsonrpc.Error) {
+	ss.s.refusedRequest(ctx, msg, e.Message)
+	rp.send(jsonrpc.NewErrorResponse(msg.ID, e))
 }
 
 // legacyCall is one request of handleLegacy in flight: what the router is given, what

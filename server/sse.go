@@ -187,15 +187,19 @@ func (es *eventStream) send(data []byte, last bool) {
 }
 
 // attach makes out carry the stream from now on, after replaying the kept events after
-// seq `after` (all unsent ones when after is negative). It reports whether the stream
-// had already ended (everything it will ever say has now been written); ok is false
-// when the kept events could not be read (the store failed: logged), and out is then
-// not attached: the caller ends the response, and the client reconnects.
+// seq `after` (all unsent ones when after is negative). An `after` above the last event
+// the stream has issued names no event of it (the client cannot have seen it: a made-up
+// or stale Last-Event-ID), so it is answered as no Last-Event-ID is, with every unsent
+// event and then the live ones: what a client gets never depends on how far ahead of
+// the stream its id is. It reports whether the stream had already ended (everything it
+// will ever say has now been written); ok is false when the kept events could not be
+// read (the store failed: logged), and out is then not attached: the caller ends the
+// response, and the client reconnects.
 func (es *eventStream) attach(ctx context.Context, out *streamOut, after int64) (ended, ok bool) {
 	es.mu.Lock()
 	defer es.mu.Unlock()
 	from := es.sent
-	if after >= 0 {
+	if after >= 0 && uint64(after) <= es.seq {
 		from = uint64(after)
 	}
 	if k := es.keep; k != nil && from < es.seq { // else there is nothing to replay

@@ -138,6 +138,10 @@ func (rd *stdioReader) run() bool {
 		if err != nil {
 			if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
 				ss.log.Warn().Err(err).Msg("message from client over the size limit; skipped")
+				var tl *jsonrpc.TooLargeError
+				if errors.As(err, &tl) {
+					ss.s.refused(in.ctx, tl.Head, "Invalid Request: "+err.Error())
+				}
 				ss.write(jsonrpc.NewErrorResponse(jsonrpc.ID{}, jsonrpc.Errorf(jsonrpc.CodeInvalidRequest, "Invalid Request: %v", err)))
 				continue
 			}

@@ -150,9 +150,12 @@ func (e *engine) install() {
 		e.chain.TraceIDs = telemetry.IDs // audit records name the call's trace
 	}
 	var stages []router.Middleware
+	var refusals router.RefusalHook
 	if e.chain != nil {
 		stages = e.chain.Stages()
+		refusals = e.chain.RefusalHook() // the audit's records of requests refused before routing
 	}
+	e.r.UseRefusals(refusals)
 	if e.host != nil {
 		stages = append(stages, e.host.Stages()...)
 	}
