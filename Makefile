@@ -126,7 +126,8 @@ load-tls:
 # Start-up, list cost and idle memory (mcp-bench -startup): 20 upstreams that each take
 # 1 s to initialize against one; initialize with a fast upstream and one taking 5 s
 # (ready_grace) against waiting for both; tools/list over 1 and 20 upstreams of 50 tools;
-# the idle proxy's memory with 10 upstreams. BASELINE=path/to/older/mcp-proxy measures
+# the idle proxy's memory with 10 upstreams, with 20 (what each further one costs) and
+# holding 500 idle HTTP sessions (what each costs), against the targets (docs/memory.md). BASELINE=path/to/older/mcp-proxy measures
 # that binary alongside in the list and idle phases.
 BASELINE ?=
 load-startup:
@@ -134,7 +135,7 @@ load-startup:
 	$(GO) build -o $(BIN)/testserver ./internal/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -startup -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" $(if $(BASELINE),-baseline-proxy $(BASELINE)) \
-		-rounds 3 -fanout 20 -init-delay 1s -slow-delay 5s -list-tools 50 -list-calls 3000 -warmup 200 -idle-upstreams 10 -json $(BIN)/load-startup.json
+		-rounds 3 -fanout 20 -init-delay 1s -slow-delay 5s -list-tools 50 -list-calls 3000 -warmup 200 -idle-upstreams 10 -startup-sessions 500 -json $(BIN)/load-startup.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one
