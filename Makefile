@@ -278,7 +278,7 @@ image:
 	cp deploy/passwd deploy/group $(BIN)/image/rootfs/etc/
 	cp deploy/proxy.hcl $(BIN)/image/rootfs/etc/mcp-proxy/proxy.hcl
 	chmod -R go-w,a+rX $(BIN)/image/rootfs && chmod 1777 $(BIN)/image/rootfs/tmp
-	$(PODMAN) build --format oci --timestamp $(COMMIT_TIME) -f deploy/Containerfile \
+	$(PODMAN) build --format oci --timestamp $(COMMIT_TIME) -f deploy/Containerfile -t localhost/mcp-proxy:latest \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		--build-arg CREATED=$$(date -u -d @$(COMMIT_TIME) +%Y-%m-%dT%H:%M:%SZ) \
 		-t $(IMAGE) $(BIN)/image
