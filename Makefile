@@ -7,7 +7,7 @@ BIN     := bin
 # `make load-startup`). Tests keep cgo: the race detector needs it.
 BUILD_PROXY = CGO_ENABLED=0 $(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist
+.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist image image-test
 
 all: build
 
@@ -126,7 +126,8 @@ load-tls:
 # Start-up, list cost and idle memory (mcp-bench -startup): 20 upstreams that each take
 # 1 s to initialize against one; initialize with a fast upstream and one taking 5 s
 # (ready_grace) against waiting for both; tools/list over 1 and 20 upstreams of 50 tools;
-# the idle proxy's memory with 10 upstreams. BASELINE=path/to/older/mcp-proxy measures
+# the idle proxy's memory with 10 upstreams, with 20 (what each further one costs) and
+# holding 500 idle HTTP sessions (what each costs), against the targets (docs/memory.md). BASELINE=path/to/older/mcp-proxy measures
 # that binary alongside in the list and idle phases.
 BASELINE ?=
 load-startup:
@@ -134,7 +135,7 @@ load-startup:
 	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -startup -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" $(if $(BASELINE),-baseline-proxy $(BASELINE)) \
-		-rounds 3 -fanout 20 -init-delay 1s -slow-delay 5s -list-tools 50 -list-calls 3000 -warmup 200 -idle-upstreams 10 -json $(BIN)/load-startup.json
+		-rounds 3 -fanout 20 -init-delay 1s -slow-delay 5s -list-tools 50 -list-calls 3000 -warmup 200 -idle-upstreams 10 -startup-sessions 500 -json $(BIN)/load-startup.json
 
 # The load tool with one plugin on tools/call: proxy+plugin (the test plugin's before and
 # after hooks, two process crossings per call) against the same proxy without it, in one
@@ -257,6 +258,36 @@ dist:
 	done
 	cd dist && if command -v sha256sum >/dev/null; then sha256sum mcp-proxy_*; else shasum -a 256 mcp-proxy_*; fi > SHA256SUMS
 	@cat dist/SHA256SUMS
+
+# The container image (docs/container.md), with Debian's podman (apt-get install -y podman
+# runc): FROM scratch, nothing pulled. The context is made in bin/image: the binary built
+# as `make dist` builds it (static, stripped, stamped with VERSION), the host's CA
+# certificates, deploy/passwd and deploy/group (the non-root user mcp-proxy, 10001) and
+# deploy/proxy.hcl as /etc/mcp-proxy/proxy.hcl. podman runs with deploy/containers.conf
+# (runc, no default ulimits). The image's timestamps are the commit's, so that a build
+# of one commit gives one image. IMAGE names it.
+IMAGE ?= localhost/mcp-proxy:$(VERSION)
+PODMAN ?= env CONTAINERS_CONF=$(CURDIR)/deploy/containers.conf podman
+COMMIT_TIME = $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+image:
+	rm -rf $(BIN)/image
+	mkdir -p $(BIN)/image/rootfs/usr/local/bin $(BIN)/image/rootfs/etc/ssl/certs $(BIN)/image/rootfs/etc/mcp-proxy \
+		$(BIN)/image/rootfs/tmp $(BIN)/image/home
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/image/rootfs/usr/local/bin/mcp-proxy ./cmd/mcp-proxy
+	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/rootfs/etc/ssl/certs/
+	cp deploy/passwd deploy/group $(BIN)/image/rootfs/etc/
+	cp deploy/proxy.hcl $(BIN)/image/rootfs/etc/mcp-proxy/proxy.hcl
+	chmod -R go-w,a+rX $(BIN)/image/rootfs && chmod 1777 $(BIN)/image/rootfs/tmp
+	$(PODMAN) build --format oci --timestamp $(COMMIT_TIME) -f deploy/Containerfile -t localhost/mcp-proxy:latest \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+		--build-arg CREATED=$$(date -u -d @$(COMMIT_TIME) +%Y-%m-%dT%H:%M:%SZ) \
+		-t $(IMAGE) $(BIN)/image
+	@echo "image $(IMAGE): $$($(PODMAN) image inspect --format '{{.Size}}' $(IMAGE)) bytes; binary $$(stat -c %s $(BIN)/image/rootfs/usr/local/bin/mcp-proxy) bytes"
+
+# Build the image and run it as CI does (.ci/image-test): validate, then serve HTTP on a
+# loopback port of the host, answer initialize to curl, stop.
+image-test: image
+	PODMAN="$(PODMAN)" .ci/image-test $(IMAGE)
 
 # The official MCP conformance suite (npm, pinned in package-lock.json, run on Node 22
 # from node_modules) against the proxy, in server and client mode: builds the proxy, the

@@ -62,43 +62,44 @@ func (e usageError) Error() string { return e.msg }
 
 // options are the parsed flags.
 type options struct {
-	proxyPath     string   // absolute
-	upstream      []string // program (absolute) and arguments
-	tool          string
-	args          string
-	duration      time.Duration
-	latencyCalls  int
-	warmup        int
-	concurrency   []int
-	idleUpstreams int
-	rounds        int
-	mode          string        // modeStdio or modeHTTP
-	httpUpstream  bool          // -mode http: also measure the proxy with an HTTP upstream
-	stdioHTTPUp   bool          // -mode http: also measure the proxy over stdio with an HTTP upstream
-	floor         bool          // -mode http: also measure the floor forwarder of each path
-	useTLS        bool          // -mode http: the upstreams serve HTTPS
-	tls           *tlsFiles     // -tls: the run's certificate, made once the temporary directory exists
-	self          string        // this program (the floor forwarder is "mcp-bench floor")
-	sessions      int           // -mode http: sessions of the many-sessions phase (0 skips it)
-	cluster       int           // -mode http: replicas of the cluster-N target (0: no cluster targets)
-	sessionCalls  int           // tools/call per session in that phase
-	idleSessions  int           // -mode http: idle sessions held open on every target during the phases
-	plugin        []string      // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
-	pluginHops    int           // plugin process crossings per call, to divide the added figures by
-	extraHCL      string        // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
-	reloadEvery   time.Duration // -reload-every: the reload-under-load mode (reload.go); 0: the comparison
-	chaosEvery    time.Duration // -chaos-every: the chaos mode (chaos.go); 0: off
-	soak          time.Duration // -soak: the soak mode (chaos.go); 0: off
-	timeout       time.Duration
-	jsonPath      string
-	startup       bool          // -startup: the start-up mode (startup.go)
-	fanout        int           // -startup: upstreams of the fan-out and list phases
-	initDelay     time.Duration // -startup: how long each fan-out upstream takes to initialize
-	slowDelay     time.Duration // -startup: how long the slow upstream takes to initialize
-	listTools     int           // -startup: tools per upstream of the list phase
-	listCalls     int           // -startup: tools/list calls per target of the list phase
-	baselineProxy string        // -startup: another mcp-proxy binary measured alongside (list and idle phases); "": none
-	dir           string        // working directory of the children
+	proxyPath       string   // absolute
+	upstream        []string // program (absolute) and arguments
+	tool            string
+	args            string
+	duration        time.Duration
+	latencyCalls    int
+	warmup          int
+	concurrency     []int
+	idleUpstreams   int
+	rounds          int
+	mode            string        // modeStdio or modeHTTP
+	httpUpstream    bool          // -mode http: also measure the proxy with an HTTP upstream
+	stdioHTTPUp     bool          // -mode http: also measure the proxy over stdio with an HTTP upstream
+	floor           bool          // -mode http: also measure the floor forwarder of each path
+	useTLS          bool          // -mode http: the upstreams serve HTTPS
+	tls             *tlsFiles     // -tls: the run's certificate, made once the temporary directory exists
+	self            string        // this program (the floor forwarder is "mcp-bench floor")
+	sessions        int           // -mode http: sessions of the many-sessions phase (0 skips it)
+	cluster         int           // -mode http: replicas of the cluster-N target (0: no cluster targets)
+	sessionCalls    int           // tools/call per session in that phase
+	idleSessions    int           // -mode http: idle sessions held open on every target during the phases
+	plugin          []string      // -plugin: program (absolute) and arguments; nil: no proxy+plugin target
+	pluginHops      int           // plugin process crossings per call, to divide the added figures by
+	extraHCL        string        // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
+	reloadEvery     time.Duration // -reload-every: the reload-under-load mode (reload.go); 0: the comparison
+	chaosEvery      time.Duration // -chaos-every: the chaos mode (chaos.go); 0: off
+	soak            time.Duration // -soak: the soak mode (chaos.go); 0: off
+	timeout         time.Duration
+	jsonPath        string
+	startup         bool          // -startup: the start-up mode (startup.go)
+	fanout          int           // -startup: upstreams of the fan-out and list phases
+	initDelay       time.Duration // -startup: how long each fan-out upstream takes to initialize
+	slowDelay       time.Duration // -startup: how long the slow upstream takes to initialize
+	listTools       int           // -startup: tools per upstream of the list phase
+	listCalls       int           // -startup: tools/list calls per target of the list phase
+	startupSessions int           // -startup: idle HTTP sessions whose cost the idle phase measures; 0: none
+	baselineProxy   string        // -startup: another mcp-proxy binary measured alongside (list and idle phases); "": none
+	dir             string        // working directory of the children
 }
 
 // Flag limits, so that every loop stays bounded.
@@ -200,6 +201,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.slowDelay, "slow-delay", 5*time.Second, "-startup: how long the slow upstream takes to answer initialize")
 	fs.IntVar(&o.listTools, "list-tools", 50, "-startup: tools per upstream of the list phase")
 	fs.IntVar(&o.listCalls, "list-calls", 3000, "-startup: tools/list calls per target of the list phase (a tenth as many walks)")
+	fs.IntVar(&o.startupSessions, "startup-sessions", 0, "-startup: open this many idle legacy HTTP sessions on a proxy with -idle-upstreams and report RssAnon and Go heap per session")
 	fs.StringVar(&o.baselineProxy, "baseline-proxy", "", "-startup: another mcp-proxy binary (say the previous version) measured alongside in the list and idle phases")
 	fs.StringVar(&o.mode, "mode", modeStdio, "transport to the targets: stdio or http")
 	fs.BoolVar(&o.httpUpstream, "http-upstream", true, "-mode http: also measure the proxy with the upstream over HTTP (target proxy-httpup)")
@@ -236,6 +238,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(o.sessions >= 0 && o.sessions <= maxSessions, "-sessions must be in [0, %d]", maxSessions)
 	check(o.sessions == 0 || o.mode == modeHTTP, "-sessions needs -mode http")
 	check(o.sessionCalls >= 0 && o.sessionCalls <= maxSessionCalls, "-session-calls must be in [0, %d]", maxSessionCalls)
+	check(o.startupSessions >= 0 && o.startupSessions <= maxSessions, "-startup-sessions must be in [0, %d]", maxSessions)
+	check(o.startupSessions == 0 || o.startup, "-startup-sessions needs -startup")
 	check(o.idleSessions >= 0 && o.idleSessions <= maxSessions, "-idle-sessions must be in [0, %d]", maxSessions)
 	check(o.idleSessions == 0 || o.mode == modeHTTP, "-idle-sessions needs -mode http")
 	check(!o.floor || o.mode == modeHTTP, "-floor needs -mode http")

@@ -55,8 +55,11 @@ type startupRound struct {
 
 	List map[string]*listFigures `json:"list"` // by target: direct, proxy-1, proxy-n (baseline-1, baseline-n)
 
-	Idle         *idleResult `json:"idle,omitempty"`
-	BaselineIdle *idleResult `json:"baseline_idle,omitempty"` // -baseline-proxy
+	Idle     *idleResult `json:"idle,omitempty"`
+	IdleMore *idleResult `json:"idle_more,omitempty"` // twice -idle-upstreams: the per-upstream cost
+	// IdleSessions is what -startup-sessions idle HTTP sessions add (0: not measured).
+	IdleSessions *idleSessionsResult `json:"idle_sessions,omitempty"`
+	BaselineIdle *idleResult         `json:"baseline_idle,omitempty"` // -baseline-proxy
 }
 
 // startupReport is the JSON of the -startup mode.
@@ -194,6 +197,27 @@ func startupRoundRun(ctx context.Context, o *options, tmp string, round int, err
 			fmt.Fprintf(errw, "round %d/%d idle %s with %d upstreams: VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f), %d threads, %.1f wake-ups/s, CPU %.2f ms/s\n",
 				round+1, o.rounds, b.name, idle.Upstreams, idle.RSSMiB, kBToMiB(idle.AnonkB), kBToMiB(idle.FilekB), idle.Threads, idle.WakeupsPerSec, idle.CPUmsPerSec)
 			*b.dst = &idle
+		}
+		// The same proxy with twice the upstreams: what each further one costs.
+		moreCfg, err := write("idle-more.hcl", proxyConfig(idleUpstreams(2*o.idleUpstreams, o.upstream, o.dir)))
+		if err != nil {
+			return rr, err
+		}
+		more, err := measureIdle(ctx, proxyArgv(o, moreCfg), o.dir, 2*o.idleUpstreams, errw)
+		if err != nil {
+			return rr, fmt.Errorf("proxy idle with %d upstreams: %w", 2*o.idleUpstreams, err)
+		}
+		rr.IdleMore = &more
+		fmt.Fprintf(errw, "round %d/%d idle proxy with %d upstreams: RssAnon %.1f MiB: %.0f KiB per upstream beyond %d\n",
+			round+1, o.rounds, more.Upstreams, kBToMiB(more.AnonkB), perUpstreamKiB(rr.Idle, &more), o.idleUpstreams)
+		if o.startupSessions > 0 {
+			is, err := measureIdleSessions(ctx, o, tmp, o.startupSessions, errw)
+			if err != nil {
+				return rr, fmt.Errorf("idle HTTP sessions: %w", err)
+			}
+			rr.IdleSessions = &is
+			fmt.Fprintf(errw, "round %d/%d %d idle HTTP sessions: RssAnon %.1f → %.1f MiB, %.1f kB per session; Go heap and stacks %.1f kB per session\n",
+				round+1, o.rounds, is.Sessions, kBToMiB(is.BaseAnonkB), kBToMiB(is.OpenAnonkB), is.PerSessionKB, is.PerSessionGo)
 		}
 	}
 	return rr, nil
@@ -477,5 +501,28 @@ func printStartup(w io.Writer, o *options, rounds []startupRound) {
 				med(func(r startupRound) float64 { return b.of(r).WakeupsPerSec }),
 				med(func(r startupRound) float64 { return b.of(r).CPUmsPerSec }))
 		}
+		printIdleTargets(w, o, rounds, med)
 	}
+}
+
+// printIdleTargets prints the three idle-memory figures against their targets, and the
+// resident total.
+func printIdleTargets(w io.Writer, o *options, rounds []startupRound, med func(func(startupRound) float64) float64) {
+	if rounds[0].Idle == nil || rounds[0].IdleMore == nil {
+		return
+	}
+	anon := med(func(r startupRound) float64 { return kBToMiB(r.Idle.AnonkB) })
+	fmt.Fprintf(w, "idle target: RssAnon with %d child upstreams %.2f MiB (target ≤ %.0f MiB: %s); resident total (VmRSS) %.2f MiB, of which RssFile %.2f MiB\n",
+		o.idleUpstreams, anon, targetIdleAnonMiB, verdict(anon, targetIdleAnonMiB),
+		med(func(r startupRound) float64 { return r.Idle.RSSMiB }), med(func(r startupRound) float64 { return kBToMiB(r.Idle.FilekB) }))
+	per := med(func(r startupRound) float64 { return perUpstreamKiB(r.Idle, r.IdleMore) })
+	fmt.Fprintf(w, "idle target: each further upstream %.0f KiB of RssAnon (%d → %d upstreams; target ≤ %d KiB: %s)\n",
+		per, o.idleUpstreams, 2*o.idleUpstreams, targetPerUpstreamKiB, verdict(per, targetPerUpstreamKiB))
+	if rounds[0].IdleSessions == nil {
+		return
+	}
+	sess := med(func(r startupRound) float64 { return r.IdleSessions.PerSessionKB })
+	fmt.Fprintf(w, "idle target: each idle HTTP session %.1f kB of RssAnon (%d sessions; target ≤ %.0f kB: %s); Go heap and stacks %.1f kB per session\n",
+		sess, rounds[0].IdleSessions.Sessions, targetPerIdleSessionKB, verdict(sess, targetPerIdleSessionKB),
+		med(func(r startupRound) float64 { return r.IdleSessions.PerSessionGo }))
 }

@@ -33,7 +33,7 @@ func TestRunStartup(t *testing.T) {
 	err := run(context.Background(), []string{
 		"-startup", "-proxy", proxy, "-baseline-proxy", proxy, "-upstream", filepath.Join(dir, "testserver") + " -fast",
 		"-fanout", "3", "-init-delay", "50ms", "-slow-delay", "3s", "-list-tools", "30", "-list-calls", "20", "-warmup", "5",
-		"-idle-upstreams", "2", "-json", jsonPath,
+		"-idle-upstreams", "2", "-startup-sessions", "20", "-json", jsonPath,
 	}, nil, &stdout, &lockedWriter{w: &stderr})
 	if err != nil {
 		t.Fatalf("run: %v\n%s\n%s", err, stdout.String(), stderr.String())
@@ -63,7 +63,17 @@ func TestRunStartup(t *testing.T) {
 	if r.Idle == nil || r.BaselineIdle == nil || r.Idle.Tools != 2 || r.Idle.AnonkB <= 0 || r.Idle.FilekB <= 0 {
 		t.Errorf("idle: %+v %+v", r.Idle, r.BaselineIdle)
 	}
-	for _, want := range []string{"fan-out:", "slow start:", "tools/list:", "baseline", "idle:"} {
+	// Twice the idle upstreams, all listed; the idle sessions' readings, the Go heap's
+	// from the proxy's pprof listener (deltas over 20 sessions are noise: not checked).
+	if m := r.IdleMore; m == nil || m.Upstreams != 4 || m.Tools != 4 || m.AnonkB <= 0 {
+		t.Errorf("idle with twice the upstreams: %+v", m)
+	}
+	if s := r.IdleSessions; s == nil || s.Sessions != 20 || s.BaseAnonkB <= 0 || s.OpenAnonkB <= 0 || s.BaseHeapkB <= 0 || s.OpenHeapkB <= 0 {
+		t.Errorf("idle sessions: %+v", s)
+	}
+	for _, want := range []string{"fan-out:", "slow start:", "tools/list:", "baseline", "idle:",
+		"idle target: RssAnon with 2 child upstreams", "idle target: each further upstream", "idle target: each idle HTTP session",
+		"resident total (VmRSS)"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, stdout.String())
 		}
