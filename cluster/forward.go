@@ -25,6 +25,17 @@ import (
 // replica id: a forwarded request is never forwarded again.
 const ForwardedHeader = "Mcp-Proxy-Forwarded-By"
 
+// OwnerHeader names, on a request Forward sends, the replica id the sender means to
+// reach; a process at that address that is not that replica (a new process on the
+// address of one that stopped or was killed, whose registry entry or cached address
+// outlives it) answers 421 with NotOwnerHeader instead of serving the request, and the
+// sender takes the replica for gone (and claims the session).
+const OwnerHeader = "Mcp-Proxy-Owner"
+
+// NotOwnerHeader is on the 421 answer of a replica that was sent a request meant for
+// another (OwnerHeader), with its own id.
+const NotOwnerHeader = "Mcp-Proxy-Not-Owner"
+
 // Registry timings: a replica writes its address every heartbeatEvery with an expiry of
 // registryTTL; the others cache what they read for cacheFor.
 const (
@@ -259,6 +270,14 @@ func copyHeader(dst, src http.Header) {
 // declined (404).
 func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID string) bool {
 	if r.Header.Get(ForwardedHeader) != "" {
+		if meant := r.Header.Get(OwnerHeader); meant != "" && meant != f.id {
+			// Meant for a replica that was at this address: it is gone, and this one
+			// does not hold the session. The sender claims it (never 404: it lives on).
+			w.Header().Set(NotOwnerHeader, f.id)
+			writeError(w, http.StatusMisdirectedRequest, jsonrpc.ID{}, jsonrpc.CodeInternalError,
+				"mcp-proxy: the proxy replica this request was forwarded to is not at this address any more")
+			return true
+		}
 		return false
 	}
 	owner, _, ok := strings.Cut(sessionID, "-")
@@ -291,10 +310,10 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			return false // this replica holds the claim: the handler adopts the session
 		}
 		if addr, ok := f.lookup(r.Context(), owner); ok {
-			if f.forwardTo(w, r, owner, addr, body, reqID) {
+			if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 				return true
 			}
-			f.gone(owner) // refused the connection: gone
+			f.gone(owner) // refused the connection, or another process is at its address: gone
 		}
 		if !sealed { // only now: a request whose owner is alive costs no opening
 			if _, _, err := f.sessions.sealer.Open(sessionID); err != nil {
@@ -328,7 +347,7 @@ func (f *Forwarder) forwardPlain(w http.ResponseWriter, r *http.Request, owner s
 	if !ok {
 		return false
 	}
-	if f.forwardTo(w, r, owner, addr, body, reqID) {
+	if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 		return true
 	}
 	f.gone(owner)
@@ -365,8 +384,8 @@ func (f *Forwarder) noteAdopter(id, holder string) {
 }
 
 // forwardTo sends the request to replica owner at addr and streams its answer back; it
-// returns false, having written nothing, when the owner refused the connection (it is
-// gone).
+// returns false, having written nothing, when the owner is gone: it refused the
+// connection, or the process at addr is another replica (NotOwnerHeader).
 func (f *Forwarder) forwardTo(w http.ResponseWriter, r *http.Request, owner, addr string, body []byte, reqID jsonrpc.ID) bool {
 	ctx := r.Context()
 	if r.Method == http.MethodGet { // a stream: it ends when this replica drains
@@ -383,6 +402,7 @@ func (f *Forwarder) forwardTo(w http.ResponseWriter, r *http.Request, owner, add
 	copyHeader(out.Header, r.Header)
 	out.Host = r.Host // the owner checks the Host the client sent, as this replica did
 	out.Header.Set(ForwardedHeader, f.id)
+	out.Header.Set(OwnerHeader, owner)
 	log := f.log.With().Str("owner", owner).Str("method", r.Method).Logger()
 	resp, err := f.client.Do(out)
 	if err != nil {
@@ -400,6 +420,12 @@ func (f *Forwarder) forwardTo(w http.ResponseWriter, r *http.Request, owner, add
 		return true
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusMisdirectedRequest && resp.Header.Get(NotOwnerHeader) != "" {
+		log.Info().Str("address", addr).Str("there", resp.Header.Get(NotOwnerHeader)).
+			Msg("cluster: another replica is at the address of the one that held the session: that one is gone")
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10)) // the connection is reused
+		return false
+	}
 	copyHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)

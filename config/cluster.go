@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strconv"
@@ -62,6 +63,22 @@ type Cluster struct {
 	// cluster package checks the URL's options against go-redis).
 	RedisRange hcl.Range
 	DeclRange  hcl.Range
+}
+
+// AdvertiseAddress is the host:port at which the other replicas reach this one, whose
+// HTTP listener is at listen: Advertise, or else listen when it names a host. An error
+// says why listen alone does not do (0.0.0.0, ::, no host): Load reports it at the
+// listener's address, and run makes the forwarder with what this returns.
+func (c *Cluster) AdvertiseAddress(listen string) (string, error) {
+	if c.Advertise != "" {
+		return c.Advertise, nil
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
+		return "", fmt.Errorf("the listen address %q does not say where the other replicas reach this one: "+
+			"set advertise = \"HOST:PORT\" in the cluster block", listen)
+	}
+	return listen, nil
 }
 
 type rawCluster struct {

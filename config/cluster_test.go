@@ -138,3 +138,22 @@ upstream "a" {
 		t.Error("a diagnostic shows the password")
 	}
 }
+
+// TestListenRefusedAtFileLine: what run refuses from the file alone (a cluster whose
+// listener is 0.0.0.0 without advertise; a listener beyond loopback without auth) is a
+// load error at the listener's address, so validate refuses it too.
+func TestListenRefusedAtFileLine(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"listen \"http\" {\n  address = \"0.0.0.0:8080\"\n  insecure_no_auth = true\n}\ncluster {\n  redis = \"redis://127.0.0.1:6379/0\"\n}\nupstream \"a\" {\n  command = [\"true\"]\n}\n", "Cluster without advertise"},
+		{"listen \"http\" {\n  address = \"10.0.0.5:8080\"\n}\nupstream \"a\" {\n  command = [\"true\"]\n}\n", "Listener without authentication"},
+	} {
+		_, diags := Parse([]byte(tc.src), "p.hcl", ".")
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), tc.want) || !strings.Contains(diags.Error(), "p.hcl:2,") {
+			t.Errorf("%q: %v, want %q at p.hcl:2", tc.src, diags, tc.want)
+		}
+	}
+	ok := "listen \"http\" {\n  address = \"0.0.0.0:8080\"\n  insecure_no_auth = true\n}\ncluster {\n  redis = \"redis://127.0.0.1:6379/0\"\n  advertise = \"10.0.0.5:8080\"\n}\nupstream \"a\" {\n  command = [\"true\"]\n}\n"
+	if _, diags := Parse([]byte(ok), "p.hcl", "."); diags.HasErrors() {
+		t.Errorf("with advertise: %v", diags)
+	}
+}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ type Listen struct {
 	// block (behind a gateway that authenticates, say); otherwise that refuses to start.
 	InsecureNoAuth bool
 	DeclRange      hcl.Range
+	AddressRange   hcl.Range // of the address attribute; DeclRange when it is not set
 }
 
 type rawListen struct {
@@ -70,7 +72,10 @@ func DefaultListen() Listen {
 // decodeListen evaluates, defaults and validates one listen block.
 func decodeListen(e *evaluator, raw *rawListen) Listen {
 	l := DefaultListen()
-	l.DeclRange = raw.DefRange
+	l.DeclRange, l.AddressRange = raw.DefRange, raw.DefRange
+	if raw.Address != nil {
+		l.AddressRange = raw.Address.Expr.Range()
+	}
 	if s, ok := e.string(raw.Address); ok {
 		if _, _, err := net.SplitHostPort(s); err != nil {
 			e.errorf(raw.Address, "Invalid address", "\"address\" must be host:port, such as \"127.0.0.1:8080\": %v.", err)
@@ -108,4 +113,51 @@ func decodeListen(e *evaluator, raw *rawListen) Listen {
 		l.InsecureNoAuth = b
 	}
 	return l
+}
+
+// Unauthenticated says why listener l may not serve without authentication (an
+// auth block): it is bound beyond loopback and insecure_no_auth does not allow that; ""
+// when it may. Load reports it at the address for a file without an auth block, and
+// the bridge command, whose listener comes from flags, checks its own with it.
+func Unauthenticated(l Listen) string {
+	if isLoopbackAddress(l.Address) || l.InsecureNoAuth {
+		return ""
+	}
+	return fmt.Sprintf("refusing to serve %s without authentication: add an auth block, bind to 127.0.0.1, or set insecure_no_auth = true "+
+		"in the listen block (bridge: --insecure-no-auth) if a gateway in front authenticates", l.Address)
+}
+
+// isLoopbackAddress reports whether host:port addr names a loopback host.
+func isLoopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
+}
+
+// checkListen reports, at the listener's address, what the file alone says run would
+// refuse about it with the other blocks: serving beyond loopback without an auth block
+// (Unauthenticated), and a cluster whose listener does not say where the other replicas
+// reach this one (Cluster.AdvertiseAddress). validate and run both load the file through
+// this, so that they never disagree.
+func checkListen(e *evaluator, cfg *Config) {
+	if len(cfg.Listen) == 0 {
+		return
+	}
+	l := cfg.Listen[0]
+	if _, _, err := net.SplitHostPort(l.Address); err != nil {
+		return // reported already
+	}
+	if cfg.Auth == nil {
+		if problem := Unauthenticated(l); problem != "" {
+			e.blockErrorf(l.AddressRange, "Listener without authentication", "%s.", problem)
+		}
+	}
+	if cfg.Cluster != nil {
+		if _, err := cfg.Cluster.AdvertiseAddress(l.Address); err != nil {
+			e.blockErrorf(l.AddressRange, "Cluster without advertise", "%v.", err)
+		}
+	}
 }

@@ -116,6 +116,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 	}
 	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
 	checkExposedOverrides(e, cfg)
+	checkListen(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

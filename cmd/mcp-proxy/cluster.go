@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -64,14 +63,9 @@ func startForwarder(cfg *config.Config, address string, maxBody int, sessionIdle
 	if c == nil {
 		return nil, nil
 	}
-	advertise := c.Advertise
-	if advertise == "" {
-		host, _, err := net.SplitHostPort(address)
-		if ip := net.ParseIP(host); err != nil || host == "" || (ip != nil && ip.IsUnspecified()) {
-			return nil, fmt.Errorf("cluster: the listen address %q does not say where the other replicas reach this one: "+
-				"set advertise = \"HOST:PORT\" in the cluster block", address)
-		}
-		advertise = address
+	advertise, err := c.AdvertiseAddress(address) // config reports it at file:line already: this is the same check
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	f, err := cluster.NewForwarder(c, advertise, maxBody, log)
 	if err != nil {

@@ -19,7 +19,7 @@ var envCall = regexp.MustCompile(`env\("([A-Za-z_][A-Za-z0-9_]*)"`)
 // TestDocsHCLExamplesValidate: every HCL example in README.md and docs/ is a complete
 // configuration that `mcp-proxy validate` accepts, so the docs cannot drift from the
 // code. An example without an upstream block (a listen or policy block shown alone) is
-// checked with a minimal upstream added; the variables its env() calls name are set.
+// checked with a minimal upstream added (a listen block shown alone, with an auth block); the variables its env() calls name are set.
 func TestDocsHCLExamplesValidate(t *testing.T) {
 	files, _ := filepath.Glob("../../docs/*.md")
 	files = append([]string{"../../README.md"}, files...)
@@ -47,6 +47,10 @@ func validateExample(t *testing.T, file string, line int, src string) {
 	t.Helper()
 	if !strings.Contains(src, "upstream \"") {
 		src += "\nupstream \"example\" {\n  command = [\"true\"]\n}\n"
+	}
+	if strings.Contains(src, "listen \"http\"") && !strings.Contains(src, "auth {") && !strings.Contains(src, "insecure_no_auth") {
+		// A listen (or cluster) block shown alone: the auth block is another example's.
+		src += "\nauth {\n  api_key \"example\" {\n    sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n  }\n}\n"
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "example.hcl")

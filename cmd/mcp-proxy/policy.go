@@ -42,9 +42,8 @@ func cmdHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) error 
 // refused unless insecure_no_auth says otherwise.
 func newAuthenticator(cfg *config.Config, l config.Listen, log zerolog.Logger) (*auth.Authenticator, error) {
 	if cfg.Auth == nil {
-		if !isLoopback(l.Address) && !l.InsecureNoAuth {
-			return nil, exitError{code: 1, msg: fmt.Sprintf(
-				"refusing to serve %s without authentication: add an auth block, bind to 127.0.0.1, or set insecure_no_auth = true in the listen block (bridge: --insecure-no-auth) if a gateway in front authenticates", l.Address)}
+		if problem := config.Unauthenticated(l); problem != "" { // a file's is reported by config at file:line; the bridge's flags reach this
+			return nil, exitError{code: 1, msg: problem}
 		}
 		return nil, nil
 	}
