@@ -1,6 +1,6 @@
 # The replicas' configuration of deploy/compose.yaml: three replicas of the image behind
 # HAProxy (round-robin, no stickiness), sharing rate limits and sessions through Redis,
-# the topology the cluster tests run (internal/topology; docs/cluster.md). Each replica
+# the topology the cluster tests run (internal/testing/topology; docs/cluster.md). Each replica
 # reads the same file; the environment says who it is.
 
 listen "http" {

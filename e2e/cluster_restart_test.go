@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-proxy/mcp-proxy/internal/topology"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // restartOwner stops the replica that holds session sid (SIGTERM, or kill -9 when kill)

@@ -14,7 +14,7 @@ import (
 // defaults, frontend and backend lines as haproxyConfig, the same server options, the
 // same error files byte for byte, and haproxy -c accepts it.
 func TestDeployHAProxyMatchesTopology(t *testing.T) {
-	dir := "../../deploy/haproxy"
+	dir := "../../../deploy/haproxy"
 	b, err := os.ReadFile(filepath.Join(dir, "haproxy.cfg"))
 	if err != nil {
 		t.Fatal(err)
