@@ -7,7 +7,7 @@ BIN     := bin
 # `make load-startup`). Tests keep cgo: the race detector needs it.
 BUILD_PROXY = CGO_ENABLED=0 $(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
 
-.PHONY: all build plugins proto test check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist image image-test
+.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist image image-test
 
 all: build
 
@@ -51,6 +51,12 @@ check: vet fmt-check
 # talk to them and to npm's server-everything over real pipes).
 test: npm check
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# The fast loop while working on one part: every package but the end-to-end suite and
+# the load tool's own tests (the two that take most of make test's time). Not a
+# substitute for make test, which CI runs.
+test-quick: check
+	$(GO) test -race -count=1 -timeout 10m $$($(GO) list $(PKGS) | grep -v -e '/e2e$$' -e '/cmd/mcp-bench$$')
 
 # Short fuzzing of every parser (longer runs: make fuzz FUZZTIME=10m).
 FUZZTIME ?= 20s
