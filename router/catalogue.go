@@ -85,8 +85,9 @@ type ownerURI struct {
 	uri   string
 }
 
-// build merges the catalogues of bs (in config order) into a snapshot.
-func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot {
+// build merges the catalogues of bs (in config order), as v lets them be served, into a
+// snapshot.
+func build(bs []*backend, v Vetter, sep string, maxName int, log zerolog.Logger) *snapshot {
 	s := &snapshot{
 		toolByName:   map[string]*entry{},
 		promptByName: map[string]*entry{},
@@ -94,8 +95,15 @@ func build(bs []*backend, sep string, maxName int, log zerolog.Logger) *snapshot
 		resByCanon:   map[string]*resource{},
 		rewritten:    map[ownerURI]string{},
 	}
-	for _, b := range bs {
+	var vetted []*upstream.Catalogue
+	if v != nil {
+		vetted = vet(v, bs)
+	}
+	for i, b := range bs {
 		cat := b.up.Catalogue()
+		if vetted != nil {
+			cat = vetted[i]
+		}
 		st, _ := b.up.State()
 		ready := st == upstream.StateReady
 		s.tools = appendNamed(s.tools, s.toolByName, b, b.prepare(filterTools, cat.Tools, "tool", ready, log), cat.ParamHeaders, sep, maxName, "tool", log)

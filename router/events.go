@@ -41,7 +41,7 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	r.rebuildMu.Lock()
 	defer r.rebuildMu.Unlock()
 	old := r.snap.Load()
-	s := build(r.all(), r.opts.Separator, r.opts.MaxNameLength, r.log)
+	s := build(r.all(), r.vetter, r.opts.Separator, r.opts.MaxNameLength, r.log)
 	if r.presenter != nil {
 		s.present(r.presenter, r)
 	}

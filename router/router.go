@@ -186,6 +186,7 @@ type Router struct {
 
 	guard     atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
 	presenter Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
+	vetter    Vetter                      // which items are served (pinning, screening); nil: all; guarded by rebuildMu
 	chain     atomic.Pointer[Handler]     // the middleware chain (see Use); nil: none
 	local     atomic.Pointer[Handler]     // the local chain (see UseLocal); nil: none
 	refusals  atomic.Pointer[RefusalHook] // told of requests refused before routing (see UseRefusals); nil: none

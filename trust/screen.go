@@ -1,0 +1,243 @@
+package trust
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Severity is how strongly a finding suggests a definition is aimed at the model.
+type Severity int
+
+// Severities, lowest first. Under screen = "withhold", medium and high findings withhold
+// the item; a low one is reported only.
+const (
+	Low Severity = iota + 1
+	Medium
+	High
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Low:
+		return "low"
+	case Medium:
+		return "medium"
+	case High:
+		return "high"
+	}
+	return "unknown"
+}
+
+// MarshalText writes the severity's name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// The checks, by the name findings carry.
+const (
+	CheckUnicodeTags       = "unicode-tags"       // U+E0000–U+E007F: text invisible to people, read by models
+	CheckBidiControl       = "bidi-control"       // embeddings, overrides and isolates that reorder text
+	CheckZeroWidth         = "zero-width"         // zero-width and other invisible format characters
+	CheckInstructionMarkup = "instruction-markup" // <IMPORTANT>, <system>, [INST], chat-template tokens, hidden comments
+	CheckModelDirective    = "model-directive"    // phrases addressed to the model: hide from the user, ignore instructions
+	CheckCredentialFile    = "credential-file"    // ~/.ssh, cloud and package-manager credentials, MCP client configs
+	CheckCrossReference    = "cross-reference"    // names another upstream's tool (shadowing)
+	CheckLongDescription   = "long-description"   // far longer than the upstream's other descriptions
+)
+
+// Finding is one check that matched a definition.
+type Finding struct {
+	Check    string   `json:"check"`
+	Severity Severity `json:"severity"`
+	Field    string   `json:"field"`  // where it matched, e.g. description or inputSchema.properties.x.description
+	Detail   string   `json:"detail"` // what matched, printable (invisible characters as U+XXXX)
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s (%s) in %s: %s", f.Check, f.Severity, f.Field, f.Detail)
+}
+
+// Withholds reports whether the finding withholds its item under screen = "withhold".
+func (f Finding) Withholds() bool { return f.Severity >= Medium }
+
+// screenTexts runs the checks that depend on one definition alone.
+func screenTexts(texts []text) []Finding {
+	var out []Finding
+	for _, t := range texts {
+		field := t.path
+		if t.key {
+			field += " (a key)"
+		}
+		out = screenUnicode(out, field, t.value)
+		if t.value == "" {
+			continue
+		}
+		lower := strings.ToLower(t.value)
+		for _, p := range phrases {
+			if !p.trigger(lower) {
+				continue
+			}
+			if m := p.re.FindString(lower); m != "" {
+				out = append(out, Finding{Check: p.check, Severity: p.severity, Field: field, Detail: quoteExcerpt(m)})
+			}
+		}
+		for _, c := range credentialFiles {
+			if strings.Contains(lower, c) {
+				out = append(out, Finding{Check: CheckCredentialFile, Severity: High, Field: field, Detail: quoteExcerpt(c)})
+				break
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// screenUnicode reports the invisible and reordering characters in s, one finding per
+// check and field.
+func screenUnicode(out []Finding, field, s string) []Finding {
+	var tags, bidi, zw []rune
+	var prev rune
+	for _, r := range s {
+		emojiJoin := r == 0x200D && isPictographic(prev)
+		prev = r
+		switch {
+		case emojiJoin: // a zero-width joiner inside an emoji sequence (👩‍💻) is what it is for
+		case r >= 0xE0000 && r <= 0xE007F:
+			tags = append(tags, r)
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069, r == 0x200E, r == 0x200F, r == 0x061C:
+			bidi = append(bidi, r)
+		case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0x2061, r == 0x2062, r == 0x2063, r == 0x2064,
+			r == 0xFEFF, r == 0x180E, r == 0x00AD, r >= 0xE0100 && r <= 0xE01EF, r == 0x115F, r == 0x1160, r == 0x3164:
+			zw = append(zw, r)
+		}
+	}
+	if len(tags) > 0 {
+		out = append(out, Finding{Check: CheckUnicodeTags, Severity: High, Field: field, Detail: describeRunes(tags, true)})
+	}
+	if len(bidi) > 0 {
+		out = append(out, Finding{Check: CheckBidiControl, Severity: High, Field: field, Detail: describeRunes(bidi, false)})
+	}
+	if len(zw) > 0 {
+		out = append(out, Finding{Check: CheckZeroWidth, Severity: Medium, Field: field, Detail: describeRunes(zw, false)})
+	}
+	return out
+}
+
+// isPictographic approximates Unicode's Extended_Pictographic (and the modifiers and
+// variation selector that end an emoji) for the zero-width joiner's neighbour.
+func isPictographic(r rune) bool {
+	return r >= 0x1F000 && r <= 0x1FAFF || r >= 0x2600 && r <= 0x27BF || r == 0xFE0F || r >= 0x1F3FB && r <= 0x1F3FF
+}
+
+// describeRunes names the characters found; for tag characters it also decodes the
+// hidden ASCII text they spell, which is what the model would read.
+func describeRunes(rs []rune, tags bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d character(s): ", len(rs))
+	seen := map[rune]bool{}
+	n := 0
+	for _, r := range rs {
+		if seen[r] || n == 6 {
+			continue
+		}
+		seen[r] = true
+		if n > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "U+%04X", r)
+		n++
+	}
+	if tags {
+		var hidden []byte
+		for _, r := range rs {
+			if c := r - 0xE0000; c >= 0x20 && c < 0x7F {
+				hidden = append(hidden, byte(c))
+			}
+		}
+		if len(hidden) > 0 {
+			fmt.Fprintf(&b, "; hidden text %s", quoteExcerpt(string(hidden)))
+		}
+	}
+	return b.String()
+}
+
+// phrase is one pattern of text addressed to the model. trigger is a cheap test that
+// must pass before the expression runs: most text passes none.
+type phrase struct {
+	check    string
+	severity Severity
+	words    []string // the text must contain one of these for re to run
+	re       *regexp.Regexp
+}
+
+func (p *phrase) trigger(lower string) bool {
+	for _, w := range p.words {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var phrases = []*phrase{
+	{CheckInstructionMarkup, High, []string{"<"},
+		regexp.MustCompile(`<\s*/?\s*(important|system|instructions?|secret|hidden|critical|admin|assistant|user_instructions?|sysprompt)\b[^>]{0,40}>`)},
+	{CheckInstructionMarkup, High, []string{"[inst", "[/inst", "[system", "<|"},
+		regexp.MustCompile(`\[/?(inst|system)\]|<\|[a-z_]{2,20}\|>`)},
+	{CheckInstructionMarkup, Medium, []string{"<!--"},
+		regexp.MustCompile(`<!--[\s\S]{0,60}`)},
+	{CheckModelDirective, High, []string{"ignore", "disregard", "forget"},
+		regexp.MustCompile(`(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|other|your)\s+(instructions|prompts|rules|directions)`)},
+	{CheckModelDirective, High, []string{"not ", "n't ", "never "},
+		regexp.MustCompile(`(do\s+not|don't|never|must\s+not|should\s+not)\s+(tell|inform|mention|reveal|disclose|show|notify|alert|warn)\b[^.\n]{0,60}\b(user|human|operator)s?\b`)},
+	{CheckModelDirective, High, []string{"without "},
+		regexp.MustCompile(`without\s+(telling|informing|notifying|alerting|asking|warning)\s+(the\s+)?(user|human|operator)`)},
+	{CheckModelDirective, High, []string{"not know", "not see", "not notice", "not be told", "not find out", "not be aware"},
+		regexp.MustCompile(`(user|human|operator)s?\s+(must|should|will|may)\s+not\s+(know|see|notice|be\s+told|find\s+out|be\s+aware)`)},
+	{CheckModelDirective, High, []string{"system prompt", "your instructions", "system message"},
+		regexp.MustCompile(`(reveal|print|output|repeat|disclose|leak|send|include|pass)\b[^.\n]{0,40}(system\s+prompt|system\s+message|your\s+instructions)`)},
+	{CheckModelDirective, High, []string{"send", "forward", "bcc", "redirect"},
+		regexp.MustCompile(`(send|forward|bcc|redirect|copy)\s+(all|every|each|any)\b[^.\n]{0,40}\b(emails?|messages?|data|files?|requests?|calls?)\b[^.\n]{0,30}\bto\b`)},
+	{CheckModelDirective, Medium, []string{"before using", "before calling", "before invoking", "before running", "whenever you", "when this tool is available", "when this tool is present"},
+		regexp.MustCompile(`(before\s+(using|calling|invoking|running)\s+(this|any|the|another)\s+tool|whenever\s+you\s+(use|call|run|execute|invoke)|when\s+this\s+tool\s+is\s+(available|present))[^.\n]{0,80}\b(read|send|include|pass|fetch|upload|must|always|prefix)\b`)},
+	{CheckModelDirective, Medium, []string{"recipient", "destination"},
+		regexp.MustCompile(`(change|replace|set|switch)\s+the\s+(recipient|destination|receiver)s?\b[^.\n]{0,20}\bto\b`)},
+}
+
+// credentialFiles are paths and names whose mention in a definition means the model is
+// being pointed at secrets. Lower case.
+var credentialFiles = []string{
+	"~/.ssh", ".ssh/", "id_rsa", "id_ed25519", "id_ecdsa", ".aws/credentials", ".netrc", ".npmrc", ".pypirc",
+	".git-credentials", ".docker/config.json", ".kube/config", ".gnupg", "/etc/shadow", "mcp.json",
+	"claude_desktop_config", ".config/gcloud", "credentials.json",
+}
+
+func quoteExcerpt(s string) string {
+	const max = 80
+	if len(s) > max {
+		cut := max
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func dedupe(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		if c := strings.Compare(a.Field, b.Field); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Check, b.Check)
+	})
+	return slices.CompactFunc(fs, func(a, b Finding) bool { return a.Field == b.Field && a.Check == b.Check })
+}
+
+// longDescription is how much longer than the median of an upstream's other
+// descriptions (and than minLongDescription) a description must be to be reported.
+const (
+	longDescriptionFactor = 4
+	minLongDescription    = 1000
+	minItemsForMedian     = 4
+)

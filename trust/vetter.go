@@ -1,0 +1,550 @@
+package trust
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// PinMode is what a definition that differs from the lock file leads to.
+type PinMode string
+
+// Pin modes (proxy { pin = ... }).
+const (
+	PinOff     PinMode = "off"     // no lock file is read
+	PinWarn    PinMode = "warn"    // a new or changed definition is served and reported
+	PinEnforce PinMode = "enforce" // a new or changed definition is withheld until approved
+)
+
+// ScreenMode is what a screening finding leads to.
+type ScreenMode string
+
+// Screen modes (proxy { screen = ... }, upstream { screen = ... }).
+const (
+	ScreenOff      ScreenMode = "off"
+	ScreenFlag     ScreenMode = "flag"     // findings are reported, the item is served
+	ScreenWithhold ScreenMode = "withhold" // an item with a medium or high finding is withheld
+)
+
+// Options configure a Vetter.
+type Options struct {
+	Pin      PinMode
+	LockPath string // the lock file; read by the caller (see ReadLock) and passed to SetLock
+	// Screen is the screen mode per upstream; upstreams not in it use DefaultScreen.
+	Screen        map[string]ScreenMode
+	DefaultScreen ScreenMode
+	Log           zerolog.Logger
+	// Report, when set, is called (outside the Vetter's lock, in order) with each
+	// difference or finding the first time it is seen: for the audit trail.
+	Report func(Event)
+}
+
+// Event is a difference or findings reported for one item, the first time they are seen.
+type Event struct {
+	Upstream string
+	Kind     Kind
+	Name     string // the upstream's own name
+	Withheld bool
+	// Pin is "new" or "changed" for a pinning difference ("" for findings only), with the
+	// changed fields for "changed".
+	Pin      string
+	Changes  []Change
+	Findings []Finding
+}
+
+// Vetter is the router's Vetter for pinning and screening. Create it with New; it is safe
+// for concurrent use.
+type Vetter struct {
+	opts Options
+
+	mu      sync.Mutex
+	lock    *Lock // nil: no lock file (every definition is new)
+	lockErr error // why the lock file could not be read, for status
+	gen     uint64
+	cache   map[[32]byte]*verdict   // by the SHA-256 of kind and raw bytes
+	diffs   map[[2]string][]Change  // by approved and current hash
+	last    map[string]*seen        // per upstream, the last vetted catalogue
+	lastGen uint64                  // the lock generation last vetted against
+	logged  map[string]bool         // event keys already reported
+	status  map[string]*UpstreamStatus
+}
+
+// verdict is what one definition is, independent of the rest of the catalogue.
+type verdict struct {
+	name     string
+	canon    []byte
+	hash     string
+	texts    []text
+	findings []Finding
+	descLen  int
+	err      error
+}
+
+// seen is one upstream's last vetted catalogue.
+type seen struct {
+	cat    *upstream.Catalogue
+	ready  bool
+	server Server
+	items  [3][]*verdict // by kind, in list order
+	serve  *upstream.Catalogue
+}
+
+// New returns a Vetter. Call SetLock with the lock file's content (or its read error)
+// before the router starts when opts.Pin is not off.
+func New(opts Options) *Vetter {
+	if opts.Pin == "" {
+		opts.Pin = PinOff
+	}
+	if opts.DefaultScreen == "" {
+		opts.DefaultScreen = ScreenFlag
+	}
+	return &Vetter{
+		opts:   opts,
+		cache:  map[[32]byte]*verdict{},
+		diffs:  map[[2]string][]Change{},
+		last:   map[string]*seen{},
+		logged: map[string]bool{},
+		status: map[string]*UpstreamStatus{},
+		gen:    1,
+	}
+}
+
+// SetLock installs the approved definitions (a reload of the lock file). err is why the
+// file could not be read: then the previous lock stays in force (nil at start: every
+// definition counts as new), and the error is shown in status. The caller rebuilds the
+// catalogue afterwards (router.Revet).
+func (v *Vetter) SetLock(l *Lock, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.lockErr = err
+	if err == nil {
+		v.lock = l
+	}
+	v.gen++
+}
+
+// Lock returns the lock in force (nil when none was read).
+func (v *Vetter) Lock() *Lock {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.lock
+}
+
+func (v *Vetter) screenMode(up string) ScreenMode {
+	if m, ok := v.opts.Screen[up]; ok && m != "" {
+		return m
+	}
+	return v.opts.DefaultScreen
+}
+
+// Vet implements router.Vetter.
+func (v *Vetter) Vet(fs []router.Fetched) {
+	var events []Event
+	v.mu.Lock()
+	unchanged := v.lastGen == v.gen && len(fs) == len(v.last)
+	for i := range fs {
+		s := v.last[fs[i].Upstream]
+		if !unchanged || s == nil || s.cat != fs[i].Catalogue || s.ready != fs[i].Ready {
+			unchanged = false
+			break
+		}
+	}
+	if !unchanged {
+		events = v.revet(fs)
+	}
+	for i := range fs {
+		if s := v.last[fs[i].Upstream]; s != nil && s.serve != nil {
+			fs[i].Serve = s.serve
+		}
+	}
+	v.mu.Unlock()
+	if v.opts.Report != nil {
+		for _, e := range events {
+			v.opts.Report(e)
+		}
+	}
+}
+
+// revet works out every upstream's verdicts anew; v.mu is held.
+func (v *Vetter) revet(fs []router.Fetched) []Event {
+	v.lastGen = v.gen
+	last := make(map[string]*seen, len(fs))
+	// First the verdicts of single definitions (cached by their bytes), then what
+	// depends on the whole catalogue: references to other upstreams' tools.
+	for _, f := range fs {
+		s := &seen{cat: f.Catalogue, ready: f.Ready, server: serverOf(f.Info)}
+		if f.Catalogue != nil {
+			s.items[0] = v.verdicts(KindTool, f.Catalogue.Tools)
+			s.items[1] = v.verdicts(KindPrompt, f.Catalogue.Prompts)
+			s.items[2] = v.verdicts(KindTemplate, f.Catalogue.Templates)
+		}
+		last[f.Upstream] = s
+	}
+	owners := toolOwners(last)
+	var events []Event
+	status := make(map[string]*UpstreamStatus, len(fs))
+	for _, f := range fs {
+		s := last[f.Upstream]
+		st, ev := v.judge(f.Upstream, s, owners)
+		status[f.Upstream] = st
+		events = append(events, ev...)
+	}
+	v.last, v.status = last, status
+	if len(v.cache) > 4*cacheFloor(last) {
+		v.pruneCache(last)
+	}
+	return events
+}
+
+// verdicts returns the verdict of each definition of a list, from the cache when its
+// bytes were seen before.
+func (v *Vetter) verdicts(k Kind, items []json.RawMessage) []*verdict {
+	out := make([]*verdict, len(items))
+	for i, raw := range items {
+		h := sha256.New()
+		h.Write([]byte(k))
+		h.Write([]byte{0})
+		h.Write(raw)
+		var key [32]byte
+		h.Sum(key[:0])
+		if vd := v.cache[key]; vd != nil {
+			out[i] = vd
+			continue
+		}
+		vd := &verdict{}
+		vd.name, _, _ = jsonx.GetString(raw, "name")
+		if k == KindTemplate && vd.name == "" {
+			vd.name, _, _ = jsonx.GetString(raw, "uriTemplate")
+		}
+		vd.canon, vd.texts, vd.err = canonical(k, raw)
+		if vd.err == nil {
+			vd.hash = hashOf(vd.canon)
+			vd.findings = screenTexts(vd.texts)
+			for _, t := range vd.texts {
+				if t.path == "description" && !t.key {
+					vd.descLen = len(t.value)
+				}
+			}
+		}
+		v.cache[key] = vd
+		out[i] = vd
+	}
+	return out
+}
+
+// toolOwners maps every distinctive tool name to the upstreams that list it, for the
+// cross-reference check.
+func toolOwners(last map[string]*seen) map[string][]string {
+	owners := map[string][]string{}
+	for up, s := range last {
+		for _, vd := range s.items[0] {
+			if distinctive(vd.name) && !slices.Contains(owners[vd.name], up) {
+				owners[vd.name] = append(owners[vd.name], up)
+			}
+		}
+	}
+	return owners
+}
+
+// distinctive reports whether a tool name is specific enough that its appearance in
+// another server's text is a reference to it, not an ordinary word: it has a separator
+// or an inner capital, and some length.
+func distinctive(name string) bool {
+	if len(name) < 5 {
+		return false
+	}
+	if strings.ContainsAny(name, "_-.") {
+		return true
+	}
+	for i := 1; i < len(name); i++ {
+		if name[i] >= 'A' && name[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// judge decides one upstream's items: pinning, screening, and what is served.
+func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*UpstreamStatus, []Event) {
+	st := &UpstreamStatus{Upstream: up, Server: s.server, Ready: s.ready, Screen: v.screenMode(up)}
+	var approved *LockUpstream
+	if v.lock != nil {
+		approved = v.lock.Upstreams[up]
+	}
+	if approved != nil {
+		st.ApprovedServer = &approved.Server
+	}
+	var events []Event
+	var withheld [3]map[int]bool
+	own := map[string]bool{}
+	for _, vd := range s.items[0] {
+		own[vd.name] = true
+	}
+	for ki, k := range Kinds {
+		items := s.items[ki]
+		median := medianDescription(items)
+		listed := make(map[string]bool, len(items))
+		for i, vd := range items {
+			if vd.err != nil {
+				st.Invalid = append(st.Invalid, fmt.Sprintf("%s %q: %v", k, vd.name, vd.err))
+				continue
+			}
+			listed[vd.name] = true
+			ev := Event{Upstream: up, Kind: k, Name: vd.name}
+			if v.opts.Pin != PinOff {
+				var e Entry
+				var ok bool
+				if approved != nil {
+					e, ok = approved.Entries(k)[vd.name]
+				}
+				switch {
+				case !ok:
+					ev.Pin = "new"
+				case e.SHA256 != vd.hash:
+					ev.Pin = "changed"
+					ev.Changes = v.diff(e, vd)
+				}
+			}
+			if mode := v.screenMode(up); mode != ScreenOff {
+				ev.Findings = append(ev.Findings, vd.findings...)
+				ev.Findings = append(ev.Findings, crossReferences(vd, up, own, owners)...)
+				if k == KindTool || k == KindPrompt {
+					if vd.descLen > minLongDescription && median > 0 && vd.descLen > longDescriptionFactor*median {
+						ev.Findings = append(ev.Findings, Finding{Check: CheckLongDescription, Severity: Low, Field: "description",
+							Detail: fmt.Sprintf("%d bytes, %d× the median of this upstream's other %ss (%d)", vd.descLen, vd.descLen/median, k, median)})
+					}
+				}
+			}
+			if ev.Pin == "" && len(ev.Findings) == 0 {
+				continue
+			}
+			ev.Withheld = ev.Pin != "" && v.opts.Pin == PinEnforce
+			if v.screenMode(up) == ScreenWithhold && slices.ContainsFunc(ev.Findings, Finding.Withholds) {
+				ev.Withheld = true
+			}
+			if ev.Withheld {
+				if withheld[ki] == nil {
+					withheld[ki] = map[int]bool{}
+				}
+				withheld[ki][i] = true
+				st.Withheld++
+			}
+			st.Items = append(st.Items, ItemStatus{Kind: k, Name: vd.name, Withheld: ev.Withheld, Pin: ev.Pin, Changes: ev.Changes, Findings: ev.Findings})
+			key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", up, k, vd.name, vd.hash, v.gen, ev.Pin, ev.Withheld)
+			if !v.logged[key] {
+				v.logged[key] = true
+				v.log(ev)
+				events = append(events, ev)
+			}
+		}
+		if s.ready && approved != nil && v.opts.Pin != PinOff {
+			for _, n := range sortedKeys(approved.Entries(k)) {
+				if !listed[n] {
+					st.Items = append(st.Items, ItemStatus{Kind: k, Name: n, Pin: "removed"})
+				}
+			}
+		}
+	}
+	if s.ready && v.opts.Pin != PinOff && approved != nil && approved.Server != s.server {
+		st.ServerChanged = true
+	}
+	if st.Withheld > 0 && s.cat != nil {
+		s.serve = withhold(s.cat, withheld)
+	}
+	return st, events
+}
+
+// diff returns the changes from an approved entry to a verdict, cached by the pair.
+func (v *Vetter) diff(e Entry, vd *verdict) []Change {
+	key := [2]string{e.SHA256, vd.hash}
+	if c, ok := v.diffs[key]; ok {
+		return c
+	}
+	c := diff(e.Definition, vd.canon)
+	v.diffs[key] = c
+	return c
+}
+
+func (v *Vetter) log(ev Event) {
+	var e *zerolog.Event
+	var msg string
+	switch {
+	case ev.Pin == "changed":
+		e, msg = v.opts.Log.Warn(), fmt.Sprintf("the %s's definition differs from the one approved in the lock file", ev.Kind)
+	case ev.Pin == "new":
+		e, msg = v.opts.Log.Warn(), fmt.Sprintf("the %s is not in the lock file (not approved yet)", ev.Kind)
+	default:
+		e, msg = v.opts.Log.Warn(), fmt.Sprintf("screening found text in the %s's definition aimed at the model", ev.Kind)
+	}
+	e = e.Str("upstream", ev.Upstream).Str(string(ev.Kind), ev.Name).Bool("withheld", ev.Withheld)
+	if len(ev.Changes) > 0 {
+		cs := make([]string, len(ev.Changes))
+		for i, c := range ev.Changes {
+			cs[i] = c.String()
+		}
+		e = e.Strs("changes", cs)
+	}
+	if len(ev.Findings) > 0 {
+		fs := make([]string, len(ev.Findings))
+		for i, f := range ev.Findings {
+			fs[i] = f.String()
+		}
+		e = e.Strs("findings", fs)
+	}
+	if ev.Withheld {
+		msg += "; withheld until approved (mcp-proxy lock --update)"
+		if ev.Pin == "" {
+			msg = strings.TrimSuffix(msg, "; withheld until approved (mcp-proxy lock --update)") + "; withheld (screen = \"withhold\")"
+		}
+	}
+	e.Msg(msg)
+}
+
+// crossReferences reports the tool names of other upstreams that a definition's texts
+// mention (tool shadowing: a description that tells the model how to use another
+// server's tool).
+func crossReferences(vd *verdict, up string, own map[string]bool, owners map[string][]string) []Finding {
+	var out []Finding
+	for _, t := range vd.texts {
+		if t.key {
+			continue
+		}
+		for _, w := range words(t.value) {
+			for _, cand := range candidates(w) {
+				ups, ok := owners[cand]
+				if !ok || own[cand] {
+					continue
+				}
+				others := slices.DeleteFunc(slices.Clone(ups), func(u string) bool { return u == up })
+				if len(others) == 0 {
+					continue
+				}
+				out = append(out, Finding{Check: CheckCrossReference, Severity: Medium, Field: t.path,
+					Detail: fmt.Sprintf("names %q, a tool of upstream %s", cand, strings.Join(others, ", "))})
+			}
+		}
+	}
+	return dedupe(out)
+}
+
+// words splits text into name-like words: runs of letters, digits, '_', '-' and '.'.
+func words(s string) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		c := byte(0)
+		if i < len(s) {
+			c = s[i]
+		}
+		isWord := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
+		if isWord {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			w := strings.Trim(s[start:i], ".-")
+			if len(w) >= 5 {
+				out = append(out, w)
+			}
+			start = -1
+		}
+	}
+	return out
+}
+
+// candidates are the tool names a word may stand for: itself, and what follows a
+// client's or the proxy's prefix (mcp_tool_send_email, github__create_issue).
+func candidates(w string) []string {
+	out := []string{w}
+	for i := 0; i < len(w)-1; i++ {
+		if w[i] == '_' || w[i] == '.' {
+			if rest := strings.TrimLeft(w[i:], "_."); rest != "" && rest != w {
+				out = append(out, rest)
+			}
+		}
+	}
+	return out
+}
+
+func medianDescription(items []*verdict) int {
+	if len(items) < minItemsForMedian {
+		return 0
+	}
+	ls := make([]int, 0, len(items))
+	for _, vd := range items {
+		ls = append(ls, vd.descLen)
+	}
+	sort.Ints(ls)
+	return ls[len(ls)/2]
+}
+
+// withhold returns a copy of cat without the withheld items of each kind.
+func withhold(cat *upstream.Catalogue, w [3]map[int]bool) *upstream.Catalogue {
+	out := *cat
+	keep := func(items []json.RawMessage, drop map[int]bool) []json.RawMessage {
+		if len(drop) == 0 {
+			return items
+		}
+		kept := make([]json.RawMessage, 0, len(items)-len(drop))
+		for i, it := range items {
+			if !drop[i] {
+				kept = append(kept, it)
+			}
+		}
+		return kept
+	}
+	out.Tools = keep(cat.Tools, w[0])
+	out.Prompts = keep(cat.Prompts, w[1])
+	out.Templates = keep(cat.Templates, w[2])
+	return &out // ParamHeaders of a withheld tool stay: they are only read for listed tools
+}
+
+func serverOf(info upstream.Info) Server {
+	var s Server
+	if len(info.ServerInfo) > 0 {
+		s.Name, _, _ = jsonx.GetString(info.ServerInfo, "name")
+		s.Version, _, _ = jsonx.GetString(info.ServerInfo, "version")
+	}
+	return s
+}
+
+func cacheFloor(last map[string]*seen) int {
+	n := 64
+	for _, s := range last {
+		n += len(s.items[0]) + len(s.items[1]) + len(s.items[2])
+	}
+	return n
+}
+
+// pruneCache drops the verdicts of definitions no upstream lists any more.
+func (v *Vetter) pruneCache(last map[string]*seen) {
+	live := map[*verdict]bool{}
+	for _, s := range last {
+		for _, items := range s.items {
+			for _, vd := range items {
+				live[vd] = true
+			}
+		}
+	}
+	for k, vd := range v.cache {
+		if !live[vd] {
+			delete(v.cache, k)
+		}
+	}
+	clear(v.diffs)
+	if len(v.logged) > 4*len(live)+64 {
+		clear(v.logged)
+	}
+}
