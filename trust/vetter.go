@@ -71,11 +71,11 @@ type Vetter struct {
 	lock    *Lock // nil: no lock file (every definition is new)
 	lockErr error // why the lock file could not be read, for status
 	gen     uint64
-	cache   map[[32]byte]*verdict   // by the SHA-256 of kind and raw bytes
-	diffs   map[[2]string][]Change  // by approved and current hash
-	last    map[string]*seen        // per upstream, the last vetted catalogue
-	lastGen uint64                  // the lock generation last vetted against
-	logged  map[string]bool         // event keys already reported
+	cache   map[[32]byte]*verdict  // by the SHA-256 of kind and raw bytes
+	diffs   map[[2]string][]Change // by approved and current hash
+	last    map[string]*seen       // per upstream, the last vetted catalogue
+	lastGen uint64                 // the lock generation last vetted against
+	logged  map[string]bool        // event keys already reported
 	status  map[string]*UpstreamStatus
 }
 
