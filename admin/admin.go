@@ -90,6 +90,11 @@ type Options struct {
 	// Reload, when set, reloads the configuration for POST /reload (behind Auth, like
 	// /status) and returns the outcome.
 	Reload func(ctx context.Context) *Reload
+	// Trust, when set, is the pinning and screening status /status shows (trust.Status).
+	Trust func() any
+	// Approve, when set, approves what the named upstreams (all when none) list now in the
+	// lock file, for POST /lock (behind Auth, like /reload), and returns the new status.
+	Approve func(upstreams []string) (any, error)
 }
 
 // Server is the admin listener. Make it with New; Start listens and serves until
@@ -137,6 +142,7 @@ func (s *Server) routes() http.Handler {
 	})))
 	mux.Handle("GET /status", guard(http.HandlerFunc(s.serveStatus)))
 	mux.Handle("POST /reload", guard(http.HandlerFunc(s.serveReload)))
+	mux.Handle("POST /lock", guard(http.HandlerFunc(s.serveApprove)))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /{$}", guard(http.RedirectHandler("/status", http.StatusFound)))

@@ -112,3 +112,20 @@ func PostReload(ctx context.Context, client *http.Client, baseURL, token string)
 	}
 	return &out, nil
 }
+
+// serveApprove approves the definitions the upstreams list now (POST /lock, optionally
+// ?upstream=NAME, repeated): they are written to the lock file and served. 404 when the
+// proxy does not pin; 400 for an upstream that cannot be approved.
+func (s *Server) serveApprove(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Approve == nil {
+		http.Error(w, "this proxy does not pin definitions (proxy { pin = \"warn\" | \"enforce\" })", http.StatusNotFound)
+		return
+	}
+	st, err := s.opts.Approve(r.URL.Query()["upstream"])
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
+}

@@ -28,6 +28,9 @@ type Status struct {
 	LastReload *Reload                `json:"last_reload,omitempty"`
 	Upstreams  []UpstreamStatus       `json:"upstreams"`
 	Sessions   []metrics.SessionCount `json:"sessions"`
+	// Trust is what pinning and screening decided of the upstreams' definitions (see
+	// package trust); nil when the proxy does not pin or screen.
+	Trust any `json:"trust,omitempty"`
 }
 
 // UpstreamStatus is one upstream in Status.
@@ -76,6 +79,9 @@ func (s *Server) Status() *Status {
 		Sessions: s.opts.Metrics.Sessions(), Ready: true}
 	if st.Sessions == nil {
 		st.Sessions = []metrics.SessionCount{}
+	}
+	if s.opts.Trust != nil {
+		st.Trust = s.opts.Trust()
 	}
 	running := map[string]int{}
 	ups := s.opts.Engine.Upstreams()

@@ -87,7 +87,30 @@ type Proxy struct {
 	// before it is answered with what is ready (the rest are announced with list_changed
 	// when they come up); default 1s; 0 answers at once.
 	ReadyGrace time.Duration
+	// Pin is what a tool, prompt or resource template whose definition is not the one
+	// approved in LockFile leads to: "off" (the default: no lock file is read), "warn"
+	// (served and reported) or "enforce" (withheld until approved).
+	Pin string
+	// LockFile is the lock file of approved definitions; absolute; default proxy.lock in
+	// the configuration file's directory.
+	LockFile string
+	// Screen is what a poisoning finding in a definition leads to, for upstreams that do
+	// not set their own: "off", "flag" (the default: reported) or "withhold".
+	Screen string
 }
+
+// Pin and screen modes.
+const (
+	PinOff         = "off"
+	PinWarn        = "warn"
+	PinEnforce     = "enforce"
+	ScreenOff      = "off"
+	ScreenFlag     = "flag"
+	ScreenWithhold = "withhold"
+
+	// DefaultLockFile is the lock file's name in the configuration's directory.
+	DefaultLockFile = "proxy.lock"
+)
 
 // Defaults and minimums of the client session caps.
 const (
@@ -108,6 +131,7 @@ type Upstream struct {
 	StartupTimeout time.Duration     // for spawning + initialize + first catalogue fetch; default 30s; > 0
 	MaxMessageSize int               // bytes, max size of one message from this upstream; default 64<<20; >= 1024
 	Disabled       bool              // a disabled upstream is decoded and validated but not started
+	Screen         string            // "off", "flag" or "withhold"; "": the proxy block's screen
 	Protocol       string            // era: "auto" (probe server/discover, fall back to initialize), "legacy" or "modern"
 	URL            string            // a Streamable HTTP upstream instead of Command
 	Headers        map[string]string // sent to URL on every request (the upstream's own credentials)

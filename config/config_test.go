@@ -100,6 +100,7 @@ upstream "defaults" {
 
 			MaxClientBuffer:   DefaultMaxClientBuffer,
 			MaxClientInFlight: DefaultMaxClientInFlight, ReadyGrace: DefaultReadyGrace,
+			Pin: PinOff, LockFile: "/base/proxy.lock", Screen: ScreenFlag,
 		},
 		Upstreams: []Upstream{
 			{
@@ -159,7 +160,8 @@ upstream "defaults" {
 func TestParseDefaultsWithoutProxyBlock(t *testing.T) {
 	cfg := mustParse(t, `upstream "a" { command = ["a"] }`, Options{})
 	want := Proxy{Name: "mcp-proxy", Separator: "__", PageSize: 100, MaxNameLength: 128,
-		MaxClientBuffer: 16 << 20, MaxClientInFlight: 1024, ReadyGrace: time.Second}
+		MaxClientBuffer: 16 << 20, MaxClientInFlight: 1024, ReadyGrace: time.Second,
+		Pin: PinOff, LockFile: "/base/proxy.lock", Screen: ScreenFlag}
 	if !reflect.DeepEqual(cfg.Proxy, want) {
 		t.Errorf("Proxy = %+v, want %+v", cfg.Proxy, want)
 	}

@@ -115,6 +115,11 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Cluster:   decodeCluster(e, raw.Clusters),
 	}
 	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
+	if cfg.Proxy.LockFile == "" {
+		cfg.Proxy.LockFile = filepath.Join(absBase, DefaultLockFile)
+	} else {
+		cfg.Proxy.LockFile = resolvePath(absBase, cfg.Proxy.LockFile)
+	}
 	checkExposedOverrides(e, cfg)
 	checkListen(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {

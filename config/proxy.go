@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -40,6 +41,9 @@ func defaultProxy() Proxy {
 		MaxClientBuffer:   DefaultMaxClientBuffer,
 		MaxClientInFlight: DefaultMaxClientInFlight,
 		ReadyGrace:        DefaultReadyGrace,
+
+		Pin:    PinOff,
+		Screen: ScreenFlag,
 	}
 }
 
@@ -112,7 +116,40 @@ func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
 	if d, ok := e.durationOrZero(raw.ReadyGrace); ok {
 		p.ReadyGrace = d
 	}
+	if s, ok := e.oneOf(raw.Pin, "pin", PinOff, PinWarn, PinEnforce); ok {
+		p.Pin = s
+	}
+	if s, ok := e.string(raw.LockFile); ok {
+		if s == "" {
+			e.errorf(raw.LockFile, "Invalid lock_file", "\"lock_file\" must not be empty; omit it to use %s next to the configuration file.", DefaultLockFile)
+		} else {
+			p.LockFile = s // made absolute by Load, against the file's directory
+		}
+	}
+	if s, ok := e.oneOf(raw.Screen, "screen", ScreenOff, ScreenFlag, ScreenWithhold); ok {
+		p.Screen = s
+	}
 	return p
+}
+
+// oneOf evaluates a string attribute that must be one of the given values; an error
+// naming them otherwise.
+func (e *evaluator) oneOf(attr *hcl.Attribute, name string, values ...string) (string, bool) {
+	s, ok := e.string(attr)
+	if !ok {
+		return "", false
+	}
+	for _, v := range values {
+		if s == v {
+			return s, true
+		}
+	}
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = fmt.Sprintf("%q", v)
+	}
+	e.errorf(attr, "Invalid "+name, "%q must be one of %s, got %q.", name, strings.Join(quoted, ", "), s)
+	return "", false
 }
 
 // checkSeparator returns why s is not a usable separator, or "" if it is.

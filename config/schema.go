@@ -42,6 +42,10 @@ type rawProxy struct {
 	MaxClientInFlight *hcl.Attribute `hcl:"max_client_in_flight,optional"`
 	ReadyGrace        *hcl.Attribute `hcl:"ready_grace,optional"`
 
+	Pin      *hcl.Attribute `hcl:"pin,optional"`
+	LockFile *hcl.Attribute `hcl:"lock_file,optional"`
+	Screen   *hcl.Attribute `hcl:"screen,optional"`
+
 	DefRange hcl.Range `hcl:",def_range"`
 }
 
@@ -56,6 +60,7 @@ type rawUpstream struct {
 	StartupTimeout *hcl.Attribute `hcl:"startup_timeout,optional"`
 	MaxMessageSize *hcl.Attribute `hcl:"max_message_size,optional"`
 	Disabled       *hcl.Attribute `hcl:"disabled,optional"`
+	Screen         *hcl.Attribute `hcl:"screen,optional"`
 	Protocol       *hcl.Attribute `hcl:"protocol,optional"`
 	URL            *hcl.Attribute `hcl:"url,optional"`
 	Headers        *hcl.Attribute `hcl:"headers,optional"`

@@ -140,6 +140,9 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 	}
 	u.Tools = decodeFilter(e, raw.Tools, raw.ToolBlocks, "tool")
 	u.Prompts = decodeFilter(e, raw.Prompts, raw.PromptBlocks, "prompt")
+	if s, ok := e.oneOf(raw.Screen, "screen", ScreenOff, ScreenFlag, ScreenWithhold); ok {
+		u.Screen = s
+	}
 	u.Protocol = ProtocolAuto
 	if s, ok := e.string(raw.Protocol); ok {
 		switch s {

@@ -26,6 +26,15 @@ const (
 	OutcomeInvalid       = "invalid" // refused before routing: not taken as a request (see Chain.Refused)
 )
 
+// DefinitionMethod is the method of the audit records of a definition that pinning or
+// screening reported (a new or changed definition, findings), with the decision
+// DecisionWithheld or DecisionFlagged: not a request, what a catalogue fetch found.
+const (
+	DefinitionMethod = "catalogue"
+	DecisionWithheld = "withheld"
+	DecisionFlagged  = "flagged"
+)
+
 // Record is one audited request: who asked what of whom, what was decided, and how it
 // ended.
 type Record struct {
@@ -44,6 +53,9 @@ type Record struct {
 	Error      string          `json:"error,omitempty"`
 	ArgsSHA256 string          `json:"args_sha256,omitempty"`
 	Args       json.RawMessage `json:"args,omitempty"`
+	// Definition is, for a record of a definition's pinning or screening (Method
+	// DefinitionMethod), what was found: the changed fields and the findings.
+	Definition json.RawMessage `json:"definition,omitempty"`
 	// Plugins are what the plugins' hooks decided, in the order they ran.
 	Plugins []PluginNote `json:"plugins,omitempty"`
 	// TraceID is the call's trace when it is traced (sampled, or the client sent its own

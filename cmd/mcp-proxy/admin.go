@@ -134,7 +134,8 @@ func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch
 	m.ConfigLoaded(info.LoadedAt)
 	opts := admin.Options{Address: cfg.Admin.Address, Engine: e.r, Metrics: m, Upstreams: upstreamConfigs(cfg), Config: info,
 		Version: buildVersion(), Log: log,
-		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin") }}
+		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin") },
+		Trust:  e.trustStatus, Approve: e.approve}
 	if authn != nil {
 		opts.Auth = authn.Middleware
 	}

@@ -82,6 +82,9 @@ type engine struct {
 	// watchSet tells watchReloads that a reload turned proxy.watch on or off (capacity 1).
 	watchSet chan struct{}
 	closed   bool
+
+	trust vetterBox                      // pinning and screening (trust.go); a reload replaces it
+	audit atomic.Pointer[policy.Auditor] // the chain's audit trail, for the vetter's records
 }
 
 // buildEngine is newEngine, returning the engine a reload works on.
@@ -112,6 +115,10 @@ func buildEngineWith(ctx context.Context, cfg *config.Config, log zerolog.Logger
 	}
 	e.r = r
 	r.OnClose(e.close)
+	if err := e.setupTrust(cfg); err != nil {
+		r.Close()
+		return nil, err
+	}
 	host, err := startPlugins(ctx, cfg, r, log, obs)
 	if err != nil {
 		r.Close()
@@ -146,6 +153,11 @@ func buildEngineWith(ctx context.Context, cfg *config.Config, log zerolog.Logger
 // started with; the next one takes the new.
 func (e *engine) install() {
 	e.obs.watchPolicy(e.chain)
+	if e.chain != nil {
+		e.audit.Store(e.chain.Audit)
+	} else {
+		e.audit.Store(nil)
+	}
 	if e.tr != nil && e.chain != nil {
 		e.chain.TraceIDs = telemetry.IDs // audit records name the call's trace
 	}

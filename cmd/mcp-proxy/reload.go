@@ -151,6 +151,10 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 			out.Changes = append(out.Changes, "auth")
 		}
 	}
+	applyTrust, trustChanges, err := e.nextTrust(cur, next)
+	if err != nil {
+		return fail("pinning", err)
+	}
 	change, described, gates, err := e.upstreamChange(cur, next)
 	if err != nil {
 		return fail("upstreams", err)
@@ -225,6 +229,11 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 		e.retire(10*time.Second, old.Close) // requests being authenticated by it finish
 	}
 	running.Listen, running.Admin, running.Telemetry, running.Proxy, running.Cluster = cur.Listen, cur.Admin, cur.Telemetry, cur.Proxy, cur.Cluster
+	if applyTrust != nil {
+		applyTrust()
+		out.Changes = append(out.Changes, trustChanges...)
+	}
+	running.Proxy.Pin, running.Proxy.LockFile, running.Proxy.Screen = next.Proxy.Pin, next.Proxy.LockFile, next.Proxy.Screen
 	if running.Proxy.Watch != next.Proxy.Watch {
 		running.Proxy.Watch = next.Proxy.Watch
 		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
@@ -408,6 +417,7 @@ func sameUpstream(a, b config.Upstream, ca, cb *config.Config) bool {
 	a.Tools, a.Prompts, b.Tools, b.Prompts = config.Filter{}, config.Filter{}, config.Filter{}, config.Filter{}
 	a.Required, b.Required = false, false // readiness only
 	a.MaxInFlight, b.MaxInFlight = 0, 0   // the policy's limiter applies it
+	a.Screen, b.Screen = "", ""           // the vetter applies it (trust.go)
 	return config.Equal(a, b, ca, cb)
 }
 
