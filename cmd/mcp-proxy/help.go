@@ -72,6 +72,30 @@ fails or the tool reports an error (isError). Progress goes to stderr.`,
 		example: `mcp-proxy call --config proxy.hcl github__search_issues '{"q": "is:open label:bug"}'`,
 	},
 	{
+		name: "lock",
+		uses: []use{{"[--config FILE] [--update] [--upstream NAME]...", "write or check the lock file of approved tool definitions"}},
+		desc: `Start the upstreams and compare what they list (tools, prompts, resource templates)
+with the lock file (proxy { lock_file }, default proxy.lock beside the configuration).
+Without a lock file, write it. With one, print every definition that is new, changed
+(field by field) or removed, and exit 1 if there is any; --update approves them: the
+lock file is written with what the upstreams list now (only the --upstream ones when
+given; the others keep their entries). Under proxy { pin = "enforce" } a running proxy
+serves only what the lock file approves; reload it (or POST /lock on its admin
+listener) after an update.`,
+		example: `mcp-proxy lock --config proxy.hcl --update --upstream github`,
+	},
+	{
+		name: "screen",
+		uses: []use{{"[--config FILE] [--json]", "start the upstreams, print the poisoning findings in their definitions"}},
+		desc: `Start the upstreams and screen every tool, prompt and resource template definition for
+text aimed at the model rather than its user: invisible Unicode (tag characters, bidi
+controls, zero-width characters), instruction markup, directives to hide things from
+the user or to ignore instructions, credential files, other upstreams' tool names,
+outlying description lengths. Each finding has a check name and a severity; the exit
+status is 1 if any has a severity that screen = "withhold" withholds (medium, high).`,
+		example: `mcp-proxy screen --config proxy.hcl --json`,
+	},
+	{
 		name: "status",
 		uses: []use{{"[--admin URL | --config FILE] [--json]", "show a running proxy's upstreams and sessions; exit 1 if not ready"}},
 		desc: `Ask a running proxy's admin listener for its status and print it: each upstream's

@@ -82,6 +82,10 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdTools(ctx, rest, stdout, stderr)
 	case "call":
 		return cmdCall(ctx, rest, stdout, stderr)
+	case "lock":
+		return cmdLock(ctx, rest, stdout, stderr)
+	case "screen":
+		return cmdScreen(ctx, rest, stdout, stderr)
 	case "import":
 		return cmdImport(rest, stdout, stderr)
 	case "bridge":

@@ -25,7 +25,9 @@ func trustSettings(cfg *config.Config) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%s|%s", cfg.Proxy.Pin, cfg.Proxy.LockFile, cfg.Proxy.Screen)
 	for _, u := range cfg.Upstreams {
-		fmt.Fprintf(&b, "|%s=%s", u.Name, u.Screen)
+		if u.Screen != "" {
+			fmt.Fprintf(&b, "|%s=%s", u.Name, u.Screen)
+		}
 	}
 	return b.String()
 }
