@@ -37,6 +37,9 @@ type config struct {
 
 	files string // also serve this directory's files as resources and through read_file
 
+	toolsFile string     // also serve the echo tools this JSON file defines (read at start)
+	fileTools []fileTool // what toolsFile defines
+
 	echoMeta bool // the echo_meta tool; over HTTP, log the traceparent header of every request
 	flood    bool // the flood tool
 }
@@ -58,6 +61,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.fast, "fast", false, "trivial fast mode: initialize, ping, tools/list and tools/call of echo only, handled inline")
 	fs.IntVar(&cfg.page, "page", 0, "tools per tools/list page (`N`); 0 means one page")
 	fs.IntVar(&cfg.extraTools, "extra-tools", 0, "add `N` echo tools named t0001..tNNNN")
+	fs.StringVar(&cfg.toolsFile, "tools-file", "", "add the echo tools defined in this JSON `file` (an array of {name, description, inputSchema}), read at start")
 	fs.DurationVar(&cfg.initDelay, "init-delay", 0, "wait `D` before answering initialize (a server slow to start)")
 	fs.StringVar(&cfg.initGate, "init-gate", "", "answer initialize only once `FILE` exists (polled every 10ms), after -init-delay:\n"+
 		"a test decides when this server is ready")
@@ -115,6 +119,13 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.exitAfter < 0 {
 		problems = append(problems, fmt.Errorf("-exit-after must not be negative, got %d", cfg.exitAfter))
+	}
+	if cfg.toolsFile != "" {
+		ts, err := readToolsFile(cfg.toolsFile)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("-tools-file: %w", err))
+		}
+		cfg.fileTools = ts
 	}
 	if err := errors.Join(problems...); err != nil {
 		fmt.Fprintf(stderr, "misbehave: %v\n", err)

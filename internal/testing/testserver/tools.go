@@ -69,6 +69,31 @@ type tool struct {
 	run         toolFunc
 }
 
+// fileTool is one tool of -tools-file.
+type fileTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// readToolsFile reads the tools of -tools-file.
+func readToolsFile(path string) ([]fileTool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ts []fileTool
+	if err := json.Unmarshal(b, &ts); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range ts {
+		if len(ts[i].InputSchema) == 0 {
+			ts[i].InputSchema = json.RawMessage(schemaAny)
+		}
+	}
+	return ts, nil
+}
+
 // catalogue is the fixed list of tools, with each definition encoded once.
 // It is read-only after construction.
 type catalogue struct {
@@ -102,6 +127,9 @@ func newCatalogue(cfg *config) *catalogue {
 	}
 	if cfg.files != "" {
 		tools = append(tools, &tool{toolReadFile, "Returns the text of a file (checks nothing).", schemaReadFile, readFile})
+	}
+	for _, d := range cfg.fileTools {
+		tools = append(tools, &tool{d.Name, d.Description, string(d.InputSchema), echo("")})
 	}
 	for i := 1; i <= cfg.extraTools; i++ {
 		tools = append(tools, &tool{fmt.Sprintf("t%04d", i), fmt.Sprintf("Extra echo tool number %d.", i), schemaAny, echo("")})
