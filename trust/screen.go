@@ -78,7 +78,11 @@ func screenTexts(texts []text) []Finding {
 			if !p.trigger(lower) {
 				continue
 			}
-			if m := p.re.FindString(lower); m != "" {
+			if loc := p.re.FindStringIndex(lower); loc != nil {
+				m := lower[loc[0]:loc[1]]
+				if len(lower) == len(t.value) { // quote it as written when lowering kept the offsets
+					m = t.value[loc[0]:loc[1]]
+				}
 				out = append(out, Finding{Check: p.check, Severity: p.severity, Field: field, Detail: quoteExcerpt(m)})
 			}
 		}
