@@ -42,9 +42,28 @@ var errDepth = errors.New("definition nested too deeply")
 // text is one string of a definition, with where it is: a member's value, or a member's
 // key (a schema's property names are read by the model too).
 type text struct {
-	path  string // dotted, e.g. inputSchema.properties.path.description
+	node  int32 // where it is: an index into the definition's nodes (see pathOf)
 	value string
-	key   bool // value is an object key at path
+	key   bool // value is an object key at that node
+}
+
+// node is one step of a path into a definition: its key under its parent's node.
+type node struct {
+	parent int32 // -1 for a top-level member
+	key    string
+}
+
+// pathOf spells a node as a dotted path, e.g. inputSchema.properties.path.description.
+func pathOf(nodes []node, i int32) string {
+	if i < 0 {
+		return ""
+	}
+	var keys []string
+	for ; i >= 0; i = nodes[i].parent {
+		keys = append(keys, nodes[i].key)
+	}
+	slices.Reverse(keys)
+	return strings.Join(keys, ".")
 }
 
 // canonical returns the canonical form of a definition of kind k: its pinned members
@@ -52,6 +71,12 @@ type text struct {
 // way. Two definitions are the same exactly when their canonical forms are. It also
 // returns the definition's strings, for screening.
 func canonical(k Kind, raw []byte) (canon []byte, texts []text, err error) {
+	canon, texts, _, err = canonicalNodes(k, raw)
+	return canon, texts, err
+}
+
+// canonicalNodes is canonical with the nodes its texts' paths are made of.
+func canonicalNodes(k Kind, raw []byte) (canon []byte, texts []text, nodes []node, err error) {
 	type member struct {
 		key string
 		val []byte
@@ -70,10 +95,10 @@ func canonical(k Kind, raw []byte) (canon []byte, texts []text, err error) {
 		return true
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
-	c := canonicaliser{out: make([]byte, 0, len(raw))}
+	c := canonicaliser{out: make([]byte, 0, len(raw)+16), texts: make([]text, 0, 32), nodes: make([]node, 0, 32)}
 	c.out = append(c.out, '{')
 	for i, m := range ms {
 		if i > 0 {
@@ -81,12 +106,13 @@ func canonical(k Kind, raw []byte) (canon []byte, texts []text, err error) {
 		}
 		c.out = jsonrpc.AppendString(c.out, m.key)
 		c.out = append(c.out, ':')
-		if err := c.value(m.val, m.key, 1); err != nil {
-			return nil, nil, err
+		c.nodes = append(c.nodes, node{parent: -1, key: m.key})
+		if err := c.value(m.val, int32(len(c.nodes)-1), 1); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	c.out = append(c.out, '}')
-	return c.out, c.texts, nil
+	return c.out, c.texts, c.nodes, nil
 }
 
 // hashOf is the hex SHA-256 of a canonical form.
@@ -98,94 +124,215 @@ func hashOf(canon []byte) string {
 type canonicaliser struct {
 	out   []byte
 	texts []text
+	nodes []node
+	spans []span // a stack of the members of the objects being read
 }
 
-func (c *canonicaliser) value(v []byte, path string, depth int) error {
-	if depth > maxDepth {
-		return errDepth
+// value appends the canonical form of the JSON value at the start of v (after optional
+// whitespace) and returns the rest of v after it. Each byte is read once; an object's
+// members are canonicalised into the output, then reordered by key in place.
+func (c *canonicaliser) value(v []byte, path int32, depth int) error {
+	rest, err := c.next(v, path, depth)
+	if err != nil {
+		return err
 	}
-	i := jsonx.SkipWS(v, 0)
-	if i >= len(v) {
+	if len(bytesTrimWS(rest)) != 0 {
 		return jsonx.ErrSyntax
-	}
-	switch v[i] {
-	case '{':
-		type member struct {
-			key string
-			val []byte
-		}
-		var ms []member
-		var err error
-		if e := jsonx.Each(v[i:], func(f jsonx.Field) bool {
-			key, e := jsonx.Unquote(f.RawKey)
-			if e != nil {
-				err = e
-				return false
-			}
-			ms = append(ms, member{key, f.Value})
-			return true
-		}); e != nil {
-			return e
-		}
-		if err != nil {
-			return err
-		}
-		slices.SortFunc(ms, func(a, b member) int { return strings.Compare(a.key, b.key) })
-		c.out = append(c.out, '{')
-		for j, m := range ms {
-			if j > 0 {
-				if m.key == ms[j-1].key {
-					return jsonx.ErrSyntax // a duplicate key has no one meaning
-				}
-				c.out = append(c.out, ',')
-			}
-			c.texts = append(c.texts, text{path: path, value: m.key, key: true})
-			c.out = jsonrpc.AppendString(c.out, m.key)
-			c.out = append(c.out, ':')
-			if err := c.value(m.val, path+"."+m.key, depth+1); err != nil {
-				return err
-			}
-		}
-		c.out = append(c.out, '}')
-	case '[':
-		c.out = append(c.out, '[')
-		j := jsonx.SkipWS(v, i+1)
-		n := 0
-		for j < len(v) && v[j] != ']' {
-			end, err := jsonx.ScanValue(v, j)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				c.out = append(c.out, ',')
-			}
-			if err := c.value(v[j:end], path, depth+1); err != nil {
-				return err
-			}
-			n++
-			j = jsonx.SkipWS(v, end)
-			if j < len(v) && v[j] == ',' {
-				j = jsonx.SkipWS(v, j+1)
-			}
-		}
-		c.out = append(c.out, ']')
-	case '"':
-		end, err := jsonx.ScanValue(v, i)
-		if err != nil {
-			return err
-		}
-		s, err := jsonx.Unquote(v[i:end])
-		if err != nil {
-			return err
-		}
-		c.texts = append(c.texts, text{path: path, value: s})
-		c.out = jsonrpc.AppendString(c.out, s)
-	default: // numbers, true, false, null: as written
-		end, err := jsonx.ScanValue(v, i)
-		if err != nil {
-			return err
-		}
-		c.out = append(c.out, v[i:end]...)
 	}
 	return nil
 }
+
+func bytesTrimWS(b []byte) []byte {
+	i := jsonx.SkipWS(b, 0)
+	return b[i:]
+}
+
+type span struct {
+	key        string
+	start, end int // of the member ("key":value) in c.out
+}
+
+func (c *canonicaliser) next(v []byte, path int32, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, errDepth
+	}
+	v = bytesTrimWS(v)
+	if len(v) == 0 {
+		return nil, jsonx.ErrSyntax
+	}
+	switch v[0] {
+	case '{':
+		c.out = append(c.out, '{')
+		base := len(c.out)
+		first := len(c.spans)
+		defer func() { c.spans = c.spans[:first] }()
+		v = bytesTrimWS(v[1:])
+		if len(v) > 0 && v[0] == '}' {
+			c.out = append(c.out, '}')
+			return v[1:], nil
+		}
+		for {
+			if len(v) == 0 || v[0] != '"' {
+				return nil, jsonx.ErrSyntax
+			}
+			end, err := jsonx.ScanValue(v, 0)
+			if err != nil {
+				return nil, err
+			}
+			key, err := internKey(v[:end])
+			if err != nil {
+				return nil, err
+			}
+			v = bytesTrimWS(v[end:])
+			if len(v) == 0 || v[0] != ':' {
+				return nil, jsonx.ErrSyntax
+			}
+			if len(c.spans) > first {
+				c.out = append(c.out, ',')
+			}
+			m := span{key: key, start: len(c.out)}
+			c.texts = append(c.texts, text{node: path, value: key, key: true})
+			c.out = jsonrpc.AppendString(c.out, key)
+			c.out = append(c.out, ':')
+			c.nodes = append(c.nodes, node{parent: path, key: key})
+			if v, err = c.next(v[1:], int32(len(c.nodes)-1), depth+1); err != nil {
+				return nil, err
+			}
+			m.end = len(c.out)
+			c.spans = append(c.spans, m)
+			v = bytesTrimWS(v)
+			if len(v) == 0 {
+				return nil, jsonx.ErrSyntax
+			}
+			if v[0] == '}' {
+				v = v[1:]
+				break
+			}
+			if v[0] != ',' {
+				return nil, jsonx.ErrSyntax
+			}
+			v = bytesTrimWS(v[1:])
+		}
+		members := c.spans[first:]
+		if !slices.IsSortedFunc(members, func(a, b span) int { return strings.Compare(a.key, b.key) }) || hasDup(members) {
+			sorted := slices.Clone(members)
+			slices.SortStableFunc(sorted, func(a, b span) int { return strings.Compare(a.key, b.key) })
+			if hasDup(sorted) {
+				return nil, jsonx.ErrSyntax // a duplicate key has no one meaning
+			}
+			body := make([]byte, 0, len(c.out)-base)
+			for i, m := range sorted {
+				if i > 0 {
+					body = append(body, ',')
+				}
+				body = append(body, c.out[m.start:m.end]...)
+			}
+			c.out = append(c.out[:base], body...)
+		}
+		c.out = append(c.out, '}')
+		return v, nil
+	case '[':
+		c.out = append(c.out, '[')
+		v = bytesTrimWS(v[1:])
+		if len(v) > 0 && v[0] == ']' {
+			c.out = append(c.out, ']')
+			return v[1:], nil
+		}
+		for n := 0; ; n++ {
+			if n > 0 {
+				c.out = append(c.out, ',')
+			}
+			var err error
+			if v, err = c.next(v, path, depth+1); err != nil {
+				return nil, err
+			}
+			v = bytesTrimWS(v)
+			if len(v) == 0 {
+				return nil, jsonx.ErrSyntax
+			}
+			if v[0] == ']' {
+				c.out = append(c.out, ']')
+				return v[1:], nil
+			}
+			if v[0] != ',' {
+				return nil, jsonx.ErrSyntax
+			}
+			v = v[1:]
+		}
+	case '"':
+		end, err := jsonx.ScanValue(v, 0)
+		if err != nil {
+			return nil, err
+		}
+		s, err := unquote(v[:end])
+		if err != nil {
+			return nil, err
+		}
+		c.texts = append(c.texts, text{node: path, value: s})
+		c.out = jsonrpc.AppendString(c.out, s)
+		return v[end:], nil
+	default: // numbers, true, false, null: as written
+		end, err := jsonx.ScanValue(v, 0)
+		if err != nil {
+			return nil, err
+		}
+		c.out = append(c.out, v[:end]...)
+		return v[end:], nil
+	}
+}
+
+func hasDup(sorted []span) bool {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].key == sorted[i-1].key {
+			return true
+		}
+	}
+	return false
+}
+
+// internKey decodes an object key, without allocating for the keys schemas repeat.
+func internKey(lit []byte) (string, error) {
+	switch string(lit) { // the conversion does not allocate in a switch
+	case `"type"`:
+		return "type", nil
+	case `"description"`:
+		return "description", nil
+	case `"properties"`:
+		return "properties", nil
+	case `"required"`:
+		return "required", nil
+	case `"items"`:
+		return "items", nil
+	case `"enum"`:
+		return "enum", nil
+	case `"default"`:
+		return "default", nil
+	case `"title"`:
+		return "title", nil
+	case `"additionalProperties"`:
+		return "additionalProperties", nil
+	case `"$schema"`:
+		return "$schema", nil
+	case `"format"`:
+		return "format", nil
+	case `"minimum"`:
+		return "minimum", nil
+	case `"maximum"`:
+		return "maximum", nil
+	case `"anyOf"`:
+		return "anyOf", nil
+	case `"readOnlyHint"`:
+		return "readOnlyHint", nil
+	case `"destructiveHint"`:
+		return "destructiveHint", nil
+	case `"idempotentHint"`:
+		return "idempotentHint", nil
+	case `"openWorldHint"`:
+		return "openWorldHint", nil
+	}
+	return unquote(lit)
+}
+
+// unquote decodes a JSON string literal, without a detour through encoding/json for the
+// common case (no escapes).
+func unquote(lit []byte) (string, error) { return jsonx.Unquote(lit) }

@@ -62,38 +62,103 @@ func (f Finding) String() string {
 func (f Finding) Withholds() bool { return f.Severity >= Medium }
 
 // screenTexts runs the checks that depend on one definition alone.
-func screenTexts(texts []text) []Finding {
+func screenTexts(texts []text, nodes []node) []Finding {
 	var out []Finding
+	var hits []bool // by phrase: a trigger word is in the text (reused)
 	for _, t := range texts {
-		field := t.path
-		if t.key {
-			field += " (a key)"
+		field := func() string {
+			f := pathOf(nodes, t.node)
+			if t.key {
+				f += " (a key)"
+			}
+			return f
 		}
-		out = screenUnicode(out, field, t.value)
-		if t.value == "" {
+		if !isASCII(t.value) {
+			out = screenUnicode(out, field(), t.value)
+		}
+		if len(t.value) < minScreened {
 			continue
 		}
-		lower := strings.ToLower(t.value)
-		for _, p := range phrases {
-			if !p.trigger(lower) {
-				continue
-			}
-			if loc := p.re.FindStringIndex(lower); loc != nil {
-				m := lower[loc[0]:loc[1]]
-				if len(lower) == len(t.value) { // quote it as written when lowering kept the offsets
-					m = t.value[loc[0]:loc[1]]
-				}
-				out = append(out, Finding{Check: p.check, Severity: p.severity, Field: field, Detail: quoteExcerpt(m)})
-			}
+		lower := strings.ToLower(t.value) // no copy for text without capitals
+		if !t.key { // property names carry credential files (full-schema poisoning), not phrases
+			out = screenPhrases(out, t.value, lower, field, &hits)
 		}
-		for _, c := range credentialFiles {
-			if strings.Contains(lower, c) {
-				out = append(out, Finding{Check: CheckCredentialFile, Severity: High, Field: field, Detail: quoteExcerpt(c)})
-				break
+		if strings.ContainsAny(lower, "._/~") || strings.Contains(lower, "claude_desktop") {
+			for _, c := range credentialFiles {
+				if strings.Contains(lower, c) {
+					out = append(out, Finding{Check: CheckCredentialFile, Severity: High, Field: field(), Detail: quoteExcerpt(c)})
+					break
+				}
 			}
 		}
 	}
 	return dedupe(out)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// screenPhrases runs the phrase checks whose trigger words or marks are in lower.
+func screenPhrases(out []Finding, orig, lower string, field func() string, hits *[]bool) []Finding {
+	if *hits == nil {
+		*hits = make([]bool, len(phrases))
+	}
+	h := *hits
+	clear(h)
+	any := false
+	eachWord(lower, func(w string) {
+		for _, i := range triggers[w] {
+			h[i], any = true, true
+		}
+	})
+	for i, p := range phrases {
+		if p.mark != "" && strings.Contains(lower, p.mark) {
+			h[i], any = true, true
+		}
+	}
+	if !any {
+		return out
+	}
+	for i, p := range phrases {
+		if !h[i] {
+			continue
+		}
+		if loc := p.re.FindStringIndex(lower); loc != nil {
+			m := lower[loc[0]:loc[1]]
+			if len(lower) == len(orig) { // quote it as written when lowering kept the offsets
+				m = orig[loc[0]:loc[1]]
+			}
+			out = append(out, Finding{Check: p.check, Severity: p.severity, Field: field(), Detail: quoteExcerpt(m)})
+		}
+	}
+	return out
+}
+
+// minScreened is the shortest text the phrase and credential checks read: every pattern
+// is longer ("id_rsa", "<system>").
+const minScreened = 6
+
+// eachWord calls fn with every run of ASCII letters and apostrophes in s (lower case).
+func eachWord(s string, fn func(string)) {
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && (s[i] >= 'a' && s[i] <= 'z' || s[i] == '\'') {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			fn(s[start:i])
+			start = -1
+		}
+	}
 }
 
 // screenUnicode reports the invisible and reordering characters in s, one finding per
@@ -165,47 +230,52 @@ func describeRunes(rs []rune, tags bool) string {
 	return b.String()
 }
 
-// phrase is one pattern of text addressed to the model. trigger is a cheap test that
-// must pass before the expression runs: most text passes none.
+// phrase is one pattern of text addressed to the model. Its expression runs only on
+// text that has one of its trigger words (or its mark): most text has none.
 type phrase struct {
 	check    string
 	severity Severity
-	words    []string // the text must contain one of these for re to run
+	words    []string // trigger words (whole words, lower case)
 	re       *regexp.Regexp
+	mark     string // a trigger that is not a word ("<", "[inst"); "" for none
 }
 
-func (p *phrase) trigger(lower string) bool {
-	for _, w := range p.words {
-		if strings.Contains(lower, w) {
-			return true
+// triggers maps each trigger word to the phrases it triggers.
+var triggers = func() map[string][]int {
+	m := map[string][]int{}
+	for i, p := range phrases {
+		for _, w := range p.words {
+			m[w] = append(m[w], i)
 		}
 	}
-	return false
-}
+	return m
+}()
 
 var phrases = []*phrase{
-	{CheckInstructionMarkup, High, []string{"<"},
-		regexp.MustCompile(`<\s*/?\s*(important|system|instructions?|secret|hidden|critical|admin|assistant|user_instructions?|sysprompt)\b[^>]{0,40}>`)},
-	{CheckInstructionMarkup, High, []string{"[inst", "[/inst", "[system", "<|"},
-		regexp.MustCompile(`\[/?(inst|system)\]|<\|[a-z_]{2,20}\|>`)},
-	{CheckInstructionMarkup, Medium, []string{"<!--"},
-		regexp.MustCompile(`<!--[\s\S]{0,60}`)},
+	{CheckInstructionMarkup, High, nil,
+		regexp.MustCompile(`<\s*/?\s*(important|system|instructions?|secret|hidden|critical|admin|assistant|user_instructions?|sysprompt)\b[^>]{0,40}>`), "<"},
+	{CheckInstructionMarkup, High, nil,
+		regexp.MustCompile(`\[/?(inst|system)\]`), "["},
+	{CheckInstructionMarkup, High, nil,
+		regexp.MustCompile(`<\|[a-z_]{2,20}\|>`), "<|"},
+	{CheckInstructionMarkup, Medium, nil,
+		regexp.MustCompile(`<!--[\s\S]{0,60}`), "<!--"},
 	{CheckModelDirective, High, []string{"ignore", "disregard", "forget"},
-		regexp.MustCompile(`(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|other|your)\s+(instructions|prompts|rules|directions)`)},
-	{CheckModelDirective, High, []string{"not ", "n't ", "never "},
-		regexp.MustCompile(`(do\s+not|don't|never|must\s+not|should\s+not)\s+(tell|inform|mention|reveal|disclose|show|notify|alert|warn)\b[^.\n]{0,60}\b(user|human|operator)s?\b`)},
-	{CheckModelDirective, High, []string{"without "},
-		regexp.MustCompile(`without\s+(telling|informing|notifying|alerting|asking|warning)\s+(the\s+)?(user|human|operator)`)},
-	{CheckModelDirective, High, []string{"not know", "not see", "not notice", "not be told", "not find out", "not be aware"},
-		regexp.MustCompile(`(user|human|operator)s?\s+(must|should|will|may)\s+not\s+(know|see|notice|be\s+told|find\s+out|be\s+aware)`)},
-	{CheckModelDirective, High, []string{"system prompt", "your instructions", "system message"},
-		regexp.MustCompile(`(reveal|print|output|repeat|disclose|leak|send|include|pass)\b[^.\n]{0,40}(system\s+prompt|system\s+message|your\s+instructions)`)},
+		regexp.MustCompile(`(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|other|your)\s+(instructions|prompts|rules|directions)`), ""},
+	{CheckModelDirective, High, []string{"not", "don't", "never"},
+		regexp.MustCompile(`(do\s+not|don't|never|must\s+not|should\s+not)\s+(tell|inform|mention|reveal|disclose|show|notify|alert|warn)\b[^.\n]{0,60}\b(user|human|operator)s?\b`), ""},
+	{CheckModelDirective, High, []string{"without"},
+		regexp.MustCompile(`without\s+(telling|informing|notifying|alerting|asking|warning)\s+(the\s+)?(user|human|operator)`), ""},
+	{CheckModelDirective, High, []string{"know", "see", "notice", "told", "find", "aware"},
+		regexp.MustCompile(`(user|human|operator)s?\s+(must|should|will|may)\s+not\s+(know|see|notice|be\s+told|find\s+out|be\s+aware)`), ""},
+	{CheckModelDirective, High, []string{"prompt", "instructions", "message"},
+		regexp.MustCompile(`(reveal|print|output|repeat|disclose|leak|send|include|pass)\b[^.\n]{0,40}(system\s+prompt|system\s+message|your\s+instructions)`), ""},
 	{CheckModelDirective, High, []string{"send", "forward", "bcc", "redirect"},
-		regexp.MustCompile(`(send|forward|bcc|redirect|copy)\s+(all|every|each|any)\b[^.\n]{0,40}\b(emails?|messages?|data|files?|requests?|calls?)\b[^.\n]{0,30}\bto\b`)},
-	{CheckModelDirective, Medium, []string{"before using", "before calling", "before invoking", "before running", "whenever you", "when this tool is available", "when this tool is present"},
-		regexp.MustCompile(`(before\s+(using|calling|invoking|running)\s+(this|any|the|another)\s+tool|whenever\s+you\s+(use|call|run|execute|invoke)|when\s+this\s+tool\s+is\s+(available|present))[^.\n]{0,80}\b(read|send|include|pass|fetch|upload|must|always|prefix)\b`)},
-	{CheckModelDirective, Medium, []string{"recipient", "destination"},
-		regexp.MustCompile(`(change|replace|set|switch)\s+the\s+(recipient|destination|receiver)s?\b[^.\n]{0,20}\bto\b`)},
+		regexp.MustCompile(`(send|forward|bcc|redirect|copy)\s+(all|every|each|any)\b[^.\n]{0,40}\b(emails?|messages?|data|files?|requests?|calls?)\b[^.\n]{0,30}\bto\b`), ""},
+	{CheckModelDirective, Medium, []string{"before", "whenever", "available", "present"},
+		regexp.MustCompile(`(before\s+(using|calling|invoking|running)\s+(this|any|the|another)\s+tool|whenever\s+you\s+(use|call|run|execute|invoke)|when\s+this\s+tool\s+is\s+(available|present))[^.\n]{0,80}\b(read|send|include|pass|fetch|upload|must|always|prefix)\b`), ""},
+	{CheckModelDirective, Medium, []string{"recipient", "recipients", "destination", "receiver"},
+		regexp.MustCompile(`(change|replace|set|switch)\s+the\s+(recipient|destination|receiver)s?\b[^.\n]{0,20}\bto\b`), ""},
 }
 
 // credentialFiles are paths and names whose mention in a definition means the model is

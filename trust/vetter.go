@@ -87,7 +87,13 @@ type verdict struct {
 	texts    []text
 	findings []Finding
 	descLen  int
+	refs     []ref // the distinctive words of its texts, for the cross-reference check
 	err      error
+}
+
+// ref is a name-like word of a definition's text that may name a tool, and where.
+type ref struct {
+	name, path string
 }
 
 // seen is one upstream's last vetted catalogue.
@@ -226,15 +232,18 @@ func (v *Vetter) verdicts(k Kind, items []json.RawMessage) []*verdict {
 		if k == KindTemplate && vd.name == "" {
 			vd.name, _, _ = jsonx.GetString(raw, "uriTemplate")
 		}
-		vd.canon, vd.texts, vd.err = canonical(k, raw)
+		var nodes []node
+		vd.canon, vd.texts, nodes, vd.err = canonicalNodes(k, raw)
 		if vd.err == nil {
 			vd.hash = hashOf(vd.canon)
-			vd.findings = screenTexts(vd.texts)
+			vd.findings = screenTexts(vd.texts, nodes)
 			for _, t := range vd.texts {
-				if t.path == "description" && !t.key {
+				if !t.key && t.node >= 0 && nodes[t.node].parent < 0 && nodes[t.node].key == "description" {
 					vd.descLen = len(t.value)
 				}
 			}
+			vd.refs = refsOf(vd.texts, nodes)
+			vd.texts = nil // what later checks need is in findings, descLen and refs
 		}
 		v.cache[key] = vd
 		out[i] = vd
@@ -410,72 +419,93 @@ func (v *Vetter) log(ev Event) {
 	e.Msg(msg)
 }
 
+// refsOf collects the distinctive words of a definition's texts (values, not keys),
+// each with the names it may stand for: itself, and what follows a client's or the
+// proxy's prefix (mcp_tool_send_email, github__create_issue).
+func refsOf(texts []text, nodes []node) []ref {
+	var out []ref
+	add := func(name string, t *text) {
+		for _, r := range out {
+			if r.name == name {
+				return
+			}
+		}
+		out = append(out, ref{name, pathOf(nodes, t.node)})
+	}
+	for i := range texts {
+		t := &texts[i]
+		if t.key || len(t.value) < 5 {
+			continue
+		}
+		eachName(t.value, func(w string) {
+			if !distinctive(w) {
+				return
+			}
+			add(w, t)
+			for j := 0; j < len(w)-1; j++ { // what follows a prefix: mcp_tool_send_email, github__create_issue
+				if w[j] == '_' || w[j] == '.' {
+					if rest := strings.TrimLeft(w[j:], "_."); rest != w && distinctive(rest) {
+						add(rest, t)
+					}
+				}
+			}
+		})
+	}
+	return out
+}
+
 // crossReferences reports the tool names of other upstreams that a definition's texts
 // mention (tool shadowing: a description that tells the model how to use another
 // server's tool).
 func crossReferences(vd *verdict, up string, own map[string]bool, owners map[string][]string) []Finding {
 	var out []Finding
-	for _, t := range vd.texts {
-		if t.key {
+	for _, r := range vd.refs {
+		ups, ok := owners[r.name]
+		if !ok || own[r.name] {
 			continue
 		}
-		for _, w := range words(t.value) {
-			for _, cand := range candidates(w) {
-				ups, ok := owners[cand]
-				if !ok || own[cand] {
-					continue
-				}
-				others := slices.DeleteFunc(slices.Clone(ups), func(u string) bool { return u == up })
-				if len(others) == 0 {
-					continue
-				}
-				out = append(out, Finding{Check: CheckCrossReference, Severity: Medium, Field: t.path,
-					Detail: fmt.Sprintf("names %q, a tool of upstream %s", cand, strings.Join(others, ", "))})
+		var others []string
+		for _, u := range ups {
+			if u != up {
+				others = append(others, u)
 			}
 		}
+		if len(others) == 0 {
+			continue
+		}
+		out = append(out, Finding{Check: CheckCrossReference, Severity: Medium, Field: r.path,
+			Detail: fmt.Sprintf("names %q, a tool of upstream %s", r.name, strings.Join(others, ", "))})
 	}
-	return dedupe(out)
+	if len(out) > 1 {
+		out = dedupe(out)
+	}
+	return out
 }
 
-// words splits text into name-like words: runs of letters, digits, '_', '-' and '.'.
-func words(s string) []string {
-	var out []string
+// eachName calls fn with every name-like word of s, five characters or longer: runs of
+// letters, digits, '_', '-' and '.', without leading or trailing '.' and '-'.
+func eachName(s string, fn func(string)) {
 	start := -1
 	for i := 0; i <= len(s); i++ {
 		c := byte(0)
 		if i < len(s) {
 			c = s[i]
 		}
-		isWord := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
-		if isWord {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' {
 			if start < 0 {
 				start = i
 			}
 			continue
 		}
 		if start >= 0 {
-			w := strings.Trim(s[start:i], ".-")
-			if len(w) >= 5 {
-				out = append(out, w)
+			if i-start >= 5 {
+				if w := strings.Trim(s[start:i], ".-"); len(w) >= 5 {
+					fn(w)
+				}
 			}
 			start = -1
 		}
 	}
-	return out
-}
-
-// candidates are the tool names a word may stand for: itself, and what follows a
-// client's or the proxy's prefix (mcp_tool_send_email, github__create_issue).
-func candidates(w string) []string {
-	out := []string{w}
-	for i := 0; i < len(w)-1; i++ {
-		if w[i] == '_' || w[i] == '.' {
-			if rest := strings.TrimLeft(w[i:], "_."); rest != "" && rest != w {
-				out = append(out, rest)
-			}
-		}
-	}
-	return out
 }
 
 func medianDescription(items []*verdict) int {
