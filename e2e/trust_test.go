@@ -330,3 +330,71 @@ func auditRecord(t *testing.T, path string, match func(map[string]any) bool) map
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPinApprovedThroughAdmin: a proxy under enforce with no lock file serves nothing of
+// an upstream and says why on /status and /metrics; POST /lock on the admin listener
+// approves what it lists, writes the lock file, and clients get the tools with
+// list_changed.
+func TestPinApprovedThroughAdmin(t *testing.T) {
+	dir := t.TempDir()
+	toolsFile := filepath.Join(dir, "tools.json")
+	writeTools(t, toolsFile, map[string]any{"name": "lookup", "description": "Looks up a word."})
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, fmt.Sprintf("listen \"http\" {\n  address = %q\n}\nadmin {\n  address = %q\n}\nproxy {\n  pin = \"enforce\"\n}\n", addr, adminAddr)+
+		testUpstream("fix", "fix", []string{"-tools-file", toolsFile}, ""))
+	stderr, _ := startProxy(t, cfg, true, addr, adminAddr)
+	base := "http://" + adminAddr
+
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-trust-http", Version: "1.0.0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx := ctxT(t, 90*time.Second)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v\n%s", err, stderr)
+	}
+	defer cs.Close()
+	if names := toolNames(t, cs); len(names) != 0 {
+		t.Fatalf("enforce without a lock file served %v", names)
+	}
+	if !strings.Contains(stderr.String(), "the lock file does not exist") {
+		t.Errorf("no error about the missing lock file:\n%s", stderr)
+	}
+	code, body := adminGet(t, base, "/status?format=json", "")
+	var st struct {
+		Trust struct {
+			Pin       string
+			Upstreams []struct {
+				Upstream string
+				Withheld int
+				Items    []struct{ Kind, Name, Pin string }
+			}
+		}
+	}
+	if code != 200 || json.Unmarshal(body, &st) != nil || st.Trust.Pin != "enforce" || len(st.Trust.Upstreams) != 1 ||
+		st.Trust.Upstreams[0].Withheld == 0 || st.Trust.Upstreams[0].Items[0].Pin != "new" {
+		t.Fatalf("/status trust: %d %s", code, body)
+	}
+	withheld := st.Trust.Upstreams[0].Withheld
+	if got := scrape(t, base, "")[`mcp_proxy_definitions_withheld{upstream="fix"}`]; got != float64(withheld) {
+		t.Errorf("mcp_proxy_definitions_withheld = %v, /status says %d", got, withheld)
+	}
+
+	if code, body := adminDo(t, "POST", base, "/lock", ""); code != 200 {
+		t.Fatalf("POST /lock: %d %s", code, body)
+	}
+	waitTools(t, cs, changed, "approved", func(n []string) bool { return slices.Contains(n, "fix__lookup") && slices.Contains(n, "fix__echo") })
+	lock, err := os.ReadFile(filepath.Join(filepath.Dir(cfg), "proxy.lock"))
+	if err != nil || !strings.Contains(string(lock), `"lookup"`) {
+		t.Fatalf("lock file: %v\n%s", err, lock)
+	}
+	if got := scrape(t, base, "")[`mcp_proxy_definitions_withheld{upstream="fix"}`]; got != 0 {
+		t.Errorf("mcp_proxy_definitions_withheld after approval = %v", got)
+	}
+}
