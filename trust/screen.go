@@ -80,7 +80,7 @@ func screenTexts(texts []text, nodes []node) []Finding {
 			continue
 		}
 		lower := strings.ToLower(t.value) // no copy for text without capitals
-		if !t.key { // property names carry credential files (full-schema poisoning), not phrases
+		if !t.key {                       // property names carry credential files (full-schema poisoning), not phrases
 			out = screenPhrases(out, t.value, lower, field, &hits)
 		}
 		if strings.ContainsAny(lower, "._/~") || strings.Contains(lower, "claude_desktop") {
