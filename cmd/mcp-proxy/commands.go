@@ -123,6 +123,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if !*skipPlugins {
 		diags = validatePlugins(context.Background(), cfg)
 	}
+	diags = append(diags, checkLockFile(cfg)...) // trust.go
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", c.config)}

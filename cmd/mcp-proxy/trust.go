@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/hashicorp/hcl/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -220,4 +221,26 @@ func (e *engine) auditDefinition(ev trust.Event) {
 	a.Write(&policy.Record{Time: time.Now(), Principal: "mcp-proxy", Method: policy.DefinitionMethod, Kind: string(ev.Kind),
 		Upstream: ev.Upstream, Exposed: ev.Name, Original: ev.Name, Decision: decision, Rule: rule, Outcome: outcome,
 		Error: strings.Join(summary, "; "), Definition: detail})
+}
+
+// checkLockFile is what validate says of the lock file a pinning configuration reads: an
+// error when it cannot be read as one, a warning when it is missing.
+func checkLockFile(cfg *config.Config) hcl.Diagnostics {
+	if cfg.Proxy.Pin == config.PinOff {
+		return nil
+	}
+	at := &hcl.Range{Filename: cfg.Filename, Start: hcl.Pos{Line: 1, Column: 1}}
+	_, err := trust.ReadLock(cfg.Proxy.LockFile)
+	switch {
+	case trust.IsNotExist(err):
+		what := "every definition is reported as not approved"
+		if cfg.Proxy.Pin == config.PinEnforce {
+			what = "every tool, prompt and resource template is withheld"
+		}
+		return hcl.Diagnostics{{Severity: hcl.DiagWarning, Subject: at, Summary: "No lock file",
+			Detail: fmt.Sprintf("pin = %q and %s does not exist: %s until it is written with mcp-proxy lock.", cfg.Proxy.Pin, cfg.Proxy.LockFile, what)}}
+	case err != nil:
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Subject: at, Summary: "Unreadable lock file", Detail: err.Error()}}
+	}
+	return nil
 }
