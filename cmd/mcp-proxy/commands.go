@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/trust"
 )
 
 // cmdRun serves the merged upstreams to one client on stdin/stdout.
@@ -123,7 +124,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if !*skipPlugins {
 		diags = validatePlugins(context.Background(), cfg)
 	}
-	diags = append(diags, checkLockFile(cfg)...) // trust.go
+	diags = append(diags, trust.CheckLockFile(cfg)...)
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", c.config)}

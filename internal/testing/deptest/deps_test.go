@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster", "trust"},
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
-	"trust":                {"router", "upstream", "jsonrpc", "internal/jsonx"},
+	"trust":                {"router", "upstream", "config", "jsonrpc", "internal/jsonx"},
 
 	// Test tooling: harnesses and programs only tests, benchmarks and developers run.
 	// The product may not import them (TestProductImportsNoTestTooling).

@@ -136,6 +136,7 @@ var modules = map[string][]reason{
 	"internal/testing/topology":   nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
 	"internal/testing/devcluster": nil,
 	"telemetry":                   join(logging, otel),
+	"trust":                       join(logging, hcl), // hcl: the diagnostics validate prints
 	"internal/testing/otlptest":   join(otlpWire, protobuf, grpc),
 	"internal/testing/otlpsink":   nil, // the standard library only
 }
