@@ -155,7 +155,7 @@ func BenchmarkVetParts(b *testing.B) {
 	b.Run("screen", func(b *testing.B) {
 		for b.Loop() {
 			for i, tx := range texts {
-				screenTexts(tx, nodes[i])
+				screenTexts(tx, nodes[i], nil)
 			}
 		}
 	})

@@ -61,38 +61,74 @@ func (f Finding) String() string {
 // Withholds reports whether the finding withholds its item under screen = "withhold".
 func (f Finding) Withholds() bool { return f.Severity >= Medium }
 
-// screenTexts runs the checks that depend on one definition alone.
-func screenTexts(texts []text, nodes []node) []Finding {
+// screenTexts runs the checks that depend on one definition alone. clean, when not nil,
+// holds short texts known to have no finding (schemas repeat their keys and types in
+// every definition); it is added to.
+func screenTexts(texts []text, nodes []node, clean map[cleanKey]bool) []Finding {
 	var out []Finding
 	var hits []bool // by phrase: a trigger word is in the text (reused)
-	for _, t := range texts {
-		field := func() string {
-			f := pathOf(nodes, t.node)
-			if t.key {
-				f += " (a key)"
-			}
-			return f
-		}
-		if !isASCII(t.value) {
-			out = screenUnicode(out, field(), t.value)
-		}
-		if len(t.value) < minScreened {
+	for i := range texts {
+		t := &texts[i]
+		short := len(t.value) <= maxCleanCached
+		if short && clean[cleanKey{t.value, t.key}] {
 			continue
 		}
-		lower := strings.ToLower(t.value) // no copy for text without capitals
-		if !t.key {                       // property names carry credential files (full-schema poisoning), not phrases
-			out = screenPhrases(out, t.value, lower, field, &hits)
+		before := len(out)
+		field := fieldOf{nodes, t}
+		if !isASCII(t.value) {
+			out = screenUnicode(out, field.String(), t.value)
 		}
-		if strings.ContainsAny(lower, "._/~") || strings.Contains(lower, "claude_desktop") {
-			for _, c := range credentialFiles {
-				if strings.Contains(lower, c) {
-					out = append(out, Finding{Check: CheckCredentialFile, Severity: High, Field: field(), Detail: quoteExcerpt(c)})
-					break
+		if len(t.value) >= minScreened {
+			lower := strings.ToLower(t.value) // no copy for text without capitals
+			if !t.key {                       // property names carry credential files (full-schema poisoning), not phrases
+				out = screenPhrases(out, t.value, lower, field, &hits)
+			}
+			if strings.ContainsAny(lower, "._/~") || strings.Contains(lower, "claude_desktop") {
+				for _, c := range credentialFiles {
+					if strings.Contains(lower, c) {
+						out = append(out, Finding{Check: CheckCredentialFile, Severity: High, Field: field.String(), Detail: quoteExcerpt(c)})
+						break
+					}
 				}
 			}
 		}
+		if short && len(out) == before && clean != nil {
+			if len(clean) >= maxClean {
+				clear(clean)
+			}
+			clean[cleanKey{t.value, t.key}] = true
+		}
 	}
-	return dedupe(out)
+	if len(out) > 1 {
+		out = dedupe(out)
+	}
+	return out
+}
+
+// cleanKey is a text known to have no finding, as a value or as a key.
+type cleanKey struct {
+	text string
+	key  bool
+}
+
+// The clean-text cache: texts up to maxCleanCached bytes, at most maxClean of them.
+const (
+	maxCleanCached = 64
+	maxClean       = 1 << 14
+)
+
+// fieldOf names where a text is, worked out only for a finding.
+type fieldOf struct {
+	nodes []node
+	t     *text
+}
+
+func (f fieldOf) String() string {
+	s := pathOf(f.nodes, f.t.node)
+	if f.t.key {
+		s += " (a key)"
+	}
+	return s
 }
 
 func isASCII(s string) bool {
@@ -105,7 +141,7 @@ func isASCII(s string) bool {
 }
 
 // screenPhrases runs the phrase checks whose trigger words or marks are in lower.
-func screenPhrases(out []Finding, orig, lower string, field func() string, hits *[]bool) []Finding {
+func screenPhrases(out []Finding, orig, lower string, field fieldOf, hits *[]bool) []Finding {
 	if *hits == nil {
 		*hits = make([]bool, len(phrases))
 	}
@@ -134,7 +170,7 @@ func screenPhrases(out []Finding, orig, lower string, field func() string, hits 
 			if len(lower) == len(orig) { // quote it as written when lowering kept the offsets
 				m = orig[loc[0]:loc[1]]
 			}
-			out = append(out, Finding{Check: p.check, Severity: p.severity, Field: field(), Detail: quoteExcerpt(m)})
+			out = append(out, Finding{Check: p.check, Severity: p.severity, Field: field.String(), Detail: quoteExcerpt(m)})
 		}
 	}
 	return out

@@ -76,6 +76,7 @@ type Vetter struct {
 	last    map[string]*seen       // per upstream, the last vetted catalogue
 	lastGen uint64                 // the lock generation last vetted against
 	logged  map[string]bool        // event keys already reported
+	clean   map[cleanKey]bool      // short texts without findings (see screenTexts)
 	status  map[string]*UpstreamStatus
 }
 
@@ -120,6 +121,7 @@ func New(opts Options) *Vetter {
 		diffs:  map[[2]string][]Change{},
 		last:   map[string]*seen{},
 		logged: map[string]bool{},
+		clean:  map[cleanKey]bool{},
 		status: map[string]*UpstreamStatus{},
 		gen:    1,
 	}
@@ -236,7 +238,7 @@ func (v *Vetter) verdicts(k Kind, items []json.RawMessage) []*verdict {
 		vd.canon, vd.texts, nodes, vd.err = canonicalNodes(k, raw)
 		if vd.err == nil {
 			vd.hash = hashOf(vd.canon)
-			vd.findings = screenTexts(vd.texts, nodes)
+			vd.findings = screenTexts(vd.texts, nodes, v.clean)
 			for _, t := range vd.texts {
 				if !t.key && t.node >= 0 && nodes[t.node].parent < 0 && nodes[t.node].key == "description" {
 					vd.descLen = len(t.value)
