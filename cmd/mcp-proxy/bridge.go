@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/proxy"
 )
 
 // headerFlags collects repeated --header NAME=VALUE flags.
@@ -52,7 +53,7 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		l := config.DefaultListen()
 		l.Address, l.Path, l.InsecureNoAuth = *listen, *path, *insecure
 		cfg.Listen = []config.Listen{l}
-		return serveHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
+		return proxy.ServeHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
 	}
 	if *url == "" {
 		return usageErrorf("bridge", "give --url URL, or --listen HOST:PORT and a command after --")
@@ -68,7 +69,7 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	cfg := bridgeConfig(config.Upstream{Name: "remote", URL: *url, Headers: headers, Transport: config.TransportAuto}, *timeout)
-	return serveStdio(ctx, cfg, "bridge "+*url, log, stdin, stdout)
+	return proxy.ServeStdio(ctx, cfg, "bridge "+*url, log, stdin, stdout)
 }
 
 // bridgeConfig is the configuration of a bridge: one upstream, names unprefixed,

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
+	"github.com/mcp-proxy/mcp-proxy/proxy"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
@@ -33,7 +34,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(c.config, stderr)
+	cfg, err := proxy.LoadConfig(c.config, stderr)
 	if err != nil {
 		return err
 	}
@@ -52,54 +53,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		defer stop()
 	}
 	if len(cfg.Listen) > 0 {
-		return serveHTTP(ctx, cfg, c.config, log)
+		return proxy.ServeHTTP(ctx, cfg, c.config, log)
 	}
-	return serveStdio(ctx, cfg, c.config, log, stdin, stdout)
-}
-
-// serveStdio serves the configured upstreams to one client on stdin/stdout.
-func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
-	// The upstreams start when the client initializes, so that they are told exactly the
-	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	tr, err := startTracing(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
-	log = traceLogs(log, tr)
-	obs := newObservers(cfg)
-	e, err := buildEngine(ctx, cfg, log, false, tr, obs)
-	if err != nil {
-		return err
-	}
-	r := e.r
-	defer r.Close()
-	srv := newServer(cfg, r, log, obs)
-	adm, authn, stopAdmin, _, err := startAdmin(cfg, source, e, nil, log)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
-	e.attach(source, srv, authn, config.Listen{InsecureNoAuth: true}, adm)
-	e.watchReloads(ctx)
-	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
-		Msg("mcp-proxy serving on stdio")
-	err = srv.ServeStream(ctx, stdin, stdout)
-	log.Info().Msg("client gone; shutting down")
-	start := time.Now()
-	if cerr := r.Close(); cerr != nil {
-		log.Error().Err(cerr).Msg("stopping upstreams")
-	}
-	log.Info().Dur("took", time.Since(start)).Msg("upstreams stopped")
-	return err
-}
-
-func maxStartup(cfg *config.Config) time.Duration {
-	var d time.Duration
-	for _, u := range cfg.Upstreams {
-		d = max(d, u.StartupTimeout)
-	}
-	return d
+	return proxy.ServeStdio(ctx, cfg, c.config, log, stdin, stdout)
 }
 
 // cmdValidate checks a configuration file.
@@ -114,14 +70,14 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 && c.config == "proxy.hcl" {
 		c.config = pos[0]
 	}
-	cfg, err := loadConfig(c.config, stderr)
+	cfg, err := proxy.LoadConfig(c.config, stderr)
 	if err != nil {
 		return err
 	}
 	// Plugins are started to decode their config blocks against their own schemas.
 	var diags hcl.Diagnostics
 	if !*skipPlugins {
-		diags = validatePlugins(context.Background(), cfg)
+		diags = proxy.ValidatePlugins(context.Background(), cfg)
 	}
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
@@ -142,16 +98,16 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Rout
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := loadConfig(c.config, stderr)
+	cfg, err := proxy.LoadConfig(c.config, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newEngine(ctx, cfg, log, false, nil, nil) // the CLI is neither traced nor measured
+	r, err := proxy.NewEngine(ctx, cfg, log) // the CLI is neither traced nor measured
 	if err != nil {
 		return nil, nil, err
 	}
 	r.Start(ctx)
-	wctx, cancel := context.WithTimeout(ctx, maxStartup(cfg)+5*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, proxy.MaxStartup(cfg)+5*time.Second)
 	defer cancel()
 	return r, r.WaitReady(wctx), nil
 }
@@ -184,7 +140,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer r.Close()
 	tools := r.Tools()
 	if *as != "" {
-		cfg, err := loadConfig(c.config, stderr)
+		cfg, err := proxy.LoadConfig(c.config, stderr)
 		if err != nil {
 			return err
 		}
@@ -289,4 +245,37 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitError{code: 1, msg: fmt.Sprintf("tool %s reported an error (isError)", pos[0])}
 	}
 	return nil
+}
+
+// principalFor is the principal `tools --as NAME` shows the catalogue for: an API key's
+// groups when NAME is one, plus the groups given.
+func principalFor(cfg *config.Config, name string, groups []string) *principal.Principal {
+	p := &principal.Principal{Name: name, Groups: groups}
+	if cfg.Auth != nil {
+		for _, k := range cfg.Auth.APIKeys {
+			if k.Name == name {
+				p.Groups = append(p.Groups, k.Groups...)
+			}
+		}
+	}
+	if name == cfg.Proxy.Principal {
+		p.Groups = append(p.Groups, cfg.Proxy.PrincipalGroups...)
+	}
+	return p
+}
+
+// visibleTools filters the catalogue to what p may see under r's policy.
+func visibleTools(r *router.Router, p *principal.Principal, tools []router.Tool) []router.Tool {
+	g := r.Guard()
+	if g == nil {
+		return tools
+	}
+	req := &router.Request{Principal: p}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if g.Visible(req, &router.Target{Kind: router.TargetTool, Name: t.Name, Original: t.OriginalName, Upstream: t.Upstream, Raw: t.Raw}) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

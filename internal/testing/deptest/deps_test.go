@@ -38,7 +38,8 @@ var allowed = map[string][]string{
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
-	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster"},
+	"proxy":                {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "transport", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster"},
+	"cmd/mcp-proxy":        {"proxy", "router", "config", "principal", "mcp", "auth", "admin", "cluster", "internal/importer"},
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 

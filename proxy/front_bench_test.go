@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package proxy
 
 import (
 	"bytes"
@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/testing/benchwire"
 )
@@ -60,8 +62,13 @@ func startBenchProxy(b *testing.B, bin, up string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := &addrWatcher{found: make(chan string, 1)}
 	done := make(chan error, 1)
+	cfgFile, err := loadConfig(path, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := zerolog.New(stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger() // as run logs
 	go func() {
-		done <- run(ctx, []string{"run", "--config", path}, strings.NewReader(""), &bytes.Buffer{}, stderr)
+		done <- serveHTTP(ctx, cfgFile, path, log)
 	}()
 	b.Cleanup(func() {
 		cancel()

@@ -1,11 +1,10 @@
-package main
+package proxy
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/user"
 	"strings"
 	"sync"
@@ -26,21 +25,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/transport"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
-
-// loadConfig reads the config file, printing every diagnostic to stderr (each on its
-// own line) on failure. The policy's checks (unknown upstreams, patterns, conditions)
-// run in the same pass as the file's own, so one run reports every problem.
-func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
-	if cfg, ok, err := loadClientConfig(path, stderr); ok { // a client's JSON file (import.go)
-		return cfg, err
-	}
-	cfg, diags := config.LoadWithOptions(path, config.Options{Check: checkConfig})
-	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
-	if diags.HasErrors() {
-		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
-	}
-	return cfg, nil
-}
 
 // newEngine builds the router and its upstreams from the configuration, and starts the
 // plugins (they are stages of the chain and present the catalogue from its first build);

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -146,7 +146,7 @@ func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch
 	}
 	if err := srv.Start(); err != nil {
 		closeOwn()
-		return nil, nil, nil, nil, exitError{code: 1, msg: err.Error()}
+		return nil, nil, nil, nil, err
 	}
 	return srv, own, func() {
 		if err := srv.Close(); err != nil {
