@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
@@ -34,7 +34,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	cfg, err := proxy.LoadConfig(c.config, stderr)
+	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
 		return err
 	}
@@ -52,10 +52,20 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		defer stop()
 	}
-	if len(cfg.Listen) > 0 {
-		return proxy.ServeHTTP(ctx, cfg, c.config, log)
+	return serve(ctx, cfg, log, stdin, stdout)
+}
+
+// serve builds the proxy of cfg and serves it: over HTTP with a listen block, else on
+// stdin/stdout. SIGHUP reloads its configuration file.
+func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
+	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.ReloadOnSignal())
+	if err != nil {
+		return err
 	}
-	return proxy.ServeStdio(ctx, cfg, c.config, log, stdin, stdout)
+	if len(cfg.Listen) > 0 {
+		return p.ListenAndServe(ctx)
+	}
+	return p.ServeStdio(ctx, stdin, stdout)
 }
 
 // cmdValidate checks a configuration file.
@@ -70,7 +80,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 && c.config == "proxy.hcl" {
 		c.config = pos[0]
 	}
-	cfg, err := proxy.LoadConfig(c.config, stderr)
+	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
 		return err
 	}
@@ -92,24 +102,23 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 }
 
 // startEngine starts the upstreams for a one-shot command and waits for their first
-// handshake; failures are logged and reported, the rest keeps working.
-func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Router, error, error) {
+// handshake; failures are logged and reported, the rest keeps working. The caller
+// closes the proxy.
+func startEngine(ctx context.Context, c *common, stderr io.Writer) (*proxy.Proxy, *config.Config, error, error) {
 	log, err := c.logger(stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	cfg, err := proxy.LoadConfig(c.config, stderr)
+	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	r, err := proxy.NewEngine(ctx, cfg, log) // the CLI is neither traced nor measured
+	// The CLI is neither traced nor measured.
+	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.Oneshot())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	r.Start(ctx)
-	wctx, cancel := context.WithTimeout(ctx, proxy.MaxStartup(cfg)+5*time.Second)
-	defer cancel()
-	return r, r.WaitReady(wctx), nil
+	return p, cfg, p.Start(ctx), nil
 }
 
 type toolRow struct {
@@ -133,17 +142,14 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageErrorf("tools", "takes no arguments (got %q)", pos)
 	}
-	r, startErr, err := startEngine(ctx, &c, stderr)
+	p, cfg, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer p.Close()
+	r := p.Router()
 	tools := r.Tools()
 	if *as != "" {
-		cfg, err := proxy.LoadConfig(c.config, stderr)
-		if err != nil {
-			return err
-		}
 		var gs []string
 		for _, g := range strings.Split(*groups, ",") {
 			if g = strings.TrimSpace(g); g != "" {
@@ -207,11 +213,12 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageErrorf("call", "the arguments must be a JSON object: %v", err)
 		}
 	}
-	r, startErr, err := startEngine(ctx, &c, stderr)
+	p, _, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer p.Close()
+	r := p.Router()
 	if startErr != nil {
 		fmt.Fprintln(stderr, "warning: some upstreams did not start:", startErr)
 	}

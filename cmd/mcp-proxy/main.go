@@ -15,8 +15,6 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
-
-	"github.com/mcp-proxy/mcp-proxy/proxy"
 )
 
 func main() {
@@ -60,7 +58,6 @@ func (e exitError) Error() string { return e.msg }
 // run is the whole program behind main, testable with any streams. A command's --help
 // comes back from it as a helpError, printed here on stdout.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	proxy.Version = buildVersion()
 	err := dispatch(ctx, args, stdin, stdout, stderr)
 	if h, ok := isHelp(err); ok {
 		fmt.Fprint(stdout, commandHelp(h.fs))

@@ -57,7 +57,7 @@ func adminURLOf(fs *flag.FlagSet, path string, stderr io.Writer) (string, error)
 	if _, err := os.Stat(path); !given && errors.Is(err, os.ErrNotExist) {
 		return defaultAdminURL, nil
 	}
-	cfg, err := proxy.LoadConfig(path, stderr)
+	cfg, err := proxy.Load(path, stderr)
 	if err != nil {
 		return "", err
 	}
