@@ -231,7 +231,7 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 	if p.tr, err = startTracing(ctx, cfg, o.version, o.log); err != nil {
 		return nil, err
 	}
-	b.log = traceLogs(o.log, p.tr)
+	b.tr, b.log = p.tr, traceLogs(o.log, p.tr)
 	p.log = b.log
 	b.obs = newObservers(cfg, o.version)
 	if p.http {
