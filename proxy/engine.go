@@ -195,12 +195,6 @@ func (e *engine) close() {
 // denyAll refuses everything: what a policy that failed to build falls back to.
 var denyAll, _ = policy.NewEngine(nil, false)
 
-// guardOf returns the policy chain of an engine (nil when it has none).
-func guardOf(r *router.Router) *policy.Chain {
-	c, _ := r.Guard().(*policy.Chain)
-	return c
-}
-
 // newRouter fails, starting nothing, when an upstream cannot be set up as configured (its
 // OAuth client, say): an upstream is never started with less than its configuration asks.
 func (e *engine) newRouter(cfg *config.Config) (*router.Router, error) {
