@@ -3,11 +3,14 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/auth"
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/principal"
+	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
 // newAuthenticator builds the HTTP front end's authentication from the auth block; nil
@@ -34,4 +37,45 @@ func newAuthenticator(cfg *config.Config, l config.Listen, log zerolog.Logger) (
 		return nil, fmt.Errorf("%s: auth: %w", cfg.Filename, err)
 	}
 	return a, nil
+}
+
+// VisibleTools is the merged tool catalogue as the principal name sees it under the
+// policy (what `mcp-proxy tools --as` prints): with the groups given, those of the auth
+// block's API key of that name, and the proxy block's principal_groups when name is its
+// principal.
+func (p *Proxy) VisibleTools(name string, groups ...string) []router.Tool {
+	return visibleTools(p.e.r, principalFor(p.cfg, name, groups), p.e.r.Tools())
+}
+
+// principalFor is the principal `tools --as NAME` shows the catalogue for: an API key's
+// groups when NAME is one, plus the groups given.
+func principalFor(cfg *config.Config, name string, groups []string) *principal.Principal {
+	p := &principal.Principal{Name: name, Groups: slices.Clone(groups)}
+	if cfg.Auth != nil {
+		for _, k := range cfg.Auth.APIKeys {
+			if k.Name == name {
+				p.Groups = append(p.Groups, k.Groups...)
+			}
+		}
+	}
+	if name == cfg.Proxy.Principal {
+		p.Groups = append(p.Groups, cfg.Proxy.PrincipalGroups...)
+	}
+	return p
+}
+
+// visibleTools filters the catalogue to what p may see under r's policy.
+func visibleTools(r *router.Router, p *principal.Principal, tools []router.Tool) []router.Tool {
+	g := r.Guard()
+	if g == nil {
+		return tools
+	}
+	req := &router.Request{Principal: p}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if g.Visible(req, &router.Target{Kind: router.TargetTool, Name: t.Name, Original: t.OriginalName, Upstream: t.Upstream, Raw: t.Raw}) {
+			out = append(out, t)
+		}
+	}
+	return out
 }

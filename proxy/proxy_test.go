@@ -409,3 +409,48 @@ func TestLoad(t *testing.T) {
 		t.Errorf("Load of a client file with a server without a command = %v, %v; diagnostics %q", cfg, err, diags.String())
 	}
 }
+
+// TestVisibleTools: the catalogue as a principal sees it under the policy, with the
+// groups of the API key of its name, or those given.
+func TestVisibleTools(t *testing.T) {
+	cfg, diags := config.Parse([]byte(fmt.Sprintf(`auth {
+  api_key "bob" {
+    sha256 = %q
+    groups = ["guests"]
+  }
+}
+policy {
+  default = "allow"
+  rule "no-guests" {
+    effect = "deny"
+    tools  = ["greeter__greet"]
+    groups = ["guests"]
+  }
+}
+upstream "spare" {
+  command  = ["/bin/true"]
+  disabled = true
+}
+`, auth.HashToken("bob-token-0123456789abcdef"))), "visible.hcl", ".")
+	if diags.HasErrors() {
+		t.Fatal(config.FormatDiagnostics(diags))
+	}
+	ctx := context.Background()
+	p, err := proxy.New(ctx, cfg, proxy.WithUpstream("greeter", dialGreeter), proxy.Oneshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		groups []string
+		want   int
+	}{{"alice", nil, 1}, {"bob", nil, 0}, {"alice", []string{"guests"}, 0}} {
+		if got := p.VisibleTools(tc.name, tc.groups...); len(got) != tc.want {
+			t.Errorf("VisibleTools(%s, %v) = %v, want %d tools", tc.name, tc.groups, got, tc.want)
+		}
+	}
+}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
-	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/proxy"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
@@ -104,21 +103,21 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 // startEngine starts the upstreams for a one-shot command and waits for their first
 // handshake; failures are logged and reported, the rest keeps working. The caller
 // closes the proxy.
-func startEngine(ctx context.Context, c *common, stderr io.Writer) (*proxy.Proxy, *config.Config, error, error) {
+func startEngine(ctx context.Context, c *common, stderr io.Writer) (*proxy.Proxy, error, error) {
 	log, err := c.logger(stderr)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	// The CLI is neither traced nor measured.
 	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.Oneshot())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return p, cfg, p.Start(ctx), nil
+	return p, p.Start(ctx), nil
 }
 
 type toolRow struct {
@@ -142,7 +141,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageErrorf("tools", "takes no arguments (got %q)", pos)
 	}
-	p, cfg, startErr, err := startEngine(ctx, &c, stderr)
+	p, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
@@ -156,7 +155,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				gs = append(gs, g)
 			}
 		}
-		tools = visibleTools(r, principalFor(cfg, *as, gs), tools)
+		tools = p.VisibleTools(*as, gs...)
 	}
 	rows := make([]toolRow, len(tools))
 	for i, t := range tools {
@@ -213,7 +212,7 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageErrorf("call", "the arguments must be a JSON object: %v", err)
 		}
 	}
-	p, _, startErr, err := startEngine(ctx, &c, stderr)
+	p, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
@@ -252,37 +251,4 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return exitError{code: 1, msg: fmt.Sprintf("tool %s reported an error (isError)", pos[0])}
 	}
 	return nil
-}
-
-// principalFor is the principal `tools --as NAME` shows the catalogue for: an API key's
-// groups when NAME is one, plus the groups given.
-func principalFor(cfg *config.Config, name string, groups []string) *principal.Principal {
-	p := &principal.Principal{Name: name, Groups: groups}
-	if cfg.Auth != nil {
-		for _, k := range cfg.Auth.APIKeys {
-			if k.Name == name {
-				p.Groups = append(p.Groups, k.Groups...)
-			}
-		}
-	}
-	if name == cfg.Proxy.Principal {
-		p.Groups = append(p.Groups, cfg.Proxy.PrincipalGroups...)
-	}
-	return p
-}
-
-// visibleTools filters the catalogue to what p may see under r's policy.
-func visibleTools(r *router.Router, p *principal.Principal, tools []router.Tool) []router.Tool {
-	g := r.Guard()
-	if g == nil {
-		return tools
-	}
-	req := &router.Request{Principal: p}
-	out := tools[:0:0]
-	for _, t := range tools {
-		if g.Visible(req, &router.Target{Kind: router.TargetTool, Name: t.Name, Original: t.OriginalName, Upstream: t.Upstream, Raw: t.Raw}) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
