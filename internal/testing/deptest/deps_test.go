@@ -133,3 +133,29 @@ func TestProductImportsNoTestTooling(t *testing.T) {
 		t.Fatal("go list named no product package: the pattern no longer matches the module")
 	}
 }
+
+// TestEngineImportedOnlyByTheCommand: the engine (proxy) sits above every other product
+// package; only the command, the end-to-end tests and test files import it. (The
+// allowed graph above says so too, package by package; this says it in one place.)
+func TestEngineImportedOnlyByTheCommand(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "../../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		for _, imp := range p.Imports {
+			if imp == module+"proxy" && name != "cmd/mcp-proxy" && name != "e2e" {
+				t.Errorf("%s imports the engine (proxy); only cmd/mcp-proxy may", name)
+			}
+		}
+	}
+}
