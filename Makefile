@@ -85,12 +85,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCheckCommand -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
 
-# Go benchmarks of the per-message hot path. cmd/mcp-proxy's BenchmarkHTTPFrontCall is
+# Go benchmarks of the per-message hot path. proxy's BenchmarkHTTPFrontCall is
 # one whole call through the proxy's HTTP front end to a real upstream process, and
 # cmd/mcp-bench's BenchmarkFloorCall the same through the floor forwarder: compare their
 # allocs/op (deterministic) and cpu-ns/op (noisy) line by line.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./cmd/mcp-proxy/ ./cmd/mcp-bench/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./proxy/ ./cmd/mcp-bench/
 
 # The load tool: proxy vs direct, in one run.
 load:

@@ -30,6 +30,13 @@ func decodeProxies(e *evaluator, blocks []rawProxy) Proxy {
 	return p
 }
 
+// Defaults is the configuration of a file with no blocks but upstream blocks, less
+// them: the proxy block's defaults and nothing else (no upstream, no listen block: stdio).
+// A program that adds upstreams of its own (package proxy) starts from it.
+func Defaults() *Config {
+	return &Config{Proxy: defaultProxy()}
+}
+
 // defaultProxy is the Proxy used when the file has no proxy block.
 func defaultProxy() Proxy {
 	return Proxy{

@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/testing/benchwire"
 )
 
-// BenchmarkFloorCall is BenchmarkHTTPFrontCall (cmd/mcp-proxy) through the floor
+// BenchmarkFloorCall is BenchmarkHTTPFrontCall (proxy) through the floor
 // forwarder instead of the proxy, run in-process: the same client, the same upstream
 // processes, the same call. What the proxy allocates and spends per call beyond these
 // figures is its logic.

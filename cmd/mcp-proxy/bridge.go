@@ -52,7 +52,8 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		l := config.DefaultListen()
 		l.Address, l.Path, l.InsecureNoAuth = *listen, *path, *insecure
 		cfg.Listen = []config.Listen{l}
-		return serveHTTP(ctx, cfg, "bridge "+strings.Join(pos, " "), log)
+		cfg.Filename = "bridge " + strings.Join(pos, " ") // what the logs name it
+		return serve(ctx, cfg, log, stdin, stdout)
 	}
 	if *url == "" {
 		return usageErrorf("bridge", "give --url URL, or --listen HOST:PORT and a command after --")
@@ -68,7 +69,8 @@ func cmdBridge(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	cfg := bridgeConfig(config.Upstream{Name: "remote", URL: *url, Headers: headers, Transport: config.TransportAuto}, *timeout)
-	return serveStdio(ctx, cfg, "bridge "+*url, log, stdin, stdout)
+	cfg.Filename = "bridge " + *url // what the logs name it
+	return serve(ctx, cfg, log, stdin, stdout)
 }
 
 // bridgeConfig is the configuration of a bridge: one upstream, names unprefixed,

@@ -8,13 +8,13 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/proxy"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/trust"
 )
@@ -34,7 +34,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(c.config, stderr)
+	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
 		return err
 	}
@@ -52,55 +52,20 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		defer stop()
 	}
+	return serve(ctx, cfg, log, stdin, stdout)
+}
+
+// serve builds the proxy of cfg and serves it: over HTTP with a listen block, else on
+// stdin/stdout. SIGHUP reloads its configuration file.
+func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
+	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.ReloadOnSignal())
+	if err != nil {
+		return err
+	}
 	if len(cfg.Listen) > 0 {
-		return serveHTTP(ctx, cfg, c.config, log)
+		return p.ListenAndServe(ctx)
 	}
-	return serveStdio(ctx, cfg, c.config, log, stdin, stdout)
-}
-
-// serveStdio serves the configured upstreams to one client on stdin/stdout.
-func serveStdio(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
-	// The upstreams start when the client initializes, so that they are told exactly the
-	// client capabilities (roots, sampling, elicitation) the proxy can relay.
-	tr, err := startTracing(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
-	log = traceLogs(log, tr)
-	obs := newObservers(cfg)
-	e, err := buildEngine(ctx, cfg, log, false, tr, obs)
-	if err != nil {
-		return err
-	}
-	r := e.r
-	defer r.Close()
-	srv := newServer(cfg, r, log, obs)
-	adm, authn, stopAdmin, _, err := startAdmin(cfg, source, e, nil, log)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
-	e.attach(source, srv, authn, config.Listen{InsecureNoAuth: true}, adm)
-	e.watchReloads(ctx)
-	log.Info().Str("config", source).Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).
-		Msg("mcp-proxy serving on stdio")
-	err = srv.ServeStream(ctx, stdin, stdout)
-	log.Info().Msg("client gone; shutting down")
-	start := time.Now()
-	if cerr := r.Close(); cerr != nil {
-		log.Error().Err(cerr).Msg("stopping upstreams")
-	}
-	log.Info().Dur("took", time.Since(start)).Msg("upstreams stopped")
-	return err
-}
-
-func maxStartup(cfg *config.Config) time.Duration {
-	var d time.Duration
-	for _, u := range cfg.Upstreams {
-		d = max(d, u.StartupTimeout)
-	}
-	return d
+	return p.ServeStdio(ctx, stdin, stdout)
 }
 
 // cmdValidate checks a configuration file.
@@ -115,14 +80,14 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	if len(pos) == 1 && c.config == "proxy.hcl" {
 		c.config = pos[0]
 	}
-	cfg, err := loadConfig(c.config, stderr)
+	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
 		return err
 	}
 	// Plugins are started to decode their config blocks against their own schemas.
 	var diags hcl.Diagnostics
 	if !*skipPlugins {
-		diags = validatePlugins(context.Background(), cfg)
+		diags = proxy.ValidatePlugins(context.Background(), cfg)
 	}
 	diags = append(diags, trust.CheckLockFile(cfg)...)
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
@@ -138,24 +103,23 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 }
 
 // startEngine starts the upstreams for a one-shot command and waits for their first
-// handshake; failures are logged and reported, the rest keeps working.
-func startEngine(ctx context.Context, c *common, stderr io.Writer) (*router.Router, error, error) {
+// handshake; failures are logged and reported, the rest keeps working. The caller
+// closes the proxy.
+func startEngine(ctx context.Context, c *common, stderr io.Writer) (*proxy.Proxy, error, error) {
 	log, err := c.logger(stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := loadConfig(c.config, stderr)
+	cfg, err := proxy.Load(c.config, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := newEngine(ctx, cfg, log, false, nil, nil) // the CLI is neither traced nor measured
+	// The CLI is neither traced nor measured.
+	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.Oneshot())
 	if err != nil {
 		return nil, nil, err
 	}
-	r.Start(ctx)
-	wctx, cancel := context.WithTimeout(ctx, maxStartup(cfg)+5*time.Second)
-	defer cancel()
-	return r, r.WaitReady(wctx), nil
+	return p, p.Start(ctx), nil
 }
 
 type toolRow struct {
@@ -179,24 +143,21 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageErrorf("tools", "takes no arguments (got %q)", pos)
 	}
-	r, startErr, err := startEngine(ctx, &c, stderr)
+	p, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer p.Close()
+	r := p.Router()
 	tools := r.Tools()
 	if *as != "" {
-		cfg, err := loadConfig(c.config, stderr)
-		if err != nil {
-			return err
-		}
 		var gs []string
 		for _, g := range strings.Split(*groups, ",") {
 			if g = strings.TrimSpace(g); g != "" {
 				gs = append(gs, g)
 			}
 		}
-		tools = visibleTools(r, principalFor(cfg, *as, gs), tools)
+		tools = p.VisibleTools(*as, gs...)
 	}
 	rows := make([]toolRow, len(tools))
 	for i, t := range tools {
@@ -253,11 +214,12 @@ func cmdCall(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageErrorf("call", "the arguments must be a JSON object: %v", err)
 		}
 	}
-	r, startErr, err := startEngine(ctx, &c, stderr)
+	p, startErr, err := startEngine(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer p.Close()
+	r := p.Router()
 	if startErr != nil {
 		fmt.Fprintln(stderr, "warning: some upstreams did not start:", startErr)
 	}

@@ -43,6 +43,41 @@ func TestDocsHCLExamplesValidate(t *testing.T) {
 	}
 }
 
+// goBlock finds the Go code of a Markdown file: ```go fences.
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// examplesOf names, for a page whose Go code is a package's runnable examples, the file
+// that holds them.
+var examplesOf = map[string]string{
+	"embedding.md": "../../proxy/example_test.go",
+}
+
+// TestDocsGoExamplesAreTested: every Go block of a page in examplesOf is found, word for
+// word, in that page's example file, which go test runs (with its // Output: checked);
+// so the page's code compiles and does what it shows.
+func TestDocsGoExamplesAreTested(t *testing.T) {
+	for page, examples := range examplesOf {
+		doc, err := os.ReadFile(filepath.Join("../../docs", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, err := os.ReadFile(examples)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := goBlock.FindAllSubmatchIndex(doc, -1)
+		if len(blocks) == 0 {
+			t.Errorf("%s: no Go blocks", page)
+		}
+		for _, m := range blocks {
+			if !bytes.Contains(code, doc[m[2]:m[3]]) {
+				t.Errorf("docs/%s:%d: this Go block is not in %s word for word:\n%s", page,
+					1+bytes.Count(doc[:m[2]], []byte("\n")), examples, doc[m[2]:m[3]])
+			}
+		}
+	}
+}
+
 func validateExample(t *testing.T, file string, line int, src string) {
 	t.Helper()
 	if !strings.Contains(src, "upstream \"") {

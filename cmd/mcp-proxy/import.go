@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/importer"
 )
 
@@ -131,32 +130,4 @@ func printNextSteps(w io.Writer, res *importer.Result, configPath string, toStdo
 		fmt.Fprintf(w, ":\n%s", snippet)
 	}
 	return nil
-}
-
-// loadClientConfig loads a client's JSON file given as --config (Claude Desktop,
-// Cursor, Claude Code, VS Code) as if imported: the configuration `mcp-proxy import`
-// writes goes through the same loader and checks as an HCL file. It stays in memory,
-// so the file's credentials are used as they are. ok is false when path is not such a
-// file (or cannot be read: the HCL loader reports that).
-func loadClientConfig(path string, stderr io.Writer) (cfg *config.Config, ok bool, err error) {
-	data, rerr := os.ReadFile(path)
-	if rerr != nil || !importer.IsClientFile(path, data) {
-		return nil, false, nil
-	}
-	res, err := importer.Convert([]importer.Source{{Path: path, Data: data}}, importer.Options{KeepSecrets: true})
-	if err != nil {
-		var ie *importer.Error
-		if errors.As(err, &ie) {
-			printProblems(stderr, ie.Problems)
-		}
-		return nil, true, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
-	}
-	printProblems(stderr, res.Warnings)
-	cfg, diags := config.ParseWithOptions(res.HCL, path, filepath.Dir(path), config.Options{Check: checkConfig})
-	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
-	if diags.HasErrors() {
-		return nil, true, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration (positions are in the HCL it converts to; see it with: mcp-proxy import %s)",
-			path, path)}
-	}
-	return cfg, true, nil
 }

@@ -7,11 +7,11 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/proxy"
 	"github.com/mcp-proxy/mcp-proxy/trust"
 )
 
@@ -32,7 +32,7 @@ func vetAll(ctx context.Context, c *common, stderr io.Writer) (v *trust.Vetter, 
 	if c.logLevel == "info" { // what the command prints says it better than a warning per item
 		log = log.Level(zerolog.ErrorLevel)
 	}
-	cfg, err = loadConfig(c.config, stderr)
+	cfg, err = proxy.Load(c.config, stderr)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -47,15 +47,12 @@ func vetAll(ctx context.Context, c *common, stderr io.Writer) (v *trust.Vetter, 
 			seen.Upstreams[i].Screen = config.ScreenFlag
 		}
 	}
-	e, err := buildEngine(ctx, &seen, log, false, nil, nil)
+	p, err := proxy.New(ctx, &seen, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.Oneshot())
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	e.r.Start(ctx)
-	wctx, cancel := context.WithTimeout(ctx, maxStartup(cfg)+5*time.Second)
-	defer cancel()
-	startErr = e.r.WaitReady(wctx)
-	return e.trust.Load(), cfg, startErr, func() { e.r.Close() }, nil
+	startErr = p.Start(ctx)
+	return p.Vetter(), cfg, startErr, func() { p.Close() }, nil
 }
 
 // cmdLock writes the lock file of the definitions the upstreams list now, or checks it.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/admin"
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/proxy"
 )
 
 // defaultAdminURL is where `status` looks without --admin or an admin block.
@@ -56,7 +57,7 @@ func adminURLOf(fs *flag.FlagSet, path string, stderr io.Writer) (string, error)
 	if _, err := os.Stat(path); !given && errors.Is(err, os.ErrNotExist) {
 		return defaultAdminURL, nil
 	}
-	cfg, err := loadConfig(path, stderr)
+	cfg, err := proxy.Load(path, stderr)
 	if err != nil {
 		return "", err
 	}

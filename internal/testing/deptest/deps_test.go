@@ -38,7 +38,8 @@ var allowed = map[string][]string{
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
-	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster", "trust"},
+	"proxy":                {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "transport", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster", "trust"},
+	"cmd/mcp-proxy":        {"proxy", "router", "config", "principal", "mcp", "auth", "admin", "cluster", "internal/importer", "trust"},
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"trust":                {"router", "upstream", "config", "jsonrpc", "internal/jsonx"},
@@ -131,5 +132,31 @@ func TestProductImportsNoTestTooling(t *testing.T) {
 	}
 	if products == 0 {
 		t.Fatal("go list named no product package: the pattern no longer matches the module")
+	}
+}
+
+// TestEngineImportedOnlyByTheCommand: the engine (proxy) sits above every other product
+// package; only the command, the end-to-end tests and test files import it. (The
+// allowed graph above says so too, package by package; this says it in one place.)
+func TestEngineImportedOnlyByTheCommand(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "../../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		for _, imp := range p.Imports {
+			if imp == module+"proxy" && name != "cmd/mcp-proxy" && name != "e2e" {
+				t.Errorf("%s imports the engine (proxy); only cmd/mcp-proxy may", name)
+			}
+		}
 	}
 }

@@ -131,7 +131,8 @@ var modules = map[string][]reason{
 	"plugins/redact":              nil,
 	"cmd/mcp-proxy-guard":         pluginSDK,
 	"cmd/mcp-proxy-redact":        pluginSDK,
-	"cmd/mcp-proxy":               join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
+	"proxy":                       join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
+	"cmd/mcp-proxy":               join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis), // through proxy
 	"cluster":                     join(logging, hcl, ratelimit, redis),
 	"internal/testing/topology":   nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
 	"internal/testing/devcluster": nil,

@@ -1,11 +1,9 @@
-package main
+package proxy
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
+	"slices"
 
 	"github.com/rs/zerolog"
 
@@ -15,35 +13,13 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
-// cmdHashKey reads an API key on stdin and prints the sha256 that auth's api_key
-// blocks take, so that the configuration never holds the key itself.
-func cmdHashKey(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	pos, err := parseFlags(newFlagSet("hash-key", stderr, nil), args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usageErrorf("hash-key", "reads the key on stdin and takes no arguments (got %q)", pos)
-	}
-	line, err := bufio.NewReader(stdin).ReadString('\n')
-	if err != nil && err != io.EOF {
-		return err
-	}
-	key := strings.TrimRight(line, "\r\n")
-	if len(key) < 16 {
-		return exitError{code: 2, msg: "hash-key: give the key (at least 16 characters) on stdin, e.g. `openssl rand -hex 32 | tee key | mcp-proxy hash-key`"}
-	}
-	fmt.Fprintln(stdout, auth.HashToken(key))
-	return nil
-}
-
 // newAuthenticator builds the HTTP front end's authentication from the auth block; nil
 // when there is none. A listener bound beyond loopback without authentication is
 // refused unless insecure_no_auth says otherwise.
 func newAuthenticator(cfg *config.Config, l config.Listen, log zerolog.Logger) (*auth.Authenticator, error) {
 	if cfg.Auth == nil {
 		if problem := config.Unauthenticated(l); problem != "" { // a file's is reported by config at file:line; the bridge's flags reach this
-			return nil, exitError{code: 1, msg: problem}
+			return nil, errors.New(problem)
 		}
 		return nil, nil
 	}
@@ -58,24 +34,23 @@ func newAuthenticator(cfg *config.Config, l config.Listen, log zerolog.Logger) (
 	}
 	a, err := auth.New(ac, log)
 	if err != nil {
-		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: auth: %v", cfg.Filename, err)}
+		return nil, fmt.Errorf("%s: auth: %w", cfg.Filename, err)
 	}
 	return a, nil
 }
 
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
+// VisibleTools is the merged tool catalogue as the principal name sees it under the
+// policy (what `mcp-proxy tools --as` prints): with the groups given, those of the auth
+// block's API key of that name, and the proxy block's principal_groups when name is its
+// principal.
+func (p *Proxy) VisibleTools(name string, groups ...string) []router.Tool {
+	return visibleTools(p.e.r, principalFor(p.cfg, name, groups), p.e.r.Tools())
 }
 
 // principalFor is the principal `tools --as NAME` shows the catalogue for: an API key's
 // groups when NAME is one, plus the groups given.
 func principalFor(cfg *config.Config, name string, groups []string) *principal.Principal {
-	p := &principal.Principal{Name: name, Groups: groups}
+	p := &principal.Principal{Name: name, Groups: slices.Clone(groups)}
 	if cfg.Auth != nil {
 		for _, k := range cfg.Auth.APIKeys {
 			if k.Name == name {

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -8,58 +8,25 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/mcp-proxy/mcp-proxy/auth"
-	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/h1"
 	"github.com/mcp-proxy/mcp-proxy/server"
 )
 
-// serveHTTP serves the configured upstreams over Streamable HTTP until ctx ends, then
-// drains: it stops accepting, lets requests in flight finish (up to 10 s), ends the
-// sessions and stops the upstreams.
-func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerolog.Logger) error {
-	l := cfg.Listen[0]
-	a, err := newAuthenticator(cfg, l, log)
+// ListenAndServe serves the proxy over Streamable HTTP on the configuration's listen
+// block until ctx ends, then drains: it stops accepting, lets requests in flight finish
+// (up to 10 s), ends the sessions and closes the proxy. With an admin block, the admin
+// listener serves meanwhile (its /readyz answers 503 while requests drain). The proxy
+// must have a listen block; it serves once.
+func (p *Proxy) ListenAndServe(ctx context.Context) error {
+	if err := p.serve("ListenAndServe", true); err != nil {
+		return err
+	}
+	defer p.Close()
+	cfg, l, log, tr, fwd, authn, srv := p.cfg, p.cfg.Listen[0], p.log, p.tr, p.fwd, p.authn, p.srv
+	drainAdmin, err := p.startServing(ctx, authn)
 	if err != nil {
 		return err
 	}
-	var authn *auth.Switch // a reload may replace the authenticator
-	if a != nil {
-		authn = new(auth.Switch)
-		authn.Store(a)
-		defer func() { authn.Load().Close() }()
-	}
-	tr, err := startTracing(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer stopTracing(tr, log) // after the upstreams have stopped: the last calls' spans are ended
-	log = traceLogs(log, tr)
-	obs := newObservers(cfg)
-	fwd, err := startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, log) // cluster.go; nil without a cluster block
-	if err != nil {
-		return err
-	}
-	if fwd != nil {
-		defer fwd.Close()
-	}
-	tasks := newTaskStore(cfg, fwd) // cluster.go; nil without a cluster block
-	e, err := buildEngineWith(ctx, cfg, log, true, tr, obs, tasks)
-	if err != nil {
-		return err
-	}
-	r := e.r
-	defer r.Close()
-	srv := newServer(cfg, r, log, obs)
-	adm, _, stopAdmin, drainAdmin, err := startAdmin(cfg, source, e, authn, log)
-	if err != nil {
-		return err
-	}
-	defer stopAdmin()
-	e.attach(source, srv, authn, l, adm)
-	e.watchReloads(ctx)
 	// Sessions and upstreams outlive ctx (the signal) until requests in flight are
 	// drained; base ends them afterwards.
 	base, endBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -78,7 +45,7 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	if err != nil {
 		return err
 	}
-	if obs != nil {
+	if obs := p.e.obs; obs != nil {
 		ln = obs.metrics.CountConnections(ln)
 	}
 	var handler http.Handler = h
@@ -88,8 +55,8 @@ func serveHTTP(ctx context.Context, cfg *config.Config, source string, log zerol
 	// The lean HTTP/1.1 server takes the hot path; what it does not read, net/http does.
 	hs := &h1.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: stdlog.New(log.With().Str("component", "http").Logger(), "", 0)}
-	log.Info().Str("config", source).Str("address", ln.Addr().String()).Str("path", l.Path).
-		Int("upstreams", len(cfg.Upstreams)).Str("version", buildVersion()).Msg("mcp-proxy serving on HTTP")
+	log.Info().Str("config", cfg.Filename).Str("address", ln.Addr().String()).Str("path", l.Path).
+		Int("upstreams", len(cfg.Upstreams)).Str("version", p.version).Msg("mcp-proxy serving on HTTP")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -64,10 +64,11 @@ func logWarnings(log zerolog.Logger, diags hcl.Diagnostics) {
 	}
 }
 
-// validatePlugins starts each configured plugin (disabled ones too) to decode its config
-// block against the schema it describes and have it check its configuration, then stops
-// it: what `validate` adds to the file's own checks.
-func validatePlugins(ctx context.Context, cfg *config.Config) hcl.Diagnostics {
+// ValidatePlugins starts each plugin cfg configures (disabled ones too) to decode its
+// config block against the schema the plugin describes and have it check its
+// configuration, then stops it: what `mcp-proxy validate` adds to Load's checks. The
+// diagnostics are at file:line (config.FormatDiagnostics prints them).
+func ValidatePlugins(ctx context.Context, cfg *config.Config) hcl.Diagnostics {
 	all := *cfg
 	all.Plugins = nil
 	for _, p := range cfg.Plugins {

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"strings"
@@ -37,7 +37,7 @@ func TestOAuthSetupFailsClosed(t *testing.T) {
 		{Name: "ok", URL: "http://127.0.0.1:1/mcp"},
 		{Name: "broken", URL: "ftp://127.0.0.1/mcp"},
 	}}
-	r, err := (&engine{log: zerolog.Nop(), gates: map[string]*gatedObserver{}}).newRouter(cfg)
+	r, err := (&engine{build: build{log: zerolog.Nop()}, gates: map[string]*gatedObserver{}}).newRouter(cfg)
 	if err == nil || r != nil {
 		t.Fatalf("newRouter = %v, %v; want an error and no router", r, err)
 	}

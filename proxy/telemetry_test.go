@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestStartTracing(t *testing.T) {
 				"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG"} {
 				t.Setenv(k, tt.env[k])
 			}
-			tr, err := startTracing(context.Background(), &config.Config{Telemetry: tt.block}, zerolog.Nop())
+			tr, err := startTracing(context.Background(), &config.Config{Telemetry: tt.block}, "test", zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 const tracingFlushTimeout = 5 * time.Second
 
 // startTracing starts the tracing that the telemetry block, or without one the OTEL_*
-// environment, asks for; nil (and nothing running) when neither does. Variables the
+// environment, asks for, for a binary of version; nil (and nothing running) when neither does. Variables the
 // proxy cannot follow are logged and leave tracing off: the environment is shared with
 // other programs, and the proxy serves without traces rather than not at all.
-func startTracing(ctx context.Context, cfg *config.Config, log zerolog.Logger) (*telemetry.Tracing, error) {
+func startTracing(ctx context.Context, cfg *config.Config, version string, log zerolog.Logger) (*telemetry.Tracing, error) {
 	lookup := os.LookupEnv
 	if telemetry.Disabled(lookup) {
 		if cfg.Telemetry != nil {
@@ -45,7 +45,7 @@ func startTracing(ctx context.Context, cfg *config.Config, log zerolog.Logger) (
 			return nil, nil
 		}
 	}
-	s.Version = buildVersion()
+	s.Version = version
 	otel.SetErrorHandler(&telemetry.ErrorLog{Log: log.With().Str("component", "tracing").Logger()})
 	tr, err := telemetry.Start(ctx, s)
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package proxy
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 
 // BenchmarkOpsChain is what the operations config (an admin block: metrics; a telemetry
 // block: tracing) adds to one routed tools/call, with the stages wired exactly as
-// newEngine wires them (metrics outermost and innermost, tracing inside them) around an
+// buildEngine wires them (metrics outermost and innermost, tracing inside them) around an
 // upstream that answers at once: none (the baseline), metrics alone, metrics with
 // tracing sampled out (sampling = 0, the client sending no trace context), and metrics
 // with every call traced (sampling = 1, exported over OTLP/HTTP to a local endpoint that
@@ -52,11 +52,11 @@ func BenchmarkOpsChain(b *testing.B) {
 			cfg.Telemetry = &config.Telemetry{Endpoint: collector.URL, Protocol: config.OTLPHTTP, Sampling: sampling}
 		}
 		b.Setenv("OTEL_SDK_DISABLED", "") // the environment must not turn tracing off
-		tr, err := startTracing(context.Background(), cfg, zerolog.Nop())
+		tr, err := startTracing(context.Background(), cfg, "bench", zerolog.Nop())
 		if err != nil {
 			b.Fatal(err)
 		}
-		obs := newObservers(cfg)
+		obs := newObservers(cfg, "bench")
 		h := router.Handler(final)
 		stages := obs.around(tr.Wrap(nil))
 		for i := len(stages) - 1; i >= 0; i-- {

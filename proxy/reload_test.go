@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -44,7 +44,7 @@ policy {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := buildEngine(ctx, cfg, zerolog.Nop(), true, nil, nil)
+	e, err := buildEngine(ctx, cfg, build{log: zerolog.Nop(), version: "v-test", many: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ policy {
 		},
 	} {
 		write(step.file)
-		out := e.reload(ctx, "test")
+		out := e.reload(ctx, "test", nil)
 		if out.Outcome != step.outcome || !slices.Equal(out.Changes, step.changes) || !slices.Equal(out.RestartRequired, step.restart) {
 			t.Errorf("reload of\n%s\n= %s %q restart %q errors %q; want %s %q restart %q",
 				step.file, out.Outcome, out.Changes, out.RestartRequired, out.Errors, step.outcome, step.changes, step.restart)
@@ -136,12 +136,12 @@ func TestReloadLiveSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := buildEngine(ctx, cfg, zerolog.Nop(), true, nil, nil)
+	e, err := buildEngine(ctx, cfg, build{log: zerolog.Nop(), version: "v-test", many: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.r.Close()
-	srv := newServer(cfg, e.r, zerolog.Nop(), nil)
+	srv := e.newServer(cfg)
 	e.attach(path, srv, nil, config.Listen{}, nil)
 	if g := srv.Settings().ReadyTimeout; g != time.Second {
 		t.Fatalf("ready grace before the reload: %s, want the default 1s", g)
@@ -152,8 +152,8 @@ func TestReloadLiveSettings(t *testing.T) {
 	if err := os.WriteFile(path, []byte(next), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	out := e.reload(ctx, "test")
-	wantChanges := []string{"proxy: serverInfo team-proxy " + buildVersion(), "proxy.instructions", "ready grace 3s", "proxy.max_client_in_flight = 7 (new sessions)"}
+	out := e.reload(ctx, "test", nil)
+	wantChanges := []string{"proxy: serverInfo team-proxy v-test", "proxy.instructions", "ready grace 3s", "proxy.max_client_in_flight = 7 (new sessions)"}
 	if out.Outcome != admin.ReloadApplied || !slices.Equal(out.Changes, wantChanges) || !slices.Equal(out.RestartRequired, []string{"proxy"}) {
 		t.Fatalf("reload: %s %q restart %q errors %q; want applied %q restart [proxy]", out.Outcome, out.Changes, out.RestartRequired, out.Errors, wantChanges)
 	}
@@ -165,7 +165,7 @@ func TestReloadLiveSettings(t *testing.T) {
 		t.Errorf("running proxy block: separator %q (a restart setting: the old one runs), ready_grace %s", e.cfg.Proxy.Separator, e.cfg.Proxy.ReadyGrace)
 	}
 	// The same file again: nothing changes (the restart setting is still reported).
-	if out := e.reload(ctx, "test"); out.Outcome != admin.ReloadUnchanged || len(out.Changes) != 0 {
+	if out := e.reload(ctx, "test", nil); out.Outcome != admin.ReloadUnchanged || len(out.Changes) != 0 {
 		t.Errorf("reload of the same file: %s %q", out.Outcome, out.Changes)
 	}
 }

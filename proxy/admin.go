@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"context"
@@ -24,13 +24,13 @@ type observers struct {
 	metrics *metrics.Metrics
 }
 
-// newObservers makes the metrics when the configuration has an admin block, which
-// serves them; nil otherwise (metrics nobody can read would only cost).
-func newObservers(cfg *config.Config) *observers {
+// newObservers makes the metrics of a binary of version when the configuration has an
+// admin block, which serves them; nil otherwise (metrics nobody can read would only cost).
+func newObservers(cfg *config.Config, version string) *observers {
 	if cfg.Admin == nil {
 		return nil
 	}
-	m := metrics.New(metrics.Options{Version: buildVersion()})
+	m := metrics.New(metrics.Options{Version: version})
 	var names []string
 	for _, u := range cfg.Upstreams {
 		if !u.Disabled {
@@ -133,8 +133,8 @@ func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch
 	info := configInfo(source, time.Now())
 	m.ConfigLoaded(info.LoadedAt)
 	opts := admin.Options{Address: cfg.Admin.Address, Engine: e.r, Metrics: m, Upstreams: upstreamConfigs(cfg), Config: info,
-		Version: buildVersion(), Log: log,
-		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin") },
+		Version: e.version, Log: log,
+		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin", nil) },
 		Trust:  e.trustStatus, Approve: e.approve}
 	if authn != nil {
 		opts.Auth = authn.Middleware
@@ -147,7 +147,7 @@ func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch
 	}
 	if err := srv.Start(); err != nil {
 		closeOwn()
-		return nil, nil, nil, nil, exitError{code: 1, msg: err.Error()}
+		return nil, nil, nil, nil, err
 	}
 	return srv, own, func() {
 		if err := srv.Close(); err != nil {

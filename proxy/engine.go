@@ -1,12 +1,12 @@
-package main
+package proxy
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/user"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,46 +27,49 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// loadConfig reads the config file, printing every diagnostic to stderr (each on its
-// own line) on failure. The policy's checks (unknown upstreams, patterns, conditions)
-// run in the same pass as the file's own, so one run reports every problem.
-func loadConfig(path string, stderr io.Writer) (*config.Config, error) {
-	if cfg, ok, err := loadClientConfig(path, stderr); ok { // a client's JSON file (import.go)
-		return cfg, err
-	}
-	cfg, diags := config.LoadWithOptions(path, config.Options{Check: checkConfig})
-	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
-	if diags.HasErrors() {
-		return nil, exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", path)}
-	}
-	return cfg, nil
+// build is what an engine is built with besides its configuration.
+type build struct {
+	log     zerolog.Logger
+	version string // the binary's: serverInfo.version by default, the clientInfo upstream
+	// many says the front end serves many client sessions (HTTP): only then do
+	// per-client upstreams get a session per client (with one client the two coincide).
+	many  bool
+	tr    *telemetry.Tracing // when not nil, traces every routed call
+	obs   *observers         // when not nil, watches the engine (metrics)
+	tasks router.TaskStore   // the router's, when shared (nil: in memory); its caller closes it
+	// inner are the program's own middlewares (WithMiddleware): the chain's last stages
+	// before the upstream span.
+	inner []router.Middleware
+	// own are the program's in-process upstreams (WithUpstream), as blocks added to every
+	// configuration the engine runs; dial opens their links, by name.
+	own  []config.Upstream
+	dial map[string]func(context.Context) (transport.Link, error)
 }
 
-// newEngine builds the router and its upstreams from the configuration, and starts the
-// plugins (they are stages of the chain and present the catalogue from its first build);
-// the upstreams do not start yet. manyClients says the front end serves many client
-// sessions (HTTP): only then do per-client upstreams get a session per client (with one
-// client the two coincide). tr, when not nil, traces every routed call: its middlewares
-// go first and last in the chain; obs, when not nil, watches it (metrics).
-func newEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*router.Router, error) {
-	e, err := buildEngine(ctx, cfg, log, manyClients, tr, obs)
-	if err != nil {
-		return nil, err
+// withOwn is cfg with the in-process upstreams own added after its upstream blocks; an
+// upstream block of the same name is an error.
+func withOwn(cfg *config.Config, own []config.Upstream) (*config.Config, error) {
+	if len(own) == 0 {
+		return cfg, nil
 	}
-	return e.r, nil
+	out := *cfg
+	out.Upstreams = slices.Clip(cfg.Upstreams)
+	for _, o := range own {
+		if slices.ContainsFunc(cfg.Upstreams, func(u config.Upstream) bool { return u.Name == o.Name }) {
+			return nil, fmt.Errorf("in-process upstream %q: the configuration has an upstream block of that name", o.Name)
+		}
+		out.Upstreams = append(out.Upstreams, o)
+	}
+	return &out, nil
 }
 
 // engine is the part of a running proxy that a configuration makes and a reload changes
 // (reload.go): the router with its upstreams, and the chain every routed call passes.
 type engine struct {
+	build
 	r          *router.Router
-	log        zerolog.Logger
-	many       bool
-	tr         *telemetry.Tracing
-	obs        *observers
 	store      policy.BucketStore // the rate limits' buckets: they outlive reloads
 	closeStore func() error
-	tasks      router.TaskStore // the router's, when shared (nil: in memory); its caller closes it
 
 	mu      sync.Mutex // serialises reloads; guards the fields below
 	cfg     *config.Config
@@ -87,16 +90,13 @@ type engine struct {
 	audit atomic.Pointer[policy.Auditor] // the chain's audit trail, for the vetter's records
 }
 
-// buildEngine is newEngine, returning the engine a reload works on.
-func buildEngine(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers) (*engine, error) {
-	return buildEngineWith(ctx, cfg, log, manyClients, tr, obs, nil)
-}
-
-// buildEngineWith is buildEngine with the router's task store (nil: in memory); the
-// caller closes the store after the router.
-func buildEngineWith(ctx context.Context, cfg *config.Config, log zerolog.Logger, manyClients bool, tr *telemetry.Tracing, obs *observers, tasks router.TaskStore) (*engine, error) {
-	e := &engine{log: log, many: manyClients, tr: tr, obs: obs, cfg: cfg, gates: map[string]*gatedObserver{}, tasks: tasks,
-		watchSet: make(chan struct{}, 1)}
+// buildEngine builds the router and its upstreams from the configuration, and starts
+// the plugins (they are stages of the chain and present the catalogue from its first
+// build); the upstreams do not start yet. b.tr's middlewares go first and last in the
+// chain. The caller closes the router, which closes the rest.
+func buildEngine(ctx context.Context, cfg *config.Config, b build) (*engine, error) {
+	e := &engine{build: b, cfg: cfg, gates: map[string]*gatedObserver{}, watchSet: make(chan struct{}, 1)}
+	log, obs, tr := b.log, b.obs, b.tr
 	// The rate limits' buckets outlive reloads: shared through Redis with a cluster
 	// block (cluster.go), else in memory.
 	store, closeStore, err := newBucketStore(cfg, log, obs)
@@ -149,7 +149,7 @@ func buildEngineWith(ctx context.Context, cfg *config.Config, log zerolog.Logger
 
 // install makes the chain of e.chain and e.host the router's, in the documented order:
 // metrics → request span → audit → rules → limits → plugins (before hooks in file order,
-// after hooks in reverse) → upstream span → upstream leg. A call keeps the chain it
+// after hooks in reverse) → the program's middlewares → upstream span → upstream leg. A call keeps the chain it
 // started with; the next one takes the new.
 func (e *engine) install() {
 	e.obs.watchPolicy(e.chain)
@@ -171,6 +171,7 @@ func (e *engine) install() {
 	if e.host != nil {
 		stages = append(stages, e.host.Stages()...)
 	}
+	stages = append(stages, e.inner...)
 	stages = e.tr.Wrap(stages)    // tracing: request span → the stages above → upstream span
 	stages = e.obs.around(stages) // metrics: counted outermost, the upstream leg timed innermost
 	e.r.Use(stages...)
@@ -205,12 +206,6 @@ func (e *engine) close() {
 
 // denyAll refuses everything: what a policy that failed to build falls back to.
 var denyAll, _ = policy.NewEngine(nil, false)
-
-// guardOf returns the policy chain of an engine (nil when it has none).
-func guardOf(r *router.Router) *policy.Chain {
-	c, _ := r.Guard().(*policy.Chain)
-	return c
-}
 
 // newRouter fails, starting nothing, when an upstream cannot be set up as configured (its
 // OAuth client, say): an upstream is never started with less than its configuration asks.
@@ -274,7 +269,8 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 		Headers:        uc.Headers,
 		Transport:      uc.Transport,
 		ClientName:     proxyName(cfg),
-		ClientVersion:  buildVersion(),
+		ClientVersion:  e.version,
+		Dial:           e.dial[uc.Name], // an in-process upstream's (nil for the configured ones)
 	}
 	if gate.o != nil {
 		spec.Observer = gate
@@ -357,11 +353,11 @@ func proxyName(cfg *config.Config) string {
 	return "mcp-proxy"
 }
 
-func proxyVersion(cfg *config.Config) string {
+func proxyVersion(cfg *config.Config, version string) string {
 	if cfg.Proxy.Version != "" {
 		return cfg.Proxy.Version
 	}
-	return buildVersion()
+	return version
 }
 
 // readyGrace is how long a client's initialize waits for upstreams still starting:
@@ -373,11 +369,12 @@ func readyGrace(cfg *config.Config) time.Duration {
 	return min(cfg.Proxy.ReadyGrace, maxStartup(cfg)+5*time.Second)
 }
 
-// newServer is the front end for cfg over r; obs, when not nil, watches its sessions.
-func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *observers) *server.Server {
-	l := liveSettings(cfg)
-	return server.New(r, server.Options{
-		Observer:     obs.sessions(),
+// newServer is the front end for cfg over the engine's router; e.obs, when not nil,
+// watches its sessions.
+func (e *engine) newServer(cfg *config.Config) *server.Server {
+	l := e.liveSettings(cfg)
+	return server.New(e.r, server.Options{
+		Observer:     e.obs.sessions(),
 		Principal:    stdioPrincipal(cfg),
 		Name:         l.Name,
 		Version:      l.Version,
@@ -387,15 +384,15 @@ func newServer(cfg *config.Config, r *router.Router, log zerolog.Logger, obs *ob
 
 		MaxClientBuffer:   l.MaxClientBuffer,
 		MaxClientInFlight: l.MaxClientInFlight,
-	}, log)
+	}, e.log)
 }
 
 // liveSettings are the front end's settings under cfg that a reload applies
 // (server.Reconfigure); the ready grace depends on the upstreams' startup timeouts too.
-func liveSettings(cfg *config.Config) server.Live {
+func (e *engine) liveSettings(cfg *config.Config) server.Live {
 	return server.Live{
 		Name:              proxyName(cfg),
-		Version:           proxyVersion(cfg),
+		Version:           proxyVersion(cfg, e.version),
 		Instructions:      cfg.Proxy.Instructions,
 		ReadyTimeout:      readyGrace(cfg),
 		MaxClientBuffer:   cfg.Proxy.MaxClientBuffer,

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package proxy
 
 import (
 	"bytes"
@@ -10,16 +10,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/testing/benchwire"
 )
 
 // BenchmarkHTTPFrontCall is one whole tools/call through the proxy serving HTTP, run
-// in-process exactly as `mcp-proxy run` runs it (the config parsed from HCL, the h1
+// in-process exactly as `mcp-proxy run` runs it (New and ListenAndServe) (the config parsed from HCL, the h1
 // server, sessions, the router and its chain, logging at info to a discarding stderr),
 // in front of a real upstream process: the test server with -fast over its pipes
 // (child), or serving Streamable HTTP (http-upstream). The client is benchwire (one
@@ -60,8 +61,17 @@ func startBenchProxy(b *testing.B, bin, up string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := &addrWatcher{found: make(chan string, 1)}
 	done := make(chan error, 1)
+	cfgFile, err := Load(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := zerolog.New(stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger() // as run logs
+	p, err := New(ctx, cfgFile, WithLogger(log))
+	if err != nil {
+		b.Fatal(err)
+	}
 	go func() {
-		done <- run(ctx, []string{"run", "--config", path}, strings.NewReader(""), &bytes.Buffer{}, stderr)
+		done <- p.ListenAndServe(ctx)
 	}()
 	b.Cleanup(func() {
 		cancel()

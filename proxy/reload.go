@@ -1,4 +1,4 @@
-package main
+package proxy
 
 import (
 	"bytes"
@@ -55,10 +55,10 @@ func (e *engine) attach(source string, srv *server.Server, authn *auth.Switch, l
 	e.source = source
 }
 
-// reload reads the configuration file again and applies the difference; it never
-// fails the proxy: the outcome says what happened, and is logged, counted and shown by
-// the status.
-func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
+// reload applies the difference between the running configuration and next, or, when
+// next is nil, the configuration file read again; it never fails the proxy: the outcome
+// says what happened, and is logged, counted and shown by the status.
+func (e *engine) reload(ctx context.Context, trigger string, next *config.Config) *admin.Reload {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	start := time.Now()
@@ -72,9 +72,25 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 		return out
 	}
 	var diags bytes.Buffer
-	next, err := loadConfig(e.source, &diags)
-	if sum, ok := fileSum(e.source); ok {
-		out.SHA256 = sum
+	var err error
+	switch {
+	case next != nil:
+		// A configuration made in memory gets the checks a file gets.
+		d := checkConfig(next)
+		fmt.Fprint(&diags, config.FormatDiagnostics(d))
+		if d.HasErrors() {
+			err = errors.New("invalid configuration")
+		}
+	case e.source == "":
+		err = errors.New("no configuration file to read again: the proxy was built from a configuration in memory")
+	default:
+		next, err = loadConfig(e.source, &diags)
+		if sum, ok := fileSum(e.source); ok {
+			out.SHA256 = sum
+		}
+	}
+	if err == nil {
+		next, err = withOwn(next, e.own)
 	}
 	if err != nil {
 		out.Outcome = admin.ReloadRejected
@@ -241,7 +257,7 @@ func (e *engine) reload(ctx context.Context, trigger string) *admin.Reload {
 	}
 	// The front end's live settings (server.Live) apply to what starts from now on.
 	copyLiveProxy(&running.Proxy, next.Proxy)
-	if was, now := liveSettings(cur), liveSettings(&running); was != now {
+	if was, now := e.liveSettings(cur), e.liveSettings(&running); was != now {
 		if e.srv != nil {
 			e.srv.Reconfigure(now)
 		}
@@ -571,6 +587,9 @@ func fileSum(path string) (string, bool) {
 // configInfo is what the status says of the configuration loaded from path at at.
 func configInfo(path string, at time.Time) admin.ConfigInfo {
 	info := admin.ConfigInfo{Path: path, LoadedAt: at}
+	if path == "" { // a configuration made in memory
+		return info
+	}
 	if abs, err := filepath.Abs(path); err == nil {
 		info.Path = abs
 	}
@@ -597,15 +616,24 @@ func upstreamConfigs(cfg *config.Config) []admin.UpstreamConfig {
 	return ups
 }
 
-// watchReloads reloads the configuration on SIGHUP and, with proxy { watch = true }, when
-// the file changes, until ctx ends. The file is polled only while watch is on: a proxy
+// watchReloads reloads the configuration on SIGHUP when onSignal says so and, with
+// proxy { watch = true }, when the file changes, until ctx ends or stop is called (stop
+// returns once the watcher has). The file is polled only while watch is on: a proxy
 // without it has no timer, so an idle one is not woken every second (a reload that turns
 // watch on or off tells the goroutine through e.watchSet).
-func (e *engine) watchReloads(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
+func (e *engine) watchReloads(ctx context.Context, onSignal bool) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var hup chan os.Signal // nil without the signal: never ready
+	if onSignal {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+	}
+	done := make(chan struct{})
 	go func() {
-		defer signal.Stop(hup)
+		defer close(done)
+		if hup != nil {
+			defer signal.Stop(hup)
+		}
 		var tick *time.Ticker
 		var tickC <-chan time.Time // nil while watch is off
 		defer func() {
@@ -616,7 +644,7 @@ func (e *engine) watchReloads(ctx context.Context) {
 		// follow starts or stops the polling as the running configuration says.
 		follow := func() {
 			e.mu.Lock()
-			watch := e.cfg.Proxy.Watch
+			watch := e.cfg.Proxy.Watch && e.source != ""
 			e.mu.Unlock()
 			switch {
 			case watch && tick == nil:
@@ -637,7 +665,7 @@ func (e *engine) watchReloads(ctx context.Context) {
 				follow()
 				seen, _ = fileSum(e.source)
 			case <-hup:
-				e.reload(ctx, "signal")
+				e.reload(ctx, "signal", nil)
 				seen, _ = fileSum(e.source)
 			case <-tickC:
 				now, ok := fileSum(e.source)
@@ -650,10 +678,14 @@ func (e *engine) watchReloads(ctx context.Context) {
 					continue
 				}
 				seen = now
-				e.reload(ctx, "watch")
+				e.reload(ctx, "watch", nil)
 			}
 		}
 	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // signalWatch tells the watcher that proxy.watch changed, without blocking (ch is
