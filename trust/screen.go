@@ -66,7 +66,7 @@ func (f Finding) Withholds() bool { return f.Severity >= Medium }
 // every definition); it is added to.
 func screenTexts(texts []text, nodes []node, clean map[cleanKey]bool) []Finding {
 	var out []Finding
-	var hits []bool // by phrase: a trigger word is in the text (reused)
+	var hits []uint8 // by phrase: which of its word groups the text has (reused)
 	for i := range texts {
 		t := &texts[i]
 		short := len(t.value) <= maxCleanCached
@@ -141,28 +141,30 @@ func isASCII(s string) bool {
 }
 
 // screenPhrases runs the phrase checks whose trigger words or marks are in lower.
-func screenPhrases(out []Finding, orig, lower string, field fieldOf, hits *[]bool) []Finding {
+func screenPhrases(out []Finding, orig, lower string, field fieldOf, hits *[]uint8) []Finding {
 	if *hits == nil {
-		*hits = make([]bool, len(phrases))
+		*hits = make([]uint8, len(phrases))
 	}
 	h := *hits
 	clear(h)
 	any := false
 	eachWord(lower, func(w string) {
-		for _, i := range triggers[w] {
-			h[i], any = true, true
+		for _, tr := range triggers[w] {
+			h[tr.phrase] |= tr.bit
+			any = true
 		}
 	})
 	for i, p := range phrases {
 		if p.mark != "" && strings.Contains(lower, p.mark) {
-			h[i], any = true, true
+			h[i] |= 1
+			any = true
 		}
 	}
 	if !any {
 		return out
 	}
 	for i, p := range phrases {
-		if !h[i] {
+		if h[i] != p.need() {
 			continue
 		}
 		if loc := p.re.FindStringIndex(lower); loc != nil {
@@ -273,45 +275,63 @@ type phrase struct {
 	severity Severity
 	words    []string // trigger words (whole words, lower case)
 	re       *regexp.Regexp
-	mark     string // a trigger that is not a word ("<", "[inst"); "" for none
+	mark     string     // a trigger that is not a word ("<", "[inst"); "" for none
+	also     [][]string // further words the text must have, one of each group
 }
 
 // triggers maps each trigger word to the phrases it triggers.
-var triggers = func() map[string][]int {
-	m := map[string][]int{}
+var triggers = func() map[string][]trigger {
+	m := map[string][]trigger{}
 	for i, p := range phrases {
 		for _, w := range p.words {
-			m[w] = append(m[w], i)
+			m[w] = append(m[w], trigger{i, 1})
+		}
+		for g, ws := range p.also {
+			for _, w := range ws {
+				m[w] = append(m[w], trigger{i, 2 << g})
+			}
 		}
 	}
 	return m
 }()
 
+// trigger is a word's part in a phrase: the bit of the group it belongs to.
+type trigger struct {
+	phrase int
+	bit    uint8
+}
+
+// need is the bits a phrase's text must have before its expression runs.
+func (p *phrase) need() uint8 { return uint8(2<<len(p.also)) - 1 }
+
+// users are the words for the person behind the client, a group of several phrases.
+var users = []string{"user", "users", "human", "humans", "operator", "operators"}
+
 var phrases = []*phrase{
 	{CheckInstructionMarkup, High, nil,
-		regexp.MustCompile(`<\s*/?\s*(important|system|instructions?|secret|hidden|critical|admin|assistant|user_instructions?|sysprompt)\b[^>]{0,40}>`), "<"},
+		regexp.MustCompile(`<\s*/?\s*(important|system|instructions?|secret|hidden|critical|admin|assistant|user_instructions?|sysprompt)\b[^>]{0,40}>`), "<", nil},
 	{CheckInstructionMarkup, High, nil,
-		regexp.MustCompile(`\[/?(inst|system)\]`), "["},
+		regexp.MustCompile(`\[/?(inst|system)\]`), "[", nil},
 	{CheckInstructionMarkup, High, nil,
-		regexp.MustCompile(`<\|[a-z_]{2,20}\|>`), "<|"},
+		regexp.MustCompile(`<\|[a-z_]{2,20}\|>`), "<|", nil},
 	{CheckInstructionMarkup, Medium, nil,
-		regexp.MustCompile(`<!--[\s\S]{0,60}`), "<!--"},
+		regexp.MustCompile(`<!--[\s\S]{0,60}`), "<!--", nil},
 	{CheckModelDirective, High, []string{"ignore", "disregard", "forget"},
-		regexp.MustCompile(`(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|other|your)\s+(instructions|prompts|rules|directions)`), ""},
+		regexp.MustCompile(`(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+)?(previous|prior|above|earlier|preceding|other|your)\s+(instructions|prompts|rules|directions)`), "", [][]string{{"instructions", "prompts", "rules", "directions"}}},
 	{CheckModelDirective, High, []string{"not", "don't", "never"},
-		regexp.MustCompile(`(do\s+not|don't|never|must\s+not|should\s+not)\s+(tell|inform|mention|reveal|disclose|show|notify|alert|warn)\b[^.\n]{0,60}\b(user|human|operator)s?\b`), ""},
+		regexp.MustCompile(`(do\s+not|don't|never|must\s+not|should\s+not)\s+(tell|inform|mention|reveal|disclose|show|notify|alert|warn)\b[^.\n]{0,60}\b(user|human|operator)s?\b`), "", [][]string{{"tell", "inform", "mention", "reveal", "disclose", "show", "notify", "alert", "warn"}, users}},
 	{CheckModelDirective, High, []string{"without"},
-		regexp.MustCompile(`without\s+(telling|informing|notifying|alerting|asking|warning)\s+(the\s+)?(user|human|operator)`), ""},
+		regexp.MustCompile(`without\s+(telling|informing|notifying|alerting|asking|warning)\s+(the\s+)?(user|human|operator)`), "", [][]string{{"telling", "informing", "notifying", "alerting", "asking", "warning"}}},
 	{CheckModelDirective, High, []string{"know", "see", "notice", "told", "find", "aware"},
-		regexp.MustCompile(`(user|human|operator)s?\s+(must|should|will|may)\s+not\s+(know|see|notice|be\s+told|find\s+out|be\s+aware)`), ""},
+		regexp.MustCompile(`(user|human|operator)s?\s+(must|should|will|may)\s+not\s+(know|see|notice|be\s+told|find\s+out|be\s+aware)`), "", [][]string{{"not"}, users}},
 	{CheckModelDirective, High, []string{"prompt", "instructions", "message"},
-		regexp.MustCompile(`(reveal|print|output|repeat|disclose|leak|send|include|pass)\b[^.\n]{0,40}(system\s+prompt|system\s+message|your\s+instructions)`), ""},
+		regexp.MustCompile(`(reveal|print|output|repeat|disclose|leak|send|include|pass)\b[^.\n]{0,40}(system\s+prompt|system\s+message|your\s+instructions)`), "", [][]string{{"reveal", "print", "output", "repeat", "disclose", "leak", "send", "include", "pass"}, {"system", "your"}}},
 	{CheckModelDirective, High, []string{"send", "forward", "bcc", "redirect"},
-		regexp.MustCompile(`(send|forward|bcc|redirect|copy)\s+(all|every|each|any)\b[^.\n]{0,40}\b(emails?|messages?|data|files?|requests?|calls?)\b[^.\n]{0,30}\bto\b`), ""},
+		regexp.MustCompile(`(send|forward|bcc|redirect|copy)\s+(all|every|each|any)\b[^.\n]{0,40}\b(emails?|messages?|data|files?|requests?|calls?)\b[^.\n]{0,30}\bto\b`), "", [][]string{{"all", "every", "each", "any"}, {"to"}}},
 	{CheckModelDirective, Medium, []string{"before", "whenever", "available", "present"},
-		regexp.MustCompile(`(before\s+(using|calling|invoking|running)\s+(this|any|the|another)\s+tool|whenever\s+you\s+(use|call|run|execute|invoke)|when\s+this\s+tool\s+is\s+(available|present))[^.\n]{0,80}\b(read|send|include|pass|fetch|upload|must|always|prefix)\b`), ""},
+		regexp.MustCompile(`(before\s+(using|calling|invoking|running)\s+(this|any|the|another)\s+tool|whenever\s+you\s+(use|call|run|execute|invoke)|when\s+this\s+tool\s+is\s+(available|present))[^.\n]{0,80}\b(read|send|include|pass|fetch|upload|must|always|prefix)\b`), "", [][]string{{"read", "send", "include", "pass", "fetch", "upload", "must", "always", "prefix"}}},
 	{CheckModelDirective, Medium, []string{"recipient", "recipients", "destination", "receiver"},
-		regexp.MustCompile(`(change|replace|set|switch)\s+the\s+(recipient|destination|receiver)s?\b[^.\n]{0,20}\bto\b`), ""},
+		regexp.MustCompile(`(change|replace|set|switch)\s+the\s+(recipient|destination|receiver)s?\b[^.\n]{0,20}\bto\b`), "", [][]string{{"change", "replace", "set", "switch"}}},
 }
 
 // credentialFiles are paths and names whose mention in a definition means the model is

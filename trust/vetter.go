@@ -88,13 +88,16 @@ type verdict struct {
 	texts    []text
 	findings []Finding
 	descLen  int
-	refs     []ref // the distinctive words of its texts, for the cross-reference check
+	refs     []ref  // the distinctive words of its texts, for the cross-reference check
+	nodes    []node // where refs are; kept only when there are refs
 	err      error
 }
 
-// ref is a name-like word of a definition's text that may name a tool, and where.
+// ref is a name-like word of a definition's text that may name a tool, and where (a
+// node of the verdict's nodes).
 type ref struct {
-	name, path string
+	name string
+	node int32
 }
 
 // seen is one upstream's last vetted catalogue.
@@ -244,7 +247,10 @@ func (v *Vetter) verdicts(k Kind, items []json.RawMessage) []*verdict {
 					vd.descLen = len(t.value)
 				}
 			}
-			vd.refs = refsOf(vd.texts, nodes)
+			vd.refs = refsOf(vd.texts)
+			if len(vd.refs) > 0 {
+				vd.nodes = nodes
+			}
 			vd.texts = nil // what later checks need is in findings, descLen and refs
 		}
 		v.cache[key] = vd
@@ -424,7 +430,7 @@ func (v *Vetter) log(ev Event) {
 // refsOf collects the distinctive words of a definition's texts (values, not keys),
 // each with the names it may stand for: itself, and what follows a client's or the
 // proxy's prefix (mcp_tool_send_email, github__create_issue).
-func refsOf(texts []text, nodes []node) []ref {
+func refsOf(texts []text) []ref {
 	var out []ref
 	add := func(name string, t *text) {
 		for _, r := range out {
@@ -432,7 +438,7 @@ func refsOf(texts []text, nodes []node) []ref {
 				return
 			}
 		}
-		out = append(out, ref{name, pathOf(nodes, t.node)})
+		out = append(out, ref{name, t.node})
 	}
 	for i := range texts {
 		t := &texts[i]
@@ -475,7 +481,7 @@ func crossReferences(vd *verdict, up string, own map[string]bool, owners map[str
 		if len(others) == 0 {
 			continue
 		}
-		out = append(out, Finding{Check: CheckCrossReference, Severity: Medium, Field: r.path,
+		out = append(out, Finding{Check: CheckCrossReference, Severity: Medium, Field: pathOf(vd.nodes, r.node),
 			Detail: fmt.Sprintf("names %q, a tool of upstream %s", r.name, strings.Join(others, ", "))})
 	}
 	if len(out) > 1 {
