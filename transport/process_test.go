@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/sandbox"
 )
 
-// The test binary doubles as the child process, selected by TRANSPORT_TEST_CHILD.
+// The test binary doubles as the child process, selected by TRANSPORT_TEST_CHILD, and as
+// the sandbox's launcher (sandbox.Main).
 func TestMain(m *testing.M) {
+	sandbox.Main()
 	switch os.Getenv("TRANSPORT_TEST_CHILD") {
 	case "":
 		os.Exit(m.Run())
@@ -43,6 +46,9 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Printf("%d\n", gc.Process.Pid)
 		time.Sleep(time.Hour)
+	case "sandboxed", "sandboxed-grandchild":
+		sandboxedChild()
+		os.Exit(0)
 	case "sleep":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)

@@ -23,7 +23,8 @@ var allowed = map[string][]string{
 	"auth":                 {"principal"},
 	"mcp":                  {"jsonrpc", "internal/jsonx"},
 	"config":               {"internal/glob", "internal/lazyre"},
-	"transport":            {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client"},
+	"sandbox":              {},
+	"transport":            {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client", "sandbox"},
 	"upstream":             {"transport", "jsonrpc", "mcp", "internal/jsonx"},
 	"router":               {"upstream", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob", "internal/clock", "internal/lazyre"},
 	"policy":               {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob"},
@@ -38,7 +39,7 @@ var allowed = map[string][]string{
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
-	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster"},
+	"cmd/mcp-proxy":        {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "mcp", "jsonrpc", "transport", "internal/jsonx", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster", "sandbox"},
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 

@@ -1,0 +1,108 @@
+// Package sandbox confines an upstream's child process on Linux: Landlock limits what it
+// may read, write and execute and which TCP ports it may bind or connect to, no_new_privs
+// and an emptied capability set keep it from gaining privileges, and a network namespace
+// of its own (in a user namespace of its own) takes the rest of the network away. The
+// restriction is applied in the child before it executes the configured command, so every
+// process it starts (an npx wrapper and the server it runs) inherits it.
+//
+// Go cannot run code between fork and exec, so the child is started through a launcher:
+// the proxy's own executable, re-executed with the policy in an environment variable.
+// Main, called first thing in the program's main (and in a test binary's TestMain),
+// notices the variable, restricts its own thread and executes the real command; anywhere
+// else it returns at once. The launcher reports a failure on a pipe before it exits, so
+// that StartProcess returns a clear error and nothing unconfined ever runs.
+//
+// The package fails closed: a policy this kernel cannot enforce is refused (Check) with
+// an error naming what is missing, never run with less. It must not import the rest of
+// the proxy: transport and the command use it.
+package sandbox
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Network modes of a Policy.
+const (
+	// NetworkNone: no network at all. Landlock denies every TCP bind and connect, and the
+	// child gets a network namespace of its own with no interface up (UDP, raw sockets
+	// and the host's loopback listeners are gone too) where the kernel allows it.
+	NetworkNone = "none"
+	// NetworkLoopback: a network namespace of its own whose loopback interface is up,
+	// so the child may talk to itself (and its own children) on 127.0.0.1; the host's
+	// network, its loopback listeners included, is unreachable.
+	NetworkLoopback = "loopback"
+	// NetworkAny: no network restriction.
+	NetworkAny = "any"
+	// NetworkPorts: TCP connect only to Ports (on any host), no TCP bind. Landlock
+	// restricts TCP by port only; UDP (DNS) is not restricted.
+	NetworkPorts = "ports"
+)
+
+// Policy is what an upstream's sandbox block asks for. The runtime's own needs (the
+// command's executable and interpreter, shared libraries, a private temporary directory,
+// the npm cache for npx, and so on) are added when the child is started; see Plan.
+type Policy struct {
+	Read    []string // absolute paths the child may read, list and execute beneath
+	Write   []string // absolute paths the child may also create, write, rename and remove beneath
+	Network string   // NetworkNone (also ""), NetworkLoopback, NetworkAny or NetworkPorts
+	Ports   []uint16 // for NetworkPorts: the TCP ports it may connect to
+}
+
+// mode returns the policy's network mode, NetworkNone for "".
+func (p *Policy) mode() string {
+	if p.Network == "" {
+		return NetworkNone
+	}
+	return p.Network
+}
+
+// ParseNetwork turns the items of a network list ("*:443", "*:80") into TCP ports. A host
+// other than "*" cannot be enforced (Landlock restricts TCP by port, not by address), so
+// it is an error that says so rather than a port silently opened to every host.
+func ParseNetwork(items []string) ([]uint16, error) {
+	var ports []uint16
+	for _, it := range items {
+		i := strings.LastIndexByte(it, ':')
+		if i < 0 {
+			return nil, fmt.Errorf("%q is not host:port (use \"*:443\" for port 443 on any host)", it)
+		}
+		host, port := it[:i], it[i+1:]
+		n, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || n == 0 {
+			return nil, fmt.Errorf("%q: port %q must be a number from 1 to 65535", it, port)
+		}
+		if host != "*" {
+			return nil, fmt.Errorf("%q names host %q, which cannot be enforced: Landlock restricts TCP by port only, "+
+				"so the child could reach port %d on every host; write \"*:%d\" to allow that knowingly, or use network = \"any\"",
+				it, host, n, n)
+		}
+		ports = append(ports, uint16(n))
+	}
+	return ports, nil
+}
+
+// Validate checks the policy's own shape: absolute paths and a known network mode.
+func (p *Policy) Validate() error {
+	for _, l := range [][]string{p.Read, p.Write} {
+		for _, s := range l {
+			if !strings.HasPrefix(s, "/") {
+				return fmt.Errorf("sandbox path %q is not absolute", s)
+			}
+		}
+	}
+	switch p.mode() {
+	case NetworkNone, NetworkLoopback, NetworkAny:
+		if len(p.Ports) > 0 {
+			return fmt.Errorf("sandbox ports are given with network %q", p.mode())
+		}
+	case NetworkPorts:
+		if len(p.Ports) == 0 {
+			return fmt.Errorf("sandbox network lists no port")
+		}
+	default:
+		return fmt.Errorf("unknown sandbox network %q", p.Network)
+	}
+	return nil
+}
