@@ -293,6 +293,19 @@ func plan(p *Policy, path string, args, env []string) (*launchSpec, error) {
 	return spec, nil
 }
 
+// offlineNpm reports whether npm (npx) runs without a network and without the user's
+// say on npm_config_offline: it is then told to use its cache only, since it would
+// otherwise retry the registry for minutes before it runs anything.
+func offlineNpm(p *Policy, path string, args, env []string) bool {
+	if m := p.mode(); m != NetworkNone && m != NetworkLoopback {
+		return false
+	}
+	if lookupEnv(env, "npm_config_offline") != "" || lookupEnv(env, "NPM_CONFIG_OFFLINE") != "" {
+		return false
+	}
+	return usesNpm(programChain(path, args, env))
+}
+
 // netNS reports whether a start under p gets its own network namespace.
 func netNS(p *Policy) bool {
 	m := p.mode()
@@ -308,9 +321,6 @@ func Explain(p *Policy, command []string, env []string) ([]string, error) {
 	}
 	env = append(os.Environ(), env...)
 	path := lookPath(command[0], lookupEnv(env, "PATH"))
-	if path == "" {
-		return nil, fmt.Errorf("%s: not found on PATH", command[0])
-	}
 	spec, err := plan(p, path, command, env)
 	if err != nil {
 		return nil, err
@@ -341,7 +351,13 @@ func Explain(p *Policy, command []string, env []string) ([]string, error) {
 	} else {
 		lines = append(lines, fmt.Sprintf("scoped: no (needs Landlock ABI 6, this kernel has %d)", s.ABI))
 	}
+	if path == "" {
+		lines = append(lines, fmt.Sprintf("executable %s: not found on PATH here, so the files of its runtime are not listed", command[0]))
+	}
 	lines = append(lines, "write <private temporary directory> (TMPDIR)")
+	if offlineNpm(p, path, command, env) {
+		lines = append(lines, "npm_config_offline=true (npm and npx use their cache only)")
+	}
 	return append(lines, describeRules(spec.Rules)...), nil
 }
 
@@ -372,6 +388,9 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 		return nil, fmt.Errorf("sandbox: creating the private temporary directory: %w", err)
 	}
 	env = setEnv(env, "TMPDIR", tmp)
+	if offlineNpm(p, cmd.Path, cmd.Args, env) {
+		env = setEnv(env, "npm_config_offline", "true")
+	}
 	spec, err := plan(p, cmd.Path, cmd.Args, env)
 	if err != nil {
 		os.RemoveAll(tmp)

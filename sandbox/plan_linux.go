@@ -41,7 +41,8 @@ func (r Rule) Write() bool { return r.Access&^uint64(accessRead) != 0 }
 //     nsswitch.conf, localtime), and with a network the resolver's files and the
 //     certificate stores;
 //   - /dev/null, /dev/zero, /dev/full read-write, /dev/random and /dev/urandom read;
-//   - for npm and npx: the npm cache (writable: npx installs into it) and ~/.npmrc; for
+//   - for npm and npx: the npm cache (writable: npx installs into it), not ~/.npmrc
+//     (registry tokens live there: list it in read to give it); for
 //     uv and uvx: uv's cache (writable) and its Python installations.
 func runtimeRules(path string, args, env []string, network string) []Rule {
 	var rules []Rule
@@ -49,16 +50,13 @@ func runtimeRules(path string, args, env []string, network string) []Rule {
 		rules = append(rules, Rule{Path: p, Access: access, Why: why, Optional: true})
 	}
 	progs := programChain(path, args, env)
-	for i, prog := range progs {
-		why := "executable"
-		if i > 0 {
-			why = "interpreter"
+	for _, prog := range progs {
+		why := prog.why
+		add(prog.path, accessRead, why)
+		if pfx := installPrefix(prog.path); pfx != "" {
+			add(pfx, accessRead, why+"'s prefix")
 		}
-		add(prog, accessRead, why)
-		if pfx := installPrefix(prog); pfx != "" {
-			add(pfx, accessRead, why+" prefix")
-		}
-		if nm := outerNodeModules(prog); nm != "" {
+		if nm := outerNodeModules(prog.path); nm != "" {
 			add(nm, accessRead, "node_modules")
 		}
 	}
@@ -66,12 +64,22 @@ func runtimeRules(path string, args, env []string, network string) []Rule {
 		add(d, accessRead, "shared libraries")
 	}
 	for _, f := range []string{"/etc/ld.so.cache", "/etc/ld.so.preload", "/etc/passwd", "/etc/group",
-		"/etc/nsswitch.conf", "/etc/localtime", "/usr/share/zoneinfo"} {
+		"/etc/nsswitch.conf", "/etc/localtime", "/usr/share/zoneinfo", "/etc/ssl/openssl.cnf",
+		"/usr/lib/ssl/openssl.cnf", "/etc/pki/tls/openssl.cnf",
+		// The public certificate stores (a runtime loads them at start), never /etc/ssl/private.
+		"/etc/ssl/certs", "/etc/pki/tls/certs", "/etc/pki/ca-trust", "/etc/ca-certificates",
+		"/etc/ca-certificates.conf", "/usr/share/ca-certificates"} {
 		add(f, accessRead, "runtime files")
 	}
+	// What the system tells every process about itself (memory, processors, limits):
+	// node, libuv and V8 read these at start. Not /proc as a whole: other processes'
+	// command lines are there.
+	for _, f := range []string{"/proc/meminfo", "/proc/stat", "/proc/cpuinfo", "/proc/sys/vm/overcommit_memory",
+		"/sys/devices/system/cpu", "/sys/kernel/mm/transparent_hugepage"} {
+		add(f, accessRead, "system information")
+	}
 	if network != NetworkNone {
-		for _, f := range []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf",
-			"/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates"} {
+		for _, f := range []string{"/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf"} {
 			add(f, accessRead, "network files")
 		}
 	}
@@ -83,7 +91,7 @@ func runtimeRules(path string, args, env []string, network string) []Rule {
 	}
 	home := lookupEnv(env, "HOME")
 	for _, prog := range progs {
-		switch base := filepath.Base(prog); {
+		switch base := filepath.Base(prog.path); {
 		case base == "npm-cli.js" || base == "npx-cli.js" || base == "npm" || base == "npx":
 			cache := lookupEnv(env, "npm_config_cache")
 			if cache == "" && home != "" {
@@ -91,9 +99,6 @@ func runtimeRules(path string, args, env []string, network string) []Rule {
 			}
 			if cache != "" {
 				add(cache, fsRightsV1|fsReferV2|fsTruncateV3, "npm cache")
-			}
-			if home != "" {
-				add(filepath.Join(home, ".npmrc"), accessRead, "npm configuration")
 			}
 		case base == "uv" || base == "uvx":
 			cache := lookupEnv(env, "UV_CACHE_DIR")
@@ -111,26 +116,50 @@ func runtimeRules(path string, args, env []string, network string) []Rule {
 	return dedupe(rules)
 }
 
-// programChain returns the executable (symlinks resolved) and, while it is a "#!"
-// script, its interpreter, at most four levels deep.
-func programChain(path string, args, env []string) []string {
-	var chain []string
+// program is one file of the chain that runs: the executable, a link to it, its interpreter.
+type program struct{ path, why string }
+
+// usesNpm reports whether npm or npx is among the programs that run.
+func usesNpm(progs []program) bool {
+	for _, p := range progs {
+		switch filepath.Base(p.path) {
+		case "npm-cli.js", "npx-cli.js", "npm", "npx":
+			return true
+		}
+	}
+	return false
+}
+
+// programChain returns the executable (and the link it was found through) and, while it
+// is a "#!" script, its interpreter, at most four levels deep; for an interpreter run on
+// a script (node index.js, python server.py), the script.
+func programChain(path string, args, env []string) []program {
+	var chain []program
+	why := "executable"
 	for depth := 0; depth < 4 && path != ""; depth++ {
 		real, err := filepath.EvalSymlinks(path)
 		if err != nil {
 			break
 		}
 		if path != real {
-			chain = append(chain, path) // the name resolved through (its directory too)
+			chain = append(chain, program{path, why + " (link)"})
 		}
-		chain = append(chain, real)
+		chain = append(chain, program{real, why})
 		interp, arg := shebang(real)
 		if interp == "" {
+			if depth == 0 {
+				if script := scriptArg(real, args); script != "" {
+					if r, err := filepath.EvalSymlinks(script); err == nil {
+						chain = append(chain, program{r, "script"})
+					}
+				}
+			}
 			break
 		}
+		why = "interpreter"
 		if filepath.Base(interp) == "env" && arg != "" {
 			// #!/usr/bin/env node: env is read and executed, then node from PATH.
-			chain = append(chain, interp)
+			chain = append(chain, program{interp, why})
 			name := strings.Fields(arg)
 			if len(name) > 0 && name[0] == "-S" {
 				name = name[1:]
@@ -143,6 +172,30 @@ func programChain(path string, args, env []string) []string {
 		path = interp
 	}
 	return chain
+}
+
+// scriptArg returns the script an interpreter (node, python, bun, deno, ruby, perl) is
+// run on: its first argument that is not an option, when that is a file; else "".
+func scriptArg(interp string, args []string) string {
+	base := filepath.Base(interp)
+	switch {
+	case base == "node" || base == "nodejs" || base == "bun" || base == "deno" || base == "ruby" || base == "perl",
+		strings.HasPrefix(base, "python"):
+	default:
+		return ""
+	}
+	for _, a := range args[min(1, len(args)):] {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if st, err := os.Stat(a); err == nil && st.Mode().IsRegular() {
+			if abs, err := filepath.Abs(a); err == nil {
+				return abs
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // shebang returns the interpreter and its argument of a "#!" script, or "".
