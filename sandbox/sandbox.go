@@ -6,11 +6,13 @@
 // process it starts (an npx wrapper and the server it runs) inherits it.
 //
 // Go cannot run code between fork and exec, so the child is started through a launcher:
-// the proxy's own executable, re-executed with the policy in an environment variable.
-// Main, called first thing in the program's main (and in a test binary's TestMain),
-// notices the variable, restricts its own thread and executes the real command; anywhere
-// else it returns at once. The launcher reports a failure on a pipe before it exits, so
-// that StartProcess returns a clear error and nothing unconfined ever runs.
+// the proxy's own executable (/proc/self/exe), re-executed with the policy in an
+// environment variable. This package's init notices the variable, restricts its own
+// thread and executes the real command, before main and before most of the program's
+// packages are initialized; without the variable it does nothing. So any program that
+// links this package (the proxy, a test binary) is its own launcher. The launcher reports
+// a failure on a pipe before it exits, so that StartProcess returns a clear error and
+// nothing unconfined ever runs.
 //
 // The package fails closed: a policy this kernel cannot enforce is refused (Check) with
 // an error naming what is missing, never run with less. It must not import the rest of

@@ -10,9 +10,6 @@ import (
 // errUnsupported is every answer off Linux: there is no Landlock to enforce a policy with.
 var errUnsupported = errors.New("sandbox cannot be enforced: sandboxed upstreams need Linux (Landlock)")
 
-// Main returns at once: there is no launcher off Linux.
-func Main() {}
-
 // Support is what this machine offers for sandboxing: nothing.
 type Support struct {
 	ABI      int

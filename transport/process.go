@@ -26,8 +26,9 @@ type ProcessSpec struct {
 	Stderr func(line string)
 	// Sandbox, when set, confines the child (and whatever it starts) with Landlock,
 	// no_new_privs and, where asked for, network namespaces of its own; a policy this
-	// machine cannot enforce makes StartProcess fail. The program must call sandbox.Main
-	// first thing in main. Nil runs the child unconfined.
+	// machine cannot enforce makes StartProcess fail. The launcher is this program itself
+	// (package sandbox's init takes over when it is started as one). Nil runs the child
+	// unconfined.
 	Sandbox *sandbox.Policy
 	// Name names the sandbox's private temporary directory (the upstream's label).
 	Name string

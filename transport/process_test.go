@@ -13,13 +13,11 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
-	"github.com/mcp-proxy/mcp-proxy/sandbox"
 )
 
-// The test binary doubles as the child process, selected by TRANSPORT_TEST_CHILD, and as
-// the sandbox's launcher (sandbox.Main).
+// The test binary doubles as the child process, selected by TRANSPORT_TEST_CHILD (and, by
+// package sandbox's init, as the sandbox's launcher).
 func TestMain(m *testing.M) {
-	sandbox.Main()
 	switch os.Getenv("TRANSPORT_TEST_CHILD") {
 	case "":
 		os.Exit(m.Run())

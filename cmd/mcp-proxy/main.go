@@ -15,12 +15,9 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
-
-	"github.com/mcp-proxy/mcp-proxy/sandbox"
 )
 
 func main() {
-	sandbox.Main() // a sandboxed upstream's launcher: restricts itself and execs the server; else returns
 	if os.Getenv(debugAddrEnv) == "" {
 		// The runtime samples allocations for a heap profile that only the debug
 		// listener serves; without it, each sample's stack walk reads the binary's

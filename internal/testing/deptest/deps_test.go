@@ -43,6 +43,9 @@ var allowed = map[string][]string{
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 
+	// The sandbox's small launcher, installed next to mcp-proxy.
+	"cmd/mcp-proxy-sandbox": {"sandbox"},
+
 	// Test tooling: harnesses and programs only tests, benchmarks and developers run.
 	// The product may not import them (TestProductImportsNoTestTooling).
 	"internal/testing/leaktest":   {},

@@ -116,6 +116,7 @@ var modules = map[string][]reason{
 	"config":                      hcl,
 	"internal/importer":           hcl, // writes HCL with hclwrite
 	"sandbox":                     {{"golang.org/x/sys", "Landlock, prctl, capset and the loopback interface's ioctl in the sandbox launcher"}},
+	"cmd/mcp-proxy-sandbox":       {{"golang.org/x/sys", "the sandbox launcher (package sandbox)"}},
 	"transport":                   logging,
 	"upstream":                    logging,
 	"router":                      logging,
