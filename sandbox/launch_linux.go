@@ -221,7 +221,7 @@ func Probe() Support {
 }
 
 func probeNetNS() error {
-	cmd := exec.Command("/proc/self/exe")
+	cmd := exec.Command(LauncherPath())
 	cmd.Args = []string{"mcp-proxy-sandbox-probe"}
 	cmd.Env = append(os.Environ(), envMarker+"="+probeMarker)
 	cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -21,7 +21,6 @@ package sandbox
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
@@ -58,31 +57,6 @@ func (p *Policy) mode() string {
 		return NetworkNone
 	}
 	return p.Network
-}
-
-// ParseNetwork turns the items of a network list ("*:443", "*:80") into TCP ports. A host
-// other than "*" cannot be enforced (Landlock restricts TCP by port, not by address), so
-// it is an error that says so rather than a port silently opened to every host.
-func ParseNetwork(items []string) ([]uint16, error) {
-	var ports []uint16
-	for _, it := range items {
-		i := strings.LastIndexByte(it, ':')
-		if i < 0 {
-			return nil, fmt.Errorf("%q is not host:port (use \"*:443\" for port 443 on any host)", it)
-		}
-		host, port := it[:i], it[i+1:]
-		n, err := strconv.ParseUint(port, 10, 16)
-		if err != nil || n == 0 {
-			return nil, fmt.Errorf("%q: port %q must be a number from 1 to 65535", it, port)
-		}
-		if host != "*" {
-			return nil, fmt.Errorf("%q names host %q, which cannot be enforced: Landlock restricts TCP by port only, "+
-				"so the child could reach port %d on every host; write \"*:%d\" to allow that knowingly, or use network = \"any\"",
-				it, host, n, n)
-		}
-		ports = append(ports, uint16(n))
-	}
-	return ports, nil
 }
 
 // Validate checks the policy's own shape: absolute paths and a known network mode.
