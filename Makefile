@@ -13,6 +13,7 @@ all: build
 
 build:
 	$(BUILD_PROXY)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/mcp-proxy-sandbox ./cmd/mcp-proxy-sandbox
 	$(GO) build -o $(BIN)/mcp-proxy-redact ./cmd/mcp-proxy-redact
 	$(GO) build -o $(BIN)/mcp-proxy-guard ./cmd/mcp-proxy-guard
 

@@ -149,5 +149,6 @@ type Upstream struct {
 	OAuth     *OAuth    // the oauth block of a url upstream; nil when absent (see OAuth)
 	Tools     Filter    // the tools block and tool "NAME" blocks; zero: every tool as listed
 	Prompts   Filter    // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
+	Sandbox   *Sandbox  // the sandbox block of a command upstream; nil when absent (see Sandbox)
 	DeclRange hcl.Range // where the block is, for diagnostics reported by other packages later
 }

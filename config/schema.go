@@ -75,6 +75,7 @@ type rawUpstream struct {
 	ToolBlocks     []rawOverride  `hcl:"tool,block"`    // see filters.go
 	Prompts        []rawSelection `hcl:"prompts,block"` // see filters.go
 	PromptBlocks   []rawOverride  `hcl:"prompt,block"`  // see filters.go
+	Sandboxes      []rawSandbox   `hcl:"sandbox,block"` // see sandbox.go
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

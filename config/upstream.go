@@ -130,6 +130,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 		}
 		u.Required = b && !u.Disabled
 	}
+	u.Sandbox = decodeSandbox(e, raw.Sandboxes, raw.URL == nil || raw.Command != nil, baseDir)
 	decodeSession(e, raw, &u)
 	if n, ok := e.int(raw.MaxInFlight); ok {
 		if n < 1 {

@@ -56,6 +56,7 @@ func setup(m *testing.M) (int, error) {
 		{testpluginBin, "./internal/testing/testplugin"},
 		{redactBin, "./cmd/mcp-proxy-redact"},
 		{guardBin, "./cmd/mcp-proxy-guard"},
+		{filepath.Join(dir, "mcp-proxy-sandbox"), "./cmd/mcp-proxy-sandbox"}, // found next to the proxy, as installed
 		{everythingBin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
 	} {
 		cmd := exec.Command("go", "build", "-race", "-o", b.out, b.pkg)
@@ -71,7 +72,8 @@ func setup(m *testing.M) (int, error) {
 	npmEverything = filepath.Join(repoRoot, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	_, errEverything := os.Stat(npmEverything)
 	_, errInspector := os.Stat(filepath.Join(repoRoot, "node_modules", ".bin", "mcp-inspector-cli"))
-	if errEverything != nil || errInspector != nil {
+	_, errFilesystem := os.Stat(filepath.Join(repoRoot, "node_modules", ".bin", "mcp-server-filesystem"))
+	if errEverything != nil || errInspector != nil || errFilesystem != nil {
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
 		cmd.Dir = repoRoot
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/policy"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/sandbox"
 	"github.com/mcp-proxy/mcp-proxy/server"
 	"github.com/mcp-proxy/mcp-proxy/telemetry"
 	"github.com/mcp-proxy/mcp-proxy/transport"
@@ -274,6 +275,12 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 	}
 	if gate.o != nil {
 		spec.Observer = gate
+	}
+	if sb := uc.Sandbox; sb != nil { // fail closed: a sandbox this machine cannot enforce starts nothing
+		spec.Sandbox = &sandbox.Policy{Read: sb.Read, Write: sb.Write, Network: sb.Network, Ports: sb.Ports}
+		if err := sandbox.Check(spec.Sandbox); err != nil {
+			return router.Member{}, gate, fmt.Errorf("upstream %q: %w", uc.Name, err)
+		}
 	}
 	if uc.URL != "" {
 		o, err := newOAuth(cfg, uc, log)

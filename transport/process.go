@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/sandbox"
 )
 
 // ProcessSpec describes a child process speaking newline-delimited JSON-RPC on stdio.
@@ -22,6 +24,14 @@ type ProcessSpec struct {
 	// Stderr receives each line the child writes to stderr (without the newline). It is
 	// called from one goroutine owned by the Process. Nil discards stderr.
 	Stderr func(line string)
+	// Sandbox, when set, confines the child (and whatever it starts) with Landlock,
+	// no_new_privs and, where asked for, network namespaces of its own; a policy this
+	// machine cannot enforce makes StartProcess fail. The launcher is this program itself
+	// (package sandbox's init takes over when it is started as one). Nil runs the child
+	// unconfined.
+	Sandbox *sandbox.Policy
+	// Name names the sandbox's private temporary directory (the upstream's label).
+	Name string
 }
 
 // Process is a running child. Its stdout/stdin are the Stream; Done is closed when the
@@ -50,30 +60,53 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = mergeEnv(os.Environ(), spec.Env)
 	ownProcessGroup(cmd)
+	var launch *sandbox.Launch
+	if spec.Sandbox != nil {
+		l, err := sandbox.Prepare(spec.Sandbox, cmd, spec.Name)
+		if err != nil {
+			return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
+		}
+		launch = l
+	}
 
 	// Our own pipes rather than cmd.StdoutPipe: Wait may then be called while reads are
 	// still in progress, and exec starts no copying goroutines.
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		launch.Abort()
 		return nil, fmt.Errorf("creating stdin pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
+		launch.Abort()
 		return nil, fmt.Errorf("creating stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
+		launch.Abort()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	exited := watchExit(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
+		launch.Abort()
 		return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
 	}
 	closeAll(inR, outW, errW) // the child holds its own copies
+	if launch != nil {
+		if err := launch.Started(); err != nil {
+			// The launcher refused (and exited) before running anything: reap it.
+			_ = killGroup(cmd.Process)
+			exited.wait()
+			_ = cmd.Wait()
+			closeAll(inW, outR, errR)
+			launch.Cleanup()
+			return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
+		}
+	}
 
 	p := &Process{
 		Stream: NewStream(outR, inW, spec.MaxMessage),
@@ -104,6 +137,9 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		// The reader normally sees EOF now that the group is gone; a descendant that left
 		// the group could keep stdout open, so close it for good after a grace period.
 		time.AfterFunc(2*time.Second, func() { outR.Close() })
+		if launch != nil {
+			launch.Cleanup()
+		}
 		p.err = err
 		close(p.done)
 	}()

@@ -15,7 +15,8 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 )
 
-// The test binary doubles as the child process, selected by TRANSPORT_TEST_CHILD.
+// The test binary doubles as the child process, selected by TRANSPORT_TEST_CHILD (and, by
+// package sandbox's init, as the sandbox's launcher).
 func TestMain(m *testing.M) {
 	switch os.Getenv("TRANSPORT_TEST_CHILD") {
 	case "":
@@ -43,6 +44,9 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Printf("%d\n", gc.Process.Pid)
 		time.Sleep(time.Hour)
+	case "sandboxed", "sandboxed-grandchild":
+		sandboxedChild()
+		os.Exit(0)
 	case "sleep":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)

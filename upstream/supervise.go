@@ -210,6 +210,8 @@ func (u *Upstream) dial(ctx context.Context) (transport.Link, error) {
 		Env:        u.spec.Env,
 		Dir:        u.spec.Dir,
 		MaxMessage: u.spec.MaxMessage,
+		Sandbox:    u.spec.Sandbox,
+		Name:       u.spec.Name,
 		Stderr: func(line string) {
 			u.log.Info().Str("stderr", line).Msg("upstream stderr")
 		},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/sandbox"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
@@ -62,6 +63,9 @@ type Spec struct {
 	// client's preference for initialize applies). Nil means the built-in choice:
 	// spawn Command, or connect to URL.
 	Dial func(ctx context.Context) (transport.Link, error)
+	// Sandbox confines a Command child (Linux, Landlock; see package sandbox); a policy
+	// that cannot be enforced fails every start. Nil runs it unconfined.
+	Sandbox *sandbox.Policy
 }
 
 // Events receives what an upstream cannot handle by itself. Methods are called from the

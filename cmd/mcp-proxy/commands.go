@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/proxy"
 	"github.com/mcp-proxy/mcp-proxy/router"
+	"github.com/mcp-proxy/mcp-proxy/sandbox"
 	"github.com/mcp-proxy/mcp-proxy/trust"
 )
 
@@ -90,6 +92,7 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 		diags = proxy.ValidatePlugins(context.Background(), cfg)
 	}
 	diags = append(diags, trust.CheckLockFile(cfg)...)
+	diags = append(diags, explainSandboxes(cfg, stdout)...)
 	fmt.Fprint(stderr, config.FormatDiagnostics(diags))
 	if diags.HasErrors() {
 		return exitError{code: 1, msg: fmt.Sprintf("%s: invalid configuration", c.config)}
@@ -100,6 +103,36 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: OK (%d upstreams)\n", c.config, len(cfg.Upstreams))
 	return nil
+}
+
+// explainSandboxes prints what will be enforced on this machine for each enabled
+// upstream's sandbox block, and reports a block this machine cannot enforce as the
+// error run would fail with.
+func explainSandboxes(cfg *config.Config, stdout io.Writer) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, u := range cfg.Upstreams {
+		sb := u.Sandbox
+		if sb == nil || u.Disabled {
+			continue
+		}
+		var env []string
+		for k, v := range u.Env {
+			env = append(env, k+"="+v)
+		}
+		sort.Strings(env)
+		p := &sandbox.Policy{Read: sb.Read, Write: sb.Write, Network: sb.Network, Ports: sb.Ports}
+		lines, err := sandbox.Explain(p, u.Command, env)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Sandbox cannot be enforced",
+				Detail: fmt.Sprintf("Upstream %q: %v.", u.Name, err), Subject: sb.DeclRange.Ptr()})
+			continue
+		}
+		fmt.Fprintf(stdout, "upstream %q: sandbox enforced on this machine:\n", u.Name)
+		for _, l := range lines {
+			fmt.Fprintf(stdout, "  %s\n", l)
+		}
+	}
+	return diags
 }
 
 // startEngine starts the upstreams for a one-shot command and waits for their first

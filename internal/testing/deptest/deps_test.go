@@ -23,8 +23,9 @@ var allowed = map[string][]string{
 	"auth":                 {"principal"},
 	"mcp":                  {"jsonrpc", "internal/jsonx"},
 	"config":               {"internal/glob", "internal/lazyre"},
-	"transport":            {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client"},
-	"upstream":             {"transport", "jsonrpc", "mcp", "internal/jsonx"},
+	"sandbox":              {},
+	"transport":            {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client", "sandbox"},
+	"upstream":             {"transport", "jsonrpc", "mcp", "internal/jsonx", "sandbox"},
 	"router":               {"upstream", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob", "internal/clock", "internal/lazyre"},
 	"policy":               {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob"},
 	"server":               {"router", "transport", "jsonrpc", "mcp", "principal", "internal/jsonx"},
@@ -38,11 +39,14 @@ var allowed = map[string][]string{
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
 	"cmd/mcp-proxy-redact": {"plugins/redact", "plugins/sdk"},
-	"proxy":                {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "transport", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster", "trust"},
-	"cmd/mcp-proxy":        {"proxy", "router", "config", "principal", "mcp", "auth", "admin", "cluster", "internal/importer", "trust"},
+	"proxy":                {"server", "router", "upstream", "config", "policy", "plugins", "auth", "principal", "transport", "internal/h1", "internal/importer", "telemetry", "metrics", "admin", "cluster", "trust", "sandbox"},
+	"cmd/mcp-proxy":        {"proxy", "router", "config", "principal", "mcp", "auth", "admin", "cluster", "internal/importer", "trust", "sandbox"},
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"trust":                {"router", "upstream", "config", "jsonrpc", "internal/jsonx"},
+
+	// The sandbox's small launcher, installed next to mcp-proxy.
+	"cmd/mcp-proxy-sandbox": {"sandbox"},
 
 	// Test tooling: harnesses and programs only tests, benchmarks and developers run.
 	// The product may not import them (TestProductImportsNoTestTooling).
