@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -300,22 +301,38 @@ func (f *Forwarder) alive(id, addr string) {
 
 // recovering reports whether Redis may just have lost the shared state of live sessions:
 // this replica found its registry entry gone, or registered again after Redis did not
-// answer, within recoverFor; or its entry is missing now (it registers at once then).
+// answer, within recoverFor; or its entry is missing now (it registers at once then); or
+// Redis itself started less than recoverFor ago.
 func (f *Forwarder) recovering(ctx context.Context) bool {
 	if at := f.lostAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < recoverFor {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
 	n, err := f.redis.Exists(ctx, f.key).Result()
-	cancel()
-	if err != nil || n > 0 {
+	if err != nil {
 		return false
 	}
-	select {
-	case f.kick <- struct{}{}:
-	default:
+	if n == 0 {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+		return true
 	}
-	return true
+	// Registered already (this replica may have started as Redis did): Redis's uptime
+	// tells whether it has just restarted.
+	info, err := f.redis.Info(ctx, "server").Result()
+	if err != nil {
+		return false
+	}
+	_, v, ok := strings.Cut(info, "uptime_in_seconds:")
+	if !ok {
+		return false
+	}
+	v, _, _ = strings.Cut(v, "\r\n")
+	up, err := strconv.Atoi(strings.TrimSpace(v))
+	return err == nil && time.Duration(up)*time.Second < recoverFor
 }
 
 // awaitHolder is what a request for session id, whose owner gone is not reachable and
