@@ -7,7 +7,7 @@ BIN     := bin
 # `make load-startup`). Tests keep cgo: the race detector needs it.
 BUILD_PROXY = CGO_ENABLED=0 $(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
 
-.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster cluster run tools clean conformance dist image image-test
+.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster load-cluster-faults cluster run tools clean conformance dist image image-test
 
 all: build
 
@@ -218,6 +218,18 @@ load-cluster:
 	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
 	$(BIN)/mcp-bench -mode http -http-upstream=false -cluster 3 -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
 		-rounds 3 -duration 3s -latency-calls 1000 -warmup 200 -concurrency 16 -idle-upstreams 0
+
+# Faults under a cluster: 16 sessions calling through 3 replicas behind HAProxy for 40 s
+# while every replica is restarted in turn on its address (SIGTERM, a new process), then
+# for 30 s while redis-server restarts empty. Needs redis-server and haproxy.
+load-cluster-faults:
+	$(BUILD_PROXY)
+	$(GO) build -o $(BIN)/testserver ./internal/testing/testserver
+	$(GO) build -o $(BIN)/mcp-bench ./cmd/mcp-bench
+	$(BIN)/mcp-bench -mode http -cluster 3 -cluster-fault rolling -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
+		-duration 40s -concurrency 16 -json $(BIN)/load-cluster-rolling.json
+	$(BIN)/mcp-bench -mode http -cluster 3 -cluster-fault redis -proxy $(BIN)/mcp-proxy -upstream "$(BIN)/testserver -fast" \
+		-duration 30s -concurrency 16 -json $(BIN)/load-cluster-redis.json
 
 # The cluster topology for a developer, in the foreground until Ctrl-C: redis-server, 3
 # replicas sharing it and HAProxy round-robin (no stickiness) on 127.0.0.1:8080 (Debian:

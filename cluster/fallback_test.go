@@ -50,10 +50,10 @@ func (r *recorder) state() ([]bool, map[string]int) {
 }
 
 // waitShared takes from b until a take goes to Redis again (b reachable), for at most
-// ten retry intervals.
+// ten seconds.
 func waitShared(t *testing.T, b *Buckets, bucket policy.Bucket) {
 	t.Helper()
-	deadline := time.Now().Add(10 * RetryInterval)
+	deadline := time.Now().Add(10 * time.Second)
 	for !b.Reachable() || b.down.Load() {
 		if time.Now().After(deadline) {
 			t.Fatal("redis is back, but the store does not use it again")

@@ -10,8 +10,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,11 +39,21 @@ const OwnerHeader = "Mcp-Proxy-Owner"
 const NotOwnerHeader = "Mcp-Proxy-Not-Owner"
 
 // Registry timings: a replica writes its address every heartbeatEvery with an expiry of
-// registryTTL; the others cache what they read for cacheFor.
+// registryTTL (every retryEvery while Redis does not answer, and at once when its Redis
+// client has made a new connection); the others cache what they read for cacheFor.
+//
+// After Redis has lost the shared state (a restart without persistence), a replica that
+// finds no hash for a session whose owner is gone waits up to awaitFor for the session's
+// holder to write it again, when Redis lost it within recoverFor (or this replica's own
+// registry entry is missing).
 const (
-	heartbeatEvery = 3 * time.Second
+	heartbeatEvery = time.Second
+	retryEvery     = 250 * time.Millisecond
 	registryTTL    = 10 * time.Second
 	cacheFor       = 5 * time.Second
+	awaitFor       = 3 * time.Second
+	awaitEvery     = 100 * time.Millisecond
+	recoverFor     = 5 * time.Second
 )
 
 // Forwarder lets any replica take any request of a legacy session: the session is held
@@ -74,6 +86,8 @@ type Forwarder struct {
 	sessions *Sessions // nil: sessions cannot be adopted (no cluster key); set by NewSessions
 
 	stop      chan struct{}
+	kick      chan struct{} // a registration now: the Redis client has made a new connection
+	lostAt    atomic.Int64  // unix ns when this replica last found Redis had lost or missed its registry entry
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 
@@ -93,7 +107,13 @@ func NewForwarder(c *config.Cluster, advertise string, maxBody int, log zerolog.
 	if _, _, err := net.SplitHostPort(advertise); err != nil {
 		return nil, fmt.Errorf("cluster: the address other replicas reach this one at must be host:port: %w", err)
 	}
-	client, err := NewClient(c)
+	kick := make(chan struct{}, 1)
+	client, err := newHookedClient(c, func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +121,7 @@ func NewForwarder(c *config.Cluster, advertise string, maxBody int, log zerolog.
 	_, _ = rand.Read(b[:])
 	id := hex.EncodeToString(b[:])
 	f := &Forwarder{redis: client, id: id, addr: advertise, keyPre: c.KeyPrefix + "replica:", timeout: c.Timeout,
-		maxBody: maxBody, cache: map[string]peer{}, adopters: map[string]peer{}, stop: make(chan struct{}),
+		maxBody: maxBody, cache: map[string]peer{}, adopters: map[string]peer{}, stop: make(chan struct{}), kick: kick,
 		log: log.With().Str("component", "cluster").Str("replica", id).Logger()}
 	f.key = f.keyPre + id
 	f.draining, f.drain = context.WithCancel(context.Background())
@@ -129,34 +149,38 @@ func (f *Forwarder) Redis() redis.UniversalClient { return f.redis }
 // (server.HTTPOptions.SessionIDPrefix).
 func (f *Forwarder) SessionIDPrefix() string { return f.id + "-" }
 
-// Start registers the replica now and every 3 s until Close, and renews the Redis state
-// of the sessions it holds when they can be adopted (NewSessions). The first
-// registration failing is logged, not fatal: a replica serves its own sessions without
-// Redis.
+// Start registers the replica now and every second until Close (every 250 ms while
+// Redis does not answer, and at once when the Redis client has reconnected), and renews
+// the Redis state of the sessions it holds when they can be adopted (NewSessions). The
+// first registration failing is logged, not fatal: a replica serves its own sessions
+// without Redis.
+//
+// A registration that finds the replica's entry gone (Redis restarted without
+// persistence, or a failover lost it), or that succeeds after failing, writes again the
+// hashes of the held sessions that Redis no longer has (Sessions.restoreAll), so that
+// the other replicas find their holder again.
 func (f *Forwarder) Start() {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		t := time.NewTicker(heartbeatEvery)
+		t := time.NewTimer(heartbeatEvery)
 		defer t.Stop()
-		ok := true
+		ok, registered := true, false
 		for {
-			ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-			err := f.redis.Set(ctx, f.key, f.addr, registryTTL).Err()
-			cancel()
-			switch {
-			case err != nil && ok:
-				f.log.Error().Err(err).Msg("cluster: cannot register this replica in redis; other replicas cannot forward its sessions' requests to it")
-			case err == nil && !ok:
-				f.log.Warn().Msg("cluster: this replica is registered in redis again")
-			case err == nil:
-				f.log.Debug().Str("address", f.addr).Msg("cluster: replica registered")
+			f.register(&ok, &registered)
+			next := heartbeatEvery
+			if !ok {
+				next = retryEvery
 			}
-			ok = err == nil
+			t.Reset(next)
 			select {
 			case <-f.stop:
 				return
 			case <-t.C:
+			case <-f.kick:
+				if !t.Stop() {
+					<-t.C
+				}
 			}
 		}
 	}()
@@ -177,6 +201,45 @@ func (f *Forwarder) Start() {
 			}
 		}
 	}()
+}
+
+// register writes the replica's registry entry once (SET with GET: the answer says
+// whether the entry was still there); ok says whether the last one succeeded, registered
+// whether one ever did. It restores the held sessions' hashes when Redis lost them.
+func (f *Forwarder) register(ok, registered *bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	err := f.redis.SetArgs(ctx, f.key, f.addr, redis.SetArgs{TTL: registryTTL, Get: true}).Err()
+	missing := errors.Is(err, redis.Nil) // no entry before this one
+	if missing {
+		err = nil
+	}
+	switch {
+	case err != nil && *ok:
+		f.log.Error().Err(err).Msg("cluster: cannot register this replica in redis; other replicas cannot forward its sessions' requests to it")
+	case err == nil && *registered && missing:
+		f.lostAt.Store(time.Now().UnixNano())
+		f.log.Warn().Msg("cluster: this replica's registry entry had vanished from redis (restarted without persistence?); registered again")
+	case err == nil && !*ok:
+		f.lostAt.Store(time.Now().UnixNano())
+		f.log.Warn().Msg("cluster: this replica is registered in redis again")
+	case err == nil:
+		f.log.Debug().Str("address", f.addr).Msg("cluster: replica registered")
+	}
+	restore := err == nil && f.sessions != nil && ((*registered && (missing || !*ok)) || f.sessions.restore.Load())
+	*ok = err == nil
+	*registered = *registered || err == nil
+	if !restore {
+		return
+	}
+	n, err := f.sessions.restoreAll(context.Background())
+	if err != nil {
+		f.log.Warn().Err(err).Int("restored", n).Msg("cluster: cannot write this replica's sessions to redis again; trying at the next registration")
+		return
+	}
+	if n > 0 {
+		f.log.Warn().Int("restored", n).Msg("cluster: wrote again the shared state of sessions this replica holds, which redis had lost")
+	}
 }
 
 // Drain ends the GET streams this replica is forwarding (they would never end by
@@ -227,6 +290,88 @@ func (f *Forwarder) lookup(ctx context.Context, id string) (string, bool) {
 	f.cache[id] = peer{addr: addr, at: time.Now()}
 	f.mu.Unlock()
 	return addr, true
+}
+
+// alive remembers, for the cache's time, that replica id answered at addr.
+func (f *Forwarder) alive(id, addr string) {
+	f.mu.Lock()
+	f.cache[id] = peer{addr: addr, at: time.Now()}
+	f.mu.Unlock()
+}
+
+// recovering reports whether Redis may just have lost the shared state of live sessions:
+// this replica found its registry entry gone, or registered again after Redis did not
+// answer, within recoverFor; or its entry is missing now (it registers at once then); or
+// Redis itself started less than recoverFor ago.
+func (f *Forwarder) recovering(ctx context.Context) bool {
+	if at := f.lostAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < recoverFor {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	n, err := f.redis.Exists(ctx, f.key).Result()
+	if err != nil {
+		return false
+	}
+	if n == 0 {
+		select {
+		case f.kick <- struct{}{}:
+		default:
+		}
+		return true
+	}
+	// Registered already (this replica may have started as Redis did): Redis's uptime
+	// tells whether it has just restarted.
+	info, err := f.redis.Info(ctx, "server").Result()
+	if err != nil {
+		return false
+	}
+	_, v, ok := strings.Cut(info, "uptime_in_seconds:")
+	if !ok {
+		return false
+	}
+	v, _, _ = strings.Cut(v, "\r\n")
+	up, err := strconv.Atoi(strings.TrimSpace(v))
+	return err == nil && time.Duration(up)*time.Second < recoverFor
+}
+
+// awaitHolder is what a request for session id, whose owner gone is not reachable and
+// whose hash Redis does not have, waits for while Redis recovers (recovering): the hash
+// written again by the replica that holds the session (its adopter) or, when the id does
+// not seal the owner's address (unsealedAddr), the owner registered again. It polls
+// every awaitEvery for at most awaitFor and returns the holder then; "" when there is
+// none (the session ended or expired) or Redis is not recovering; an error when Redis
+// did not answer the last poll.
+func (f *Forwarder) awaitHolder(ctx context.Context, id, gone string, unsealedAddr bool) (string, error) {
+	if !f.recovering(ctx) {
+		return "", nil
+	}
+	deadline := time.Now().Add(awaitFor)
+	t := time.NewTicker(awaitEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-t.C:
+		}
+		if unsealedAddr {
+			rctx, cancel := context.WithTimeout(ctx, f.timeout)
+			addr, err := f.redis.Get(rctx, f.keyPre+gone).Result()
+			cancel()
+			if err == nil {
+				f.alive(gone, addr)
+				return gone, nil // the caller forwards to it
+			}
+		}
+		holder, err := f.sessions.claim(ctx, id, gone)
+		if err == nil && holder != "" {
+			return holder, nil
+		}
+		if time.Now().After(deadline) {
+			return "", err
+		}
+	}
 }
 
 // gone remembers, for the cache's time, that replica id is gone (unregistered, or
@@ -305,24 +450,45 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 		owner = a
 	}
 	sealed := false
+	var sealedOwner, sealedAddr string
 	for range 3 { // the owner, its adopter, the adopter's adopter: then give up
 		if owner == f.id {
 			return false // this replica holds the claim: the handler adopts the session
 		}
-		if addr, ok := f.lookup(r.Context(), owner); ok {
+		addr, registered := f.lookup(r.Context(), owner)
+		if registered {
 			if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 				return true
 			}
 			f.gone(owner) // refused the connection, or another process is at its address: gone
 		}
 		if !sealed { // only now: a request whose owner is alive costs no opening
-			if _, _, err := f.sessions.sealer.Open(sessionID); err != nil {
+			o, a, _, err := f.sessions.open(sessionID)
+			if err != nil {
 				return false // a plain id (minted without a key) or a forged one: never adopted (404)
 			}
-			sealed = true
+			sealed, sealedOwner, sealedAddr = true, o, a
+		}
+		if !registered && owner == sealedOwner && sealedAddr != "" && sealedAddr != f.addr {
+			// The registry does not name the owner: Redis cannot be reached, or restarted
+			// and the owner has not registered again yet (or the owner is gone). Its
+			// address is sealed into the id; the OwnerHeader check tells it is the owner.
+			if f.forwardTo(w, r, owner, sealedAddr, body, reqID) {
+				f.alive(owner, sealedAddr)
+				return true
+			}
+			f.gone(owner)
 		}
 		holder, err := f.sessions.claim(r.Context(), sessionID, owner)
+		if err == nil && holder == "" {
+			// No hash: the session ended or expired, or Redis lost it a moment ago and
+			// its holder writes it again.
+			holder, err = f.awaitHolder(r.Context(), sessionID, owner, sealedAddr == "")
+		}
 		if err != nil {
+			if r.Context().Err() != nil {
+				return true // the client went away
+			}
 			f.log.Warn().Err(err).Str("gone", owner).Msg("cluster: cannot claim a session whose replica is gone; answering 503")
 			writeError(w, http.StatusServiceUnavailable, reqID, jsonrpc.CodeInternalError,
 				"mcp-proxy: the proxy replica that held this session is gone, and the session cannot be taken over now; try again")

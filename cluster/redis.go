@@ -108,10 +108,26 @@ func newOptions(c *config.Cluster) (clientOptions, error) {
 // NewClient makes the Redis client of the cluster block: of one server, of the master
 // Sentinel names (following its failovers), or of a Redis Cluster. It does not connect:
 // the first command does.
-func NewClient(c *config.Cluster) (redis.UniversalClient, error) {
+func NewClient(c *config.Cluster) (redis.UniversalClient, error) { return newHookedClient(c, nil) }
+
+// newHookedClient is NewClient with onConnect, when not nil, called (it must not block) each
+// time the client has made a new connection: after Redis was unreachable or restarted,
+// the first command that reaches it again.
+func newHookedClient(c *config.Cluster, onConnect func()) (redis.UniversalClient, error) {
 	o, err := newOptions(c)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster block's redis URL: %w", err)
+	}
+	if onConnect != nil {
+		hook := func(context.Context, *redis.Conn) error { onConnect(); return nil }
+		switch {
+		case o.failover != nil:
+			o.failover.OnConnect = hook
+		case o.cluster != nil:
+			o.cluster.OnConnect = hook
+		default:
+			o.single.OnConnect = hook
+		}
 	}
 	switch {
 	case o.failover != nil:

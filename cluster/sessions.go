@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,8 +43,24 @@ type Sessions struct {
 	prefix string
 	log    zerolog.Logger
 
-	mu   sync.Mutex          // guards held
-	held map[string]struct{} // the ids of the sessions this replica holds and keeps alive in Redis
+	mu       sync.Mutex              // guards held and adopting
+	held     map[string]heldState    // the sessions this replica holds and keeps alive in Redis, with their state
+	adopting map[string]adoptedState // read by Adopt, until Opened: what the adopted session's hash said
+
+	restore atomic.Bool // a write of a held session's hash failed: rewrite what is missing when Redis answers
+}
+
+// heldState is what this replica keeps in memory of a session it holds, so that it can
+// write the session's hash again when Redis has lost it (a restart without
+// persistence, a failover to a replica that had not had the write).
+type heldState struct {
+	level string
+	subs  []byte // JSON array
+}
+
+type adoptedState struct {
+	heldState
+	at time.Time
 }
 
 // NewSessions makes the shared sessions of forwarder f's replica, sealed with sealer,
@@ -51,7 +68,7 @@ type Sessions struct {
 // effects; f's Start starts the renewals.
 func NewSessions(f *Forwarder, sealer *Sealer, idle time.Duration) *Sessions {
 	s := &Sessions{f: f, sealer: sealer, prefix: f.keyPre[:len(f.keyPre)-len("replica:")] + "session:",
-		log: f.log, held: map[string]struct{}{}}
+		log: f.log, held: map[string]heldState{}, adopting: map[string]adoptedState{}}
 	s.every = max(min(idle/3, time.Minute), time.Second)
 	s.ttl = idle + s.every + registryTTL
 	f.sessions = s
@@ -67,7 +84,7 @@ func (s *Sessions) Key(id string) string {
 // NewID returns the id of a session this replica opens, with desc sealed into it; "" when
 // desc cannot be sealed (too long): the caller then mints a plain id.
 func (s *Sessions) NewID(desc []byte) string {
-	id, err := s.sealer.Seal(s.f.id, desc)
+	id, err := s.sealer.Seal(s.f.id, sealedPayload(s.f.addr, desc))
 	if err != nil {
 		s.log.Warn().Err(err).Msg("cluster: a session's description is too long to seal; no other replica can adopt it")
 		return ""
@@ -75,9 +92,58 @@ func (s *Sessions) NewID(desc []byte) string {
 	return id
 }
 
-// Opened records session id, just opened here, in Redis. A failure is logged: the session
-// works, but no other replica can adopt it.
+// sealedPayload is what a session's id seals: the owner's advertised address, then the
+// description. The address lets another replica reach the owner when the registry does
+// not name it (Redis restarted empty, or cannot be reached): a zero byte, the address's
+// length (one byte), the address, then desc. An id sealed before the address was
+// (desc alone: JSON, never a zero byte first) still opens, without one.
+func sealedPayload(addr string, desc []byte) []byte {
+	if len(addr) > 255 {
+		addr = "" // no host:port is this long; the registry alone names the owner then
+	}
+	b := make([]byte, 0, 2+len(addr)+len(desc))
+	b = append(b, 0, byte(len(addr)))
+	b = append(b, addr...)
+	return append(b, desc...)
+}
+
+// openPayload splits what Open returned into the owner's address ("" : not sealed) and
+// the description.
+func openPayload(p []byte) (addr string, desc []byte, err error) {
+	if len(p) == 0 || p[0] != 0 {
+		return "", p, nil
+	}
+	if len(p) < 2 || len(p) < 2+int(p[1]) {
+		return "", nil, ErrNotSealed
+	}
+	return string(p[2 : 2+int(p[1])]), p[2+int(p[1]):], nil
+}
+
+// open returns the owner, the owner's advertised address ("" when the id does not say)
+// and the description sealed into id.
+func (s *Sessions) open(id string) (owner, addr string, desc []byte, err error) {
+	owner, p, err := s.sealer.Open(id)
+	if err != nil {
+		return "", "", nil, err
+	}
+	addr, desc, err = openPayload(p)
+	return owner, addr, desc, err
+}
+
+var emptySubs = []byte("[]")
+
+// Opened records session id, just opened here (or just adopted), in Redis. A failure is
+// logged: the session works, and its hash is written when Redis answers again (until
+// then no other replica can adopt it).
 func (s *Sessions) Opened(ctx context.Context, id string) {
+	s.mu.Lock()
+	st := heldState{subs: emptySubs}
+	if a, ok := s.adopting[id]; ok {
+		st = a.heldState
+		delete(s.adopting, id)
+	}
+	s.held[id] = st
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.f.timeout)
 	defer cancel()
 	key := s.Key(id)
@@ -87,10 +153,9 @@ func (s *Sessions) Opened(ctx context.Context, id string) {
 		return nil
 	})
 	if err != nil {
-		s.log.Warn().Err(err).Msg("cluster: cannot record a new session in redis; no other replica can adopt it if this one stops")
-		return
+		s.restore.Store(true)
+		s.log.Warn().Err(err).Msg("cluster: cannot record a new session in redis; it is recorded when redis answers again (until then no other replica can adopt it)")
 	}
-	s.hold(id)
 }
 
 // Changed records session id's state after a change (the whole state: the last write
@@ -98,8 +163,13 @@ func (s *Sessions) Opened(ctx context.Context, id string) {
 func (s *Sessions) Changed(id, level string, subscriptions []string) {
 	subs, _ := json.Marshal(subscriptions)
 	if subscriptions == nil {
-		subs = []byte("[]")
+		subs = emptySubs
 	}
+	s.mu.Lock()
+	if _, ok := s.held[id]; ok {
+		s.held[id] = heldState{level: level, subs: subs}
+	}
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.f.timeout)
 	defer cancel()
 	key := s.Key(id)
@@ -126,12 +196,6 @@ func (s *Sessions) Ended(ctx context.Context, id string) {
 	}
 }
 
-func (s *Sessions) hold(id string) {
-	s.mu.Lock()
-	s.held[id] = struct{}{}
-	s.mu.Unlock()
-}
-
 // ErrNotAdoptable is returned by Adopt for a session this replica may not adopt.
 var ErrNotAdoptable = errors.New("the session cannot be adopted")
 
@@ -140,7 +204,7 @@ var ErrNotAdoptable = errors.New("the session cannot be adopted")
 // caller that then rebuilds the session calls Opened, so that this replica keeps it
 // alive in Redis; one that does not (another principal's request) leaves it to expire.
 func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions []string, err error) {
-	_, desc, err = s.sealer.Open(id)
+	_, _, desc, err = s.open(id)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -158,6 +222,19 @@ func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level str
 			return nil, "", nil, fmt.Errorf("reading the session's subscriptions: %w", err)
 		}
 	}
+	st := heldState{level: h["l"], subs: emptySubs}
+	if len(subscriptions) > 0 {
+		st.subs = []byte(h["s"])
+	}
+	now := time.Now()
+	s.mu.Lock()
+	for k, a := range s.adopting { // an adoption not completed (another principal's request) is forgotten
+		if now.Sub(a.at) > time.Minute {
+			delete(s.adopting, k)
+		}
+	}
+	s.adopting[id] = adoptedState{heldState: st, at: now}
+	s.mu.Unlock()
 	return desc, h["l"], subscriptions, nil
 }
 
@@ -212,4 +289,59 @@ func (s *Sessions) renew() {
 	if err != nil {
 		s.log.Warn().Err(err).Int("sessions", len(ids)).Msg("cluster: cannot renew this replica's sessions in redis")
 	}
+}
+
+// restoreScript writes session KEYS[1]'s hash as its holder ARGV[1] keeps it (level
+// ARGV[2], subscriptions ARGV[3]) when Redis has none, and renews it (ARGV[4] ms) when it
+// names ARGV[1]; it never touches a hash that names another replica (one that adopted
+// the session). It returns 1 when it wrote the hash.
+var restoreScript = redis.NewScript(`
+local cur = redis.call('HGET', KEYS[1], 'o')
+if not cur then
+  redis.call('HSET', KEYS[1], 'o', ARGV[1], 'l', ARGV[2], 's', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return 1
+end
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+return 0
+`)
+
+// restoreAll writes again the hashes of the sessions this replica holds that Redis has
+// lost (restoreScript), in pipelined batches (EVAL, not EVALSHA: a Redis that restarted
+// has no scripts, and a pipeline cannot load one on NOSCRIPT); it returns how many it wrote.
+func (s *Sessions) restoreAll(ctx context.Context) (int, error) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.held))
+	states := make([]heldState, 0, len(s.held))
+	for id, st := range s.held {
+		ids = append(ids, id)
+		states = append(states, st)
+	}
+	s.mu.Unlock()
+	s.restore.Store(false)
+	wrote := 0
+	for len(ids) > 0 {
+		n := min(len(ids), 512)
+		cctx, cancel := context.WithTimeout(ctx, s.f.timeout+time.Duration(n)*10*time.Microsecond)
+		cmds, err := s.f.redis.Pipelined(cctx, func(p redis.Pipeliner) error {
+			for i := range n {
+				restoreScript.Eval(cctx, p, []string{s.Key(ids[i])}, s.f.id, states[i].level, states[i].subs, s.ttl.Milliseconds())
+			}
+			return nil
+		})
+		cancel()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			s.restore.Store(true)
+			return wrote, err
+		}
+		for _, c := range cmds {
+			if v, _ := c.(*redis.Cmd).Int(); v == 1 {
+				wrote++
+			}
+		}
+		ids, states = ids[n:], states[n:]
+	}
+	return wrote, nil
 }

@@ -55,6 +55,12 @@ func (p *Proxy) ListenAndServe(ctx context.Context) error {
 	// The lean HTTP/1.1 server takes the hot path; what it does not read, net/http does.
 	hs := &h1.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: stdlog.New(log.With().Str("component", "http").Logger(), "", 0)}
+	if fwd != nil {
+		// A replica behind a load balancer and other replicas' forwarders, which reuse
+		// their connections: each idle one is answered once more (Connection: close)
+		// rather than closed under a request (docs/cluster.md, rolling restarts).
+		hs.IdleGrace = time.Second
+	}
 	log.Info().Str("config", cfg.Filename).Str("address", ln.Addr().String()).Str("path", l.Path).
 		Int("upstreams", len(cfg.Upstreams)).Str("version", p.version).Msg("mcp-proxy serving on HTTP")
 	errc := make(chan error, 1)

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,6 +89,7 @@ type options struct {
 	extraHCL        string        // -extra-hcl: file of HCL appended to the proxy+extra config; "": no such target
 	reloadEvery     time.Duration // -reload-every: the reload-under-load mode (reload.go); 0: the comparison
 	chaosEvery      time.Duration // -chaos-every: the chaos mode (chaos.go); 0: off
+	clusterFault    string        // -cluster-fault: the cluster fault mode (clusterfault.go); "": off
 	soak            time.Duration // -soak: the soak mode (chaos.go); 0: off
 	timeout         time.Duration
 	jsonPath        string
@@ -211,6 +213,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sessions, "sessions", 0, "-mode http: open this many concurrent sessions with GET streams to a fresh proxy per round (0 skips)")
 	fs.IntVar(&o.sessionCalls, "session-calls", 3, "-mode http: tools/call made by each session of the -sessions phase")
 	fs.IntVar(&o.idleSessions, "idle-sessions", 0, "-mode http: hold this many extra idle sessions, each with its GET stream open, on every target during the phases")
+	fs.StringVar(&o.clusterFault, "cluster-fault", "", "-mode http -cluster N: instead of the comparison, -concurrency[0] sessions call through the cluster topology for -duration while a fault hits it: rolling (each replica in turn SIGTERMed and restarted on its address) or redis (redis-server restarted empty) (clusterfault.go)")
 	fs.IntVar(&o.cluster, "cluster", 0, "-mode http: also measure the cluster topology (redis-server, HAProxy round-robin) with 1 replica and with this many (targets cluster-1 and cluster-N; needs redis-server and haproxy)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -247,6 +250,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	check(!o.stdioHTTPUp || o.mode == modeHTTP, "-stdio-httpup needs -mode http")
 	check(o.cluster == 0 || (o.cluster >= 2 && o.cluster <= 16), "-cluster must be 0 or in [2, 16]")
 	check(o.cluster == 0 || o.mode == modeHTTP, "-cluster needs -mode http")
+	check(o.clusterFault == "" || slices.Contains(clusterFaultKinds, o.clusterFault), "-cluster-fault must be one of %v", clusterFaultKinds)
+	check(o.clusterFault == "" || o.cluster >= 2, "-cluster-fault needs -cluster N (N >= 2) and -mode http")
 	levels, err := parseConcurrency(conc)
 	check(err == nil, "%v", err)
 	o.concurrency = levels
@@ -349,6 +354,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer os.RemoveAll(tmp)
 	if o.reloadEvery > 0 {
 		return runReloadMode(ctx, o, params, tmp, stdout, errw)
+	}
+	if o.clusterFault != "" {
+		return runClusterFaultMode(ctx, o, params, tmp, stdout, errw)
 	}
 	if o.chaosEvery > 0 || o.soak > 0 {
 		return runChaosMode(ctx, o, tmp, stdout, errw)

@@ -53,6 +53,13 @@ type Server struct {
 	WatchDelay time.Duration // default 20ms
 	// ErrorLog receives net/http's own errors for handed-over connections (nil: stderr).
 	ErrorLog *log.Logger
+	// IdleGrace is how long Shutdown leaves the idle keep-alive connections open (0:
+	// it closes them at once). Closing one races with a request its client may be
+	// sending on it, which is then lost without an answer (a POST is not retried); in the
+	// grace each connection that gets a request is answered, with Connection: close, and
+	// closes after it. A load balancer that reuses connections (HAProxy) takes a stopping
+	// server out of rotation meanwhile: it refuses new connections.
+	IdleGrace time.Duration
 
 	fallback *http.Server
 	handoff  *handoffListener
@@ -148,8 +155,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { ferr <- s.fallback.Shutdown(ctx) }()
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
+	graceEnd := time.Now().Add(s.IdleGrace)
 	for {
-		if s.closeIdle() == 0 {
+		if s.closeIdle(time.Now().Before(graceEnd)) == 0 {
 			return <-ferr
 		}
 		select {
@@ -186,10 +194,14 @@ func (s *Server) stopAccepting() {
 	}
 }
 
-// closeIdle closes the connections waiting for a request and returns how many remain.
-func (s *Server) closeIdle() int {
+// closeIdle closes the connections waiting for a request (none in the grace) and
+// returns how many remain.
+func (s *Server) closeIdle(grace bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if grace {
+		return len(s.conns)
+	}
 	for c := range s.conns {
 		if c.state.CompareAndSwap(stateIdle, stateClosed) {
 			c.nc.Close()

@@ -535,3 +535,55 @@ func TestFieldSyntaxAsNetHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestShutdownIdleGrace: with an IdleGrace, Shutdown refuses new connections but leaves
+// an idle keep-alive connection open; a request sent on it then is answered, with
+// Connection: close, the connection closes after it, and Shutdown returns then (not at
+// the grace's end).
+func TestShutdownIdleGrace(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "done") }),
+		IdleGrace: time.Hour}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	addr := ln.Addr().String()
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	exchangeOn(t, idle, "GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	for { // the listener is closed: Shutdown has begun
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		c.Close()
+		time.Sleep(5 * time.Millisecond)
+	}
+	io.WriteString(idle, "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}")
+	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(idle)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("a request on an idle connection in the grace: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "done" || !resp.Close {
+		t.Errorf("answer in the grace: %d %q close=%v, want 200 \"done\" with Connection: close", resp.StatusCode, b, resp.Close)
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Errorf("after the answer in the grace: %v, want EOF", err)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if err := <-served; !errors.Is(err, ErrServerClosed) {
+		t.Errorf("Serve: %v", err)
+	}
+}
