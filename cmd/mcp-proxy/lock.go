@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -180,10 +179,7 @@ func cmdScreen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
+		if err := writeIndented(stdout, rows); err != nil {
 			return err
 		}
 	} else {
