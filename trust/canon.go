@@ -264,7 +264,7 @@ func (c *canonicaliser) next(v []byte, path int32, depth int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := unquote(v[:end])
+		s, err := jsonx.Unquote(v[:end])
 		if err != nil {
 			return nil, err
 		}
@@ -330,9 +330,6 @@ func internKey(lit []byte) (string, error) {
 	case `"openWorldHint"`:
 		return "openWorldHint", nil
 	}
-	return unquote(lit)
+	return jsonx.Unquote(lit)
 }
 
-// unquote decodes a JSON string literal, without a detour through encoding/json for the
-// common case (no escapes).
-func unquote(lit []byte) (string, error) { return jsonx.Unquote(lit) }
