@@ -332,4 +332,3 @@ func internKey(lit []byte) (string, error) {
 	}
 	return jsonx.Unquote(lit)
 }
-
