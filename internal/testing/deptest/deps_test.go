@@ -44,6 +44,7 @@ var allowed = map[string][]string{
 	"internal/importer":    {"internal/lazyre"},
 	"telemetry":            {"router", "upstream", "jsonrpc", "mcp", "internal/jsonx"},
 	"trust":                {"router", "upstream", "config", "jsonrpc", "internal/jsonx"},
+	"search":               {},
 
 	// The sandbox's small launcher, installed next to mcp-proxy.
 	"cmd/mcp-proxy-sandbox": {"sandbox"},
