@@ -140,7 +140,7 @@ var modules = map[string][]reason{
 	"internal/testing/devcluster": nil,
 	"telemetry":                   join(logging, otel),
 	"trust":                       join(logging, hcl), // hcl: the diagnostics validate prints
-	"search":                      nil, // the standard library only
+	"search":                      nil,                // the standard library only
 	"internal/testing/otlptest":   join(otlpWire, protobuf, grpc),
 	"internal/testing/otlpsink":   nil, // the standard library only
 }
