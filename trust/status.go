@@ -86,7 +86,7 @@ func (v *Vetter) Approved(upstreams ...string) (*Lock, error) {
 				if vd.err != nil {
 					continue
 				}
-				u.entries(k, true)[vd.name] = Entry{SHA256: vd.hash, Definition: slices.Clone(vd.canon)}
+				u.entries(k, true)[vd.name] = Entry{SHA256: vd.sha256(), Definition: slices.Clone(vd.canon)}
 			}
 		}
 		out.Upstreams[n] = u

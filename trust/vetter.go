@@ -1,7 +1,7 @@
 package trust
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -71,12 +71,14 @@ type Vetter struct {
 	lock    *Lock // nil: no lock file (every definition is new)
 	lockErr error // why the lock file could not be read, for status
 	gen     uint64
-	cache   map[[32]byte]*verdict  // by the SHA-256 of kind and raw bytes
+	cache   [3]map[string]*verdict // by kind (Kinds' order) and the item's bytes
 	diffs   map[[2]string][]Change // by approved and current hash
 	last    map[string]*seen       // per upstream, the last vetted catalogue
 	lastGen uint64                 // the lock generation last vetted against
 	logged  map[string]bool        // event keys already reported
-	clean   map[cleanKey]bool      // short texts without findings (see screenTexts)
+	canon   canonicaliser          // its buffers, reused from one definition to the next
+	refs    []ref                  // a buffer for a definition's references, reused
+	remap   []int32                // a buffer for keepRefs
 	status  map[string]*UpstreamStatus
 }
 
@@ -84,13 +86,31 @@ type Vetter struct {
 type verdict struct {
 	name     string
 	canon    []byte
-	hash     string
-	texts    []text
+	hash     string // the SHA-256 of canon, worked out when first needed (see sha256)
 	findings []Finding
 	descLen  int
 	refs     []ref  // the distinctive words of its texts, for the cross-reference check
 	nodes    []node // where refs are; kept only when there are refs
 	err      error
+}
+
+// sha256 is the hex SHA-256 of the verdict's canonical form. It is worked out when
+// first needed: a definition that matches the lock file is compared by its bytes. The
+// Vetter's mu is held.
+func (vd *verdict) sha256() string {
+	if vd.hash == "" {
+		vd.hash = hashOf(vd.canon)
+	}
+	return vd.hash
+}
+
+// matches reports whether the definition is the one approved in e: the same canonical
+// form (e's was checked against its hash when the lock file was read).
+func (vd *verdict) matches(e Entry) bool {
+	if len(e.Definition) == 0 { // a lock made in code, with hashes only
+		return e.SHA256 == vd.sha256()
+	}
+	return bytes.Equal(e.Definition, vd.canon)
 }
 
 // ref is a name-like word of a definition's text that may name a tool, and where (a
@@ -120,11 +140,10 @@ func New(opts Options) *Vetter {
 	}
 	return &Vetter{
 		opts:   opts,
-		cache:  map[[32]byte]*verdict{},
+		cache:  [3]map[string]*verdict{{}, {}, {}},
 		diffs:  map[[2]string][]Change{},
 		last:   map[string]*seen{},
 		logged: map[string]bool{},
-		clean:  map[cleanKey]bool{},
 		status: map[string]*UpstreamStatus{},
 		gen:    1,
 	}
@@ -195,9 +214,9 @@ func (v *Vetter) revet(fs []router.Fetched) []Event {
 	for _, f := range fs {
 		s := &seen{cat: f.Catalogue, ready: f.Ready, server: serverOf(f.Info)}
 		if f.Catalogue != nil {
-			s.items[0] = v.verdicts(KindTool, f.Catalogue.Tools)
-			s.items[1] = v.verdicts(KindPrompt, f.Catalogue.Prompts)
-			s.items[2] = v.verdicts(KindTemplate, f.Catalogue.Templates)
+			s.items[0] = v.verdicts(0, f.Catalogue.Tools)
+			s.items[1] = v.verdicts(1, f.Catalogue.Prompts)
+			s.items[2] = v.verdicts(2, f.Catalogue.Templates)
 		}
 		last[f.Upstream] = s
 	}
@@ -211,52 +230,89 @@ func (v *Vetter) revet(fs []router.Fetched) []Event {
 		events = append(events, ev...)
 	}
 	v.last, v.status = last, status
-	if len(v.cache) > 4*cacheFloor(last) {
+	if len(v.cache[0])+len(v.cache[1])+len(v.cache[2]) > 4*cacheFloor(last) {
 		v.pruneCache(last)
 	}
 	return events
 }
 
-// verdicts returns the verdict of each definition of a list, from the cache when its
-// bytes were seen before.
-func (v *Vetter) verdicts(k Kind, items []json.RawMessage) []*verdict {
+// verdicts returns the verdict of each definition of a list of kind Kinds[ki], from the
+// cache when its bytes were seen before.
+func (v *Vetter) verdicts(ki int, items []json.RawMessage) []*verdict {
 	out := make([]*verdict, len(items))
 	for i, raw := range items {
-		h := sha256.New()
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write(raw)
-		var key [32]byte
-		h.Sum(key[:0])
-		if vd := v.cache[key]; vd != nil {
+		if vd := v.cache[ki][string(raw)]; vd != nil { // the conversion does not allocate
 			out[i] = vd
 			continue
 		}
-		vd := &verdict{}
+		src := string(raw)
+		vd := v.verdict(Kinds[ki], raw, src)
+		v.cache[ki][src] = vd
+		out[i] = vd
+	}
+	return out
+}
+
+// verdict works out what one definition is. src is raw as a string: what the verdict
+// keeps of its texts (its name, references) are substrings of it.
+func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
+	vd := &verdict{}
+	c := &v.canon
+	if vd.err = c.run(k, raw, src); vd.err != nil {
 		vd.name, _, _ = jsonx.GetString(raw, "name")
 		if k == KindTemplate && vd.name == "" {
 			vd.name, _, _ = jsonx.GetString(raw, "uriTemplate")
 		}
-		var nodes []node
-		vd.canon, vd.texts, nodes, vd.err = canonicalNodes(k, raw)
-		if vd.err == nil {
-			vd.hash = hashOf(vd.canon)
-			vd.findings = screenTexts(vd.texts, nodes, v.clean)
-			for _, t := range vd.texts {
-				if !t.key && t.node >= 0 && nodes[t.node].parent < 0 && nodes[t.node].key == "description" {
-					vd.descLen = len(t.value)
-				}
-			}
-			vd.refs = refsOf(vd.texts)
-			if len(vd.refs) > 0 {
-				vd.nodes = nodes
-			}
-			vd.texts = nil // what later checks need is in findings, descLen and refs
-		}
-		v.cache[key] = vd
-		out[i] = vd
+		return vd
 	}
-	return out
+	vd.name = c.name
+	if k == KindTemplate && vd.name == "" {
+		vd.name = c.uriTemplate
+	}
+	vd.canon = slices.Clone(c.out)
+	refs := v.refs[:0]
+	for i := range c.texts {
+		t := &c.texts[i]
+		vd.findings = screenText(vd.findings, t, fieldOf{c.nodes, t}, &refs)
+		if !t.key && t.node >= 0 && c.nodes[t.node].parent < 0 && c.nodes[t.node].key == "description" {
+			vd.descLen = len(t.value)
+		}
+	}
+	if len(vd.findings) > 1 {
+		vd.findings = dedupe(vd.findings)
+	}
+	if len(refs) > 0 {
+		vd.refs, vd.nodes = v.keepRefs(refs, c.nodes)
+	}
+	v.refs = refs
+	return vd
+}
+
+// keepRefs copies refs for a verdict to keep, with the nodes of their paths only (named
+// only for a finding).
+func (v *Vetter) keepRefs(refs []ref, nodes []node) ([]ref, []node) {
+	kept := make([]ref, len(refs))
+	v.remap = slices.Grow(v.remap[:0], len(nodes))[:len(nodes)]
+	for i := range v.remap {
+		v.remap[i] = -1
+	}
+	var path []node
+	var keep func(i int32) int32
+	keep = func(i int32) int32 {
+		if i < 0 {
+			return -1
+		}
+		if v.remap[i] < 0 {
+			parent := keep(nodes[i].parent)
+			path = append(path, node{parent: parent, key: nodes[i].key})
+			v.remap[i] = int32(len(path) - 1)
+		}
+		return v.remap[i]
+	}
+	for i, r := range refs {
+		kept[i] = ref{name: r.name, node: keep(r.node)}
+	}
+	return kept, path
 }
 
 // toolOwners maps every distinctive tool name to the upstreams that list it, for the
@@ -280,11 +336,8 @@ func distinctive(name string) bool {
 	if len(name) < 5 {
 		return false
 	}
-	if strings.ContainsAny(name, "_-.") {
-		return true
-	}
-	for i := 1; i < len(name); i++ {
-		if name[i] >= 'A' && name[i] <= 'Z' {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c == '_' || c == '-' || c == '.' || i > 0 && c >= 'A' && c <= 'Z' {
 			return true
 		}
 	}
@@ -327,7 +380,7 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 				switch {
 				case !ok:
 					ev.Pin = "new"
-				case e.SHA256 != vd.hash:
+				case !vd.matches(e):
 					ev.Pin = "changed"
 					ev.Changes = v.diff(e, vd)
 				}
@@ -357,7 +410,7 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 				st.Withheld++
 			}
 			st.Items = append(st.Items, ItemStatus{Kind: k, Name: vd.name, Withheld: ev.Withheld, Pin: ev.Pin, Changes: ev.Changes, Findings: ev.Findings})
-			key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", up, k, vd.name, vd.hash, v.gen, ev.Pin, ev.Withheld)
+			key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", up, k, vd.name, vd.sha256(), v.gen, ev.Pin, ev.Withheld)
 			if !v.logged[key] {
 				v.logged[key] = true
 				v.log(ev)
@@ -383,7 +436,7 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 
 // diff returns the changes from an approved entry to a verdict, cached by the pair.
 func (v *Vetter) diff(e Entry, vd *verdict) []Change {
-	key := [2]string{e.SHA256, vd.hash}
+	key := [2]string{e.SHA256, vd.sha256()}
 	if c, ok := v.diffs[key]; ok {
 		return c
 	}
@@ -427,39 +480,33 @@ func (v *Vetter) log(ev Event) {
 	e.Msg(msg)
 }
 
-// refsOf collects the distinctive words of a definition's texts (values, not keys),
-// each with the names it may stand for: itself, and what follows a client's or the
-// proxy's prefix (mcp_tool_send_email, github__create_issue).
-func refsOf(texts []text) []ref {
-	var out []ref
-	add := func(name string, t *text) {
-		for _, r := range out {
+// minRef is the length of the shortest text whose words may name tools.
+const minRef = 5
+
+// addRef adds a distinctive word of a definition's text (a value, not a key) at node to
+// refs, with the names it may stand for: itself, and what follows a client's or the
+// proxy's prefix (mcp_tool_send_email, github__create_issue). A name already in refs
+// keeps its first node.
+func addRef(refs *[]ref, w string, node int32) {
+	if !distinctive(w) {
+		return
+	}
+	add := func(name string) {
+		for _, r := range *refs {
 			if r.name == name {
 				return
 			}
 		}
-		out = append(out, ref{name, t.node})
+		*refs = append(*refs, ref{name, node})
 	}
-	for i := range texts {
-		t := &texts[i]
-		if t.key || len(t.value) < 5 {
-			continue
+	add(w)
+	for j := 0; j < len(w)-1; j++ {
+		if w[j] == '_' || w[j] == '.' {
+			if rest := strings.TrimLeft(w[j:], "_."); rest != w && distinctive(rest) {
+				add(rest)
+			}
 		}
-		eachName(t.value, func(w string) {
-			if !distinctive(w) {
-				return
-			}
-			add(w, t)
-			for j := 0; j < len(w)-1; j++ { // what follows a prefix: mcp_tool_send_email, github__create_issue
-				if w[j] == '_' || w[j] == '.' {
-					if rest := strings.TrimLeft(w[j:], "_."); rest != w && distinctive(rest) {
-						add(rest, t)
-					}
-				}
-			}
-		})
 	}
-	return out
 }
 
 // crossReferences reports the tool names of other upstreams that a definition's texts
@@ -507,13 +554,24 @@ func eachName(s string, fn func(string)) {
 		}
 		if start >= 0 {
 			if i-start >= 5 {
-				if w := strings.Trim(s[start:i], ".-"); len(w) >= 5 {
+				if w := trimDotsDashes(s[start:i]); len(w) >= 5 {
 					fn(w)
 				}
 			}
 			start = -1
 		}
 	}
+}
+
+// trimDotsDashes is strings.Trim(s, ".-") without building the cut set on each call.
+func trimDotsDashes(s string) string {
+	for len(s) > 0 && (s[0] == '.' || s[0] == '-') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == '.' || s[len(s)-1] == '-') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 func medianDescription(items []*verdict) int {
@@ -576,9 +634,11 @@ func (v *Vetter) pruneCache(last map[string]*seen) {
 			}
 		}
 	}
-	for k, vd := range v.cache {
-		if !live[vd] {
-			delete(v.cache, k)
+	for _, cache := range v.cache {
+		for k, vd := range cache {
+			if !live[vd] {
+				delete(cache, k)
+			}
 		}
 	}
 	clear(v.diffs)
