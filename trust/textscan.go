@@ -234,7 +234,7 @@ func scanASCII(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
 			p += 8
 			continue
 		}
-		g := bits.TrailingZeros64(w) >> 3 // the bytes before the word
+		g := bits.TrailingZeros64(w) >> 3     // the bytes before the word
 		if g > 1 || g == 1 && x&0xFF != ' ' { // not a single space (nor the text's start)
 			if sp := specialHi(x) & bytesBelow(g); sp != 0 {
 				special(p, sp)
