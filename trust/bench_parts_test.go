@@ -39,6 +39,7 @@ func BenchmarkVetParts(b *testing.B) {
 		}
 		defs = append(defs, vetted{slices.Clone(c.out), slices.Clone(c.texts), slices.Clone(c.nodes)})
 	}
+	var sc screener
 	b.Run("screen", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -46,7 +47,7 @@ func BenchmarkVetParts(b *testing.B) {
 				var fs []Finding
 				var refs []ref
 				for i := range d.texts {
-					fs = screenText(fs, &d.texts[i], fieldOf{d.nodes, &d.texts[i]}, &refs)
+					fs = sc.screen(fs, &d.texts[i], fieldOf{d.nodes, &d.texts[i]}, &refs)
 				}
 			}
 		}

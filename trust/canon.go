@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math/bits"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -147,10 +148,11 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 		if i >= len(b) || b[i] != '"' {
 			return jsonx.ErrSyntax
 		}
-		key, _, _, end, err := c.str(b, i)
+		key, _, verbatim, end, err := c.str(b, i)
 		if err != nil {
 			return err
 		}
+		lit := b[i:end]
 		i = jsonx.SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return jsonx.ErrSyntax
@@ -166,7 +168,7 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 				c.out = append(c.out, ',')
 			}
 			m := topMember{key: key, start: len(c.out), textStart: len(c.texts)}
-			c.out = jsonrpc.AppendString(c.out, key)
+			c.out = appendString(c.out, lit, key, verbatim)
 			c.out = append(c.out, ':')
 			c.nodes = append(c.nodes, node{parent: -1, key: key})
 			isString := i < len(b) && b[i] == '"'
@@ -383,14 +385,16 @@ func (c *canonicaliser) str(b []byte, i int) (s string, ascii, verbatim bool, en
 	plain, high := true, false
 	for {
 		// Eight bytes at a time while none of them ends the string, escapes, is a
-		// control character or (until one is met) is not ASCII.
+		// control character or (until one is met) is not ASCII; then straight to the
+		// first that is (the lowest bit of the tests is exact: a borrow only goes up).
 		highMask := uint64(hi)
 		if high {
 			highMask = 0
 		}
 		for j+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[j:])
-			if (hasZero(x^(lo*'"'))|hasZero(x^(lo*'\\'))|hasLess(x, 0x20))&hi|x&highMask != 0 {
+			if m := (hasZero(x^(lo*'"'))|hasZero(x^(lo*'\\'))|hasLess(x, 0x20))&hi | x&highMask; m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			j += 8

@@ -61,14 +61,14 @@ func (f Finding) String() string {
 // Withholds reports whether the finding withholds its item under screen = "withhold".
 func (f Finding) Withholds() bool { return f.Severity >= Medium }
 
-// screenText runs the checks of one text that depend on its definition alone, appending
+// screen runs the checks of one text that depend on its definition alone, appending
 // its findings to out; refs, when not nil, collects the words of a value that may name
 // tools (see refsOf). Most text is ASCII and is read in one pass (scanASCII); other text
 // is lowered (strings.ToLower) and checked as it is.
-func screenText(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
+func (sc *screener) screen(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
 	n := len(t.value)
 	if t.ascii && n >= minScreened {
-		return scanASCII(out, t, field, refs)
+		return sc.scanASCII(out, t, field, refs)
 	}
 	if refs != nil && !t.key && n >= minRef {
 		eachName(t.value, func(w string) { addRef(refs, w, t.node) })

@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"strings"
@@ -53,6 +54,8 @@ type credentialAnchor struct {
 	c      byte // the byte
 	file   int  // the name's index in credentialFiles
 	offset int  // where c is in the name
+	probe  int  // a neighbour of c in the name (+1 or -1), compared first
+	want   byte // the neighbour
 }
 
 var credentialAnchors = func() []credentialAnchor {
@@ -64,7 +67,11 @@ var credentialAnchors = func() []credentialAnchor {
 		at := -1
 		for _, c := range []byte("~/_.") { // rarest first
 			if at = strings.IndexByte(f, c); at >= 0 {
-				as = append(as, credentialAnchor{c, i, at})
+				probe := 1
+				if at+1 == len(f) {
+					probe = -1
+				}
+				as = append(as, credentialAnchor{c, i, at, probe, f[at+probe]})
 				break
 			}
 		}
@@ -130,6 +137,21 @@ var triggerTable, maxTriggerLen = func() (t [triggerSlots]triggerSlot, maxLen in
 	return t, maxLen
 }()
 
+// triggerFirst has, per length of word, a bit for the first letter (its low five bits)
+// of each trigger word of that length: most words need no look-up.
+var triggerFirst = func() (t [17]uint32) {
+	for i := range triggerTable {
+		if e := triggerTable[i]; e.k1 != 0 {
+			l := 8 + (64-bits.LeadingZeros64(e.k2)+7)/8
+			if e.k2 == 0 {
+				l = (64 - bits.LeadingZeros64(e.k1) + 7) / 8
+			}
+			t[l] |= 1 << (e.k1 & 31)
+		}
+	}
+	return t
+}()
+
 // triggerSlots is the table's size: a power of two, several times the number of words.
 const triggerSlots = 512
 
@@ -176,6 +198,14 @@ func lookupTrigger(k1, k2 uint64) uint64 {
 	}
 }
 
+// lowerByte lowers an ASCII letter.
+func lowerByte(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
 // equalFold compares ASCII text with a lower-case name.
 func equalFold(s, lower string) bool {
 	for i := 0; i < len(s); i++ {
@@ -190,80 +220,72 @@ func equalFold(s, lower string) bool {
 	return true
 }
 
-// scanASCII runs the checks of an ASCII text of at least minScreened bytes. It reads
-// eight bytes at a time (see wordHi and specialHi): the bytes before the next word are
-// looked at only when one of them matters (an anchor of credential file names, the first
-// byte of a mark, a separator of names), and a word is looked up in the trigger table
-// from the same eight bytes, lowered and masked. A name that may be a tool's (a
-// separator or an inner capital in it, see distinctive) is read around where one was
-// met.
-func scanASCII(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
+// screener runs the checks of single texts; its buffer is reused from one text to the
+// next. The zero value is ready.
+type screener struct {
+	buf []byte // the text being read, with blockPad zero bytes after it
+}
+
+// blockPad is how many zero bytes follow a text in screener.buf: a block of 64 bytes can
+// be read from any index up to the text's length.
+const blockPad = 64 + 8
+
+// scanASCII runs the checks of an ASCII text of at least minScreened bytes. It reads the
+// text 64 bytes at a time: eight bytes at once (wordHi, specialHi) give a bit per byte
+// of where words are and of the bytes that may matter between them (the anchors of
+// credential file names, the first bytes of marks, the separators of names), and only
+// where a word starts or ends, or such a byte is, is there more to do: a word is looked
+// up in the trigger table by its eight (or sixteen) bytes lowered, and a name that may be
+// a tool's (a separator or an inner capital in it, see distinctive) is read around where
+// one was met.
+func (sc *screener) scanASCII(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
 	s := t.value
 	value := !t.key // a key is checked for credential files only
 	if !value {
 		refs = nil
 	}
+	n := len(s)
+	sc.buf = append(append(sc.buf[:0], s...), make([]byte, blockPad)...)
+	buf := sc.buf
 	var (
 		hits     uint64 // phrase triggers met
 		files    uint32 // credential files found, by index
 		marks    bool   // a mark's first byte was met
 		nameDone int    // the names before this index are collected
+		inWord   uint64 // 1 when the byte before the block is part of a word
+		start    int    // where the last word met started
 	)
-	// special handles the bytes of s from p that sp (a specialHi) marks.
-	special := func(p int, sp uint64) {
-		for ; sp != 0; sp &= sp - 1 {
-			q := p + bits.TrailingZeros64(sp)>>3
-			c := s[q]
-			cl := charClass[c]
-			if cl&cAnchor != 0 {
-				files |= credentialFilesAt(s, q, c)
+	for base := 0; base < n+1; base += 64 { // n+1: a word that ends the text ends at n
+		w, sp := blockMasks(buf[base:base+64:base+64], (n-base)/8+1)
+		before := w<<1 | inWord
+		starts, ends := w&^before, before&^w
+		inWord = w >> 63
+		ev := sp
+		if value {
+			ev |= ends // a key is not read for words
+		}
+		for ; ev != 0; ev &= ev - 1 {
+			b := bits.TrailingZeros64(ev)
+			q := base + b
+			if ends>>b&1 != 0 { // a word ends at q: it started at the last start before
+				if sb := starts & (1<<b - 1); sb != 0 {
+					start = base + 63 - bits.LeadingZeros64(sb)
+				}
+				l := q - start
+				x := binary.LittleEndian.Uint64(buf[start:])
+				if l <= maxTriggerLen && triggerFirst[l]>>(x&31)&1 != 0 {
+					hits |= lookupWord(buf, start, l, x)
+				}
+				if refs != nil && (l > 8 || ^x&bytesBelow(l)&(lo*0x20) != 0) { // a capital, maybe
+					nameDone = capitalNames(s, start, q, nameDone, t.node, refs)
+				}
 			}
-			marks = marks || cl&cMark != 0
-			if cl&cSep != 0 && refs != nil && q >= nameDone {
-				nameDone = collectNames(s, q, t.node, refs)
+			if sp>>b&1 != 0 {
+				files, marks, nameDone = special(s, q, files, marks, nameDone, t.node, refs)
 			}
 		}
-	}
-	for p := 0; p < len(s); {
-		x := load8(s, p)
-		w := wordHi(x)
-		if w == 0 { // no word starts in these eight bytes
-			if sp := specialHi(x); sp != 0 {
-				special(p, sp)
-			}
-			p += 8
-			continue
-		}
-		g := bits.TrailingZeros64(w) >> 3     // the bytes before the word
-		if g > 1 || g == 1 && x&0xFF != ' ' { // not a single space (nor the text's start)
-			if sp := specialHi(x) & bytesBelow(g); sp != 0 {
-				special(p, sp)
-			}
-		}
-		start := p + g
-		x >>= 8 * g
-		n := bits.TrailingZeros64(^(w>>(8*g))&hi) >> 3 // the word's bytes in x
-		long := g+n == 8 && start+n < len(s) && wordHi(load8(s, start+n))&0x80 != 0
-		if long {
-			n = wordEnd(s, start+n) - start
-		}
-		p = start + n
-		if value && n <= maxTriggerLen {
-			var k1, k2 uint64
-			if long {
-				x = load8(s, start)
-			}
-			k1 = lowered(x, min(n, 8))
-			if n > 8 {
-				k2 = lowered(load8(s, start+8), n-8)
-			}
-			hits |= lookupTrigger(k1, k2)
-		}
-		if refs != nil && (long || ^x&bytesBelow(n)&(lo*0x20) != 0) { // a capital, maybe
-			// An apostrophe is part of a word, not of a name: a word can hold several.
-			for q := innerCapital(s, max(start, nameDone), p); q >= 0; q = innerCapital(s, nameDone, p) {
-				nameDone = collectNames(s, q, t.node, refs)
-			}
+		if starts != 0 { // the last word of the block may go on in the next
+			start = base + 63 - bits.LeadingZeros64(starts)
 		}
 	}
 	if value {
@@ -281,6 +303,62 @@ func scanASCII(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
 	}
 	return out
 }
+
+// special handles the byte s[q] that specialHi marked: an anchor of credential file
+// names, the first byte of a mark, a separator of names. It returns the new files, marks
+// and nameDone.
+func special(s string, q int, files uint32, marks bool, nameDone int, node int32, refs *[]ref) (uint32, bool, int) {
+	c := s[q]
+	cl := charClass[c]
+	if cl&cAnchor != 0 {
+		files |= credentialFilesAt(s, q, c)
+	}
+	if cl&cSep != 0 && refs != nil && q >= nameDone {
+		nameDone = collectNames(s, q, node, refs)
+	}
+	return files, marks || cl&cMark != 0, nameDone
+}
+
+// blockMasks reads the first chunks×8 of 64 bytes (ASCII or zero) and returns a bit per
+// byte: whether it is part of a word (wordHi), and whether it may matter between words
+// (specialHi); the bits of the bytes not read are zero.
+func blockMasks(b []byte, chunks int) (w, sp uint64) {
+	b = b[:64]
+	for j := 0; j < 8*min(chunks, 8); j += 8 {
+		// wordHi and specialHi, written out (the compiler does not inline specialHi).
+		x := binary.LittleEndian.Uint64(b[j : j+8])
+		l := x | lo*0x20
+		wh := ((l+lo*(0x80-'a'))&^(l+lo*(0x80-'z'-1)) | ^(x ^ lo*'\'' + lo*0x7F)) & hi
+		eq := (x ^ lo*'<' + lo*0x7F) & ((x | lo*0x04) ^ lo*'_' + lo*0x7F) & (x ^ lo*'~' + lo*0x7F) // top bit clear where one is equal
+		sh := ((x+lo*(0x80-'-'))&^(x+lo*(0x80-'0')) | ^eq) & hi
+		w |= gather(wh) << j
+		sp |= gather(sh) << j
+	}
+	return w, sp
+}
+
+// lookupWord is the hits of the word of l bytes at buf[start:] whose first eight bytes
+// are x.
+func lookupWord(buf []byte, start, l int, x uint64) uint64 {
+	k1, k2 := lowered(x, min(l, 8)), uint64(0)
+	if l > 8 {
+		k2 = lowered(binary.LittleEndian.Uint64(buf[start+8:]), l-8)
+	}
+	return lookupTrigger(k1, k2)
+}
+
+// capitalNames collects the names around the inner capitals of the word s[start:end]
+// (see collectNames) and returns the new nameDone. An apostrophe is part of a word, not
+// of a name: a word can hold several names.
+func capitalNames(s string, start, end, nameDone int, node int32, refs *[]ref) int {
+	for q := innerCapital(s, max(start, nameDone), end); q >= 0; q = innerCapital(s, nameDone, end) {
+		nameDone = collectNames(s, q, node, refs)
+	}
+	return nameDone
+}
+
+// gather packs the top bits of the eight bytes of x (the others zero) into a byte.
+func gather(x uint64) uint64 { return x * 0x0002040810204081 >> 56 }
 
 // Tests of eight ASCII bytes at once (every byte below 0x80: no carry crosses a byte),
 // each giving the top bit of each byte for which it holds.
@@ -301,10 +379,12 @@ func wordHi(x uint64) uint64 {
 // separators of names, the anchors of credential file names, the first bytes of marks;
 // checked against charClass when the package starts).
 func specialHi(x uint64) uint64 {
-	return geHi(x, '-')&^geHi(x, '0') | eqHi(x, '<') | eqHi(x, '[') | eqHi(x, '_') | eqHi(x, '~')
+	// '[' (0x5B) and '_' (0x5F) are the bytes that are 0x5F with bit 0x04 set.
+	return geHi(x, '-')&^geHi(x, '0') | eqHi(x, '<') | eqHi(x|lo*0x04, '_') | eqHi(x, '~')
 }
 
-// specialsCovered checks that specialHi marks every byte of class cSep, cAnchor or cMark.
+// specialsCovered checks that specialHi marks every byte of class cSep, cAnchor or cMark,
+// that wordHi marks the bytes of class cWord, and that blockMasks agrees with both.
 var specialsCovered = func() bool {
 	for c := 0; c < 0x80; c++ {
 		if charClass[c]&(cSep|cAnchor|cMark) != 0 && specialHi(uint64(c)) == 0 {
@@ -312,6 +392,11 @@ var specialsCovered = func() bool {
 		}
 		if charClass[c]&cWord != 0 != (wordHi(uint64(c)) != 0) {
 			panic(fmt.Sprintf("trust: wordHi and charClass disagree on %q", rune(c)))
+		}
+		var b [64]byte
+		b[9] = byte(c)
+		if w, sp := blockMasks(b[:], 8); w != gather(wordHi(uint64(c)))<<9 || sp != gather(specialHi(uint64(c)))<<9 {
+			panic(fmt.Sprintf("trust: blockMasks disagrees with wordHi or specialHi on %q", rune(c)))
 		}
 	}
 	return true
@@ -324,39 +409,13 @@ func lowered(x uint64, n int) uint64 { return (x | lo*0x20) & bytesBelow(n) }
 // bytesBelow has all the bits of the n low bytes of a word (n ≤ 8).
 func bytesBelow(n int) uint64 { return 1<<(8*uint(n)) - 1 }
 
-// load8 reads eight bytes of s from p, little-endian, zero past its end.
-func load8(s string, p int) uint64 {
-	if p+8 <= len(s) {
-		_ = s[p+7]
-		return uint64(s[p]) | uint64(s[p+1])<<8 | uint64(s[p+2])<<16 | uint64(s[p+3])<<24 |
-			uint64(s[p+4])<<32 | uint64(s[p+5])<<40 | uint64(s[p+6])<<48 | uint64(s[p+7])<<56
-	}
-	var x uint64
-	for i := len(s) - 1; i >= p; i-- {
-		x = x<<8 | uint64(s[i])
-	}
-	return x
-}
-
-// wordEnd returns the index of the first byte from p that is not part of a word.
-func wordEnd(s string, p int) int {
-	for p < len(s) {
-		w := wordHi(load8(s, p))
-		if n := bits.TrailingZeros64(^w&hi) >> 3; n < 8 {
-			return min(p+n, len(s))
-		}
-		p += 8
-	}
-	return len(s)
-}
-
 // credentialFilesAt is the credential file names (bits by index) that s has around its
 // byte c at i.
 func credentialFilesAt(s string, i int, c byte) uint32 {
 	var files uint32
 	for _, a := range anchorsOf[c] {
 		f := credentialFiles[a.file]
-		if at := i - a.offset; at >= 0 && at+len(f) <= len(s) && equalFold(s[at:at+len(f)], f) {
+		if at := i - a.offset; at >= 0 && at+len(f) <= len(s) && lowerByte(s[i+a.probe]) == a.want && equalFold(s[at:at+len(f)], f) {
 			files |= 1 << a.file
 		}
 	}
@@ -384,8 +443,9 @@ func collectNames(s string, i int, node int32, refs *[]ref) int {
 	for end < len(s) && charClass[s[end]]&cName != 0 {
 		end++
 	}
-	if end-start >= minRef {
-		eachName(s[start:end], func(w string) { addRef(refs, w, node) })
+	// The run is one of eachName's: trimmed of dots and dashes, a name if long enough.
+	if w := trimDotsDashes(s[start:end]); len(w) >= minRef {
+		addRef(refs, w, node)
 	}
 	return end
 }

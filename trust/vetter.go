@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
@@ -67,23 +68,26 @@ type Event struct {
 type Vetter struct {
 	opts Options
 
-	mu      sync.Mutex
-	lock    *Lock // nil: no lock file (every definition is new)
-	lockErr error // why the lock file could not be read, for status
-	gen     uint64
-	cache   [3]map[string]*verdict // by kind (Kinds' order) and the item's bytes
-	diffs   map[[2]string][]Change // by approved and current hash
-	last    map[string]*seen       // per upstream, the last vetted catalogue
-	lastGen uint64                 // the lock generation last vetted against
-	logged  map[string]bool        // event keys already reported
-	canon   canonicaliser          // its buffers, reused from one definition to the next
-	refs    []ref                  // a buffer for a definition's references, reused
-	remap   []int32                // a buffer for keepRefs
-	status  map[string]*UpstreamStatus
+	mu       sync.Mutex
+	lock     *Lock // nil: no lock file (every definition is new)
+	lockErr  error // why the lock file could not be read, for status
+	gen      uint64
+	cache    [3]map[uint64]*verdict // by kind (Kinds' order) and the hash of the item's bytes (seed)
+	seed     maphash.Seed
+	diffs    map[[2]string][]Change // by approved and current hash
+	last     map[string]*seen       // per upstream, the last vetted catalogue
+	lastGen  uint64                 // the lock generation last vetted against
+	logged   map[string]bool        // event keys already reported
+	canon    canonicaliser          // its buffers, reused from one definition to the next
+	screener screener
+	refs     []ref   // a buffer for a definition's references, reused
+	remap    []int32 // a buffer for keepRefs
+	status   map[string]*UpstreamStatus
 }
 
 // verdict is what one definition is, independent of the rest of the catalogue.
 type verdict struct {
+	src      string // the definition's bytes
 	name     string
 	canon    []byte
 	hash     string // the SHA-256 of canon, worked out when first needed (see sha256)
@@ -140,7 +144,8 @@ func New(opts Options) *Vetter {
 	}
 	return &Vetter{
 		opts:   opts,
-		cache:  [3]map[string]*verdict{{}, {}, {}},
+		cache:  [3]map[uint64]*verdict{{}, {}, {}},
+		seed:   maphash.MakeSeed(),
 		diffs:  map[[2]string][]Change{},
 		last:   map[string]*seen{},
 		logged: map[string]bool{},
@@ -237,17 +242,19 @@ func (v *Vetter) revet(fs []router.Fetched) []Event {
 }
 
 // verdicts returns the verdict of each definition of a list of kind Kinds[ki], from the
-// cache when its bytes were seen before.
+// cache when its bytes were seen before. The cache is keyed by a hash of the bytes with
+// a seed of this process (maphash) and checked against the bytes: a collision, which no
+// one can aim at without the seed, costs a recomputation, never a wrong verdict.
 func (v *Vetter) verdicts(ki int, items []json.RawMessage) []*verdict {
 	out := make([]*verdict, len(items))
 	for i, raw := range items {
-		if vd := v.cache[ki][string(raw)]; vd != nil { // the conversion does not allocate
+		h := maphash.Bytes(v.seed, raw)
+		if vd := v.cache[ki][h]; vd != nil && vd.src == string(raw) { // the conversion does not allocate
 			out[i] = vd
 			continue
 		}
-		src := string(raw)
-		vd := v.verdict(Kinds[ki], raw, src)
-		v.cache[ki][src] = vd
+		vd := v.verdict(Kinds[ki], raw, string(raw))
+		v.cache[ki][h] = vd
 		out[i] = vd
 	}
 	return out
@@ -256,7 +263,7 @@ func (v *Vetter) verdicts(ki int, items []json.RawMessage) []*verdict {
 // verdict works out what one definition is. src is raw as a string: what the verdict
 // keeps of its texts (its name, references) are substrings of it.
 func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
-	vd := &verdict{}
+	vd := &verdict{src: src}
 	c := &v.canon
 	if vd.err = c.run(k, raw, src); vd.err != nil {
 		vd.name, _, _ = jsonx.GetString(raw, "name")
@@ -273,7 +280,7 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 	refs := v.refs[:0]
 	for i := range c.texts {
 		t := &c.texts[i]
-		vd.findings = screenText(vd.findings, t, fieldOf{c.nodes, t}, &refs)
+		vd.findings = v.screener.screen(vd.findings, t, fieldOf{c.nodes, t}, &refs)
 		if !t.key && t.node >= 0 && c.nodes[t.node].parent < 0 && c.nodes[t.node].key == "description" {
 			vd.descLen = len(t.value)
 		}
@@ -289,29 +296,38 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 }
 
 // keepRefs copies refs for a verdict to keep, with the nodes of their paths only (named
-// only for a finding).
+// only for a finding). A node's parent comes before it in nodes.
 func (v *Vetter) keepRefs(refs []ref, nodes []node) ([]ref, []node) {
+	const unused, used = -1, -2
+	remap := slices.Grow(v.remap[:0], len(nodes))[:len(nodes)]
+	for i := range remap {
+		remap[i] = unused
+	}
+	n := 0
+	for _, r := range refs {
+		for i := r.node; i >= 0 && remap[i] == unused; i = nodes[i].parent {
+			remap[i] = used
+			n++
+		}
+	}
+	path := make([]node, 0, n)
+	for i, nd := range nodes {
+		if remap[i] == used {
+			if nd.parent >= 0 {
+				nd.parent = remap[nd.parent]
+			}
+			remap[i] = int32(len(path))
+			path = append(path, nd)
+		}
+	}
 	kept := make([]ref, len(refs))
-	v.remap = slices.Grow(v.remap[:0], len(nodes))[:len(nodes)]
-	for i := range v.remap {
-		v.remap[i] = -1
-	}
-	var path []node
-	var keep func(i int32) int32
-	keep = func(i int32) int32 {
-		if i < 0 {
-			return -1
-		}
-		if v.remap[i] < 0 {
-			parent := keep(nodes[i].parent)
-			path = append(path, node{parent: parent, key: nodes[i].key})
-			v.remap[i] = int32(len(path) - 1)
-		}
-		return v.remap[i]
-	}
 	for i, r := range refs {
-		kept[i] = ref{name: r.name, node: keep(r.node)}
+		kept[i] = ref{name: r.name, node: -1}
+		if r.node >= 0 {
+			kept[i].node = remap[r.node]
+		}
 	}
+	v.remap = remap
 	return kept, path
 }
 
@@ -319,7 +335,8 @@ func (v *Vetter) keepRefs(refs []ref, nodes []node) ([]ref, []node) {
 // cross-reference check.
 func toolOwners(last map[string]*seen) map[string][]string {
 	owners := map[string][]string{}
-	for up, s := range last {
+	for _, up := range sortedKeys(last) { // in name order, as reports name them
+		s := last[up]
 		for _, vd := range s.items[0] {
 			if distinctive(vd.name) && !slices.Contains(owners[vd.name], up) {
 				owners[vd.name] = append(owners[vd.name], up)
@@ -356,26 +373,29 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 	}
 	var events []Event
 	var withheld [3]map[int]bool
-	own := map[string]bool{}
+	mode := v.screenMode(up)
+	own := make(map[string]bool, len(s.items[0]))
 	for _, vd := range s.items[0] {
 		own[vd.name] = true
 	}
 	for ki, k := range Kinds {
 		items := s.items[ki]
 		median := medianDescription(items)
-		listed := make(map[string]bool, len(items))
+		var entries map[string]Entry
+		if approved != nil {
+			entries = approved.Entries(k)
+		}
+		listed := make(map[string]bool, len(entries)) // the approved entries listed
 		for i, vd := range items {
 			if vd.err != nil {
 				st.Invalid = append(st.Invalid, fmt.Sprintf("%s %q: %v", k, vd.name, vd.err))
 				continue
 			}
-			listed[vd.name] = true
 			ev := Event{Upstream: up, Kind: k, Name: vd.name}
 			if v.opts.Pin != PinOff {
-				var e Entry
-				var ok bool
-				if approved != nil {
-					e, ok = approved.Entries(k)[vd.name]
+				e, ok := entries[vd.name]
+				if ok {
+					listed[vd.name] = true
 				}
 				switch {
 				case !ok:
@@ -385,7 +405,7 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 					ev.Changes = v.diff(e, vd)
 				}
 			}
-			if mode := v.screenMode(up); mode != ScreenOff {
+			if mode != ScreenOff {
 				ev.Findings = append(ev.Findings, vd.findings...)
 				ev.Findings = append(ev.Findings, crossReferences(vd, up, own, owners)...)
 				if k == KindTool || k == KindPrompt {
@@ -399,7 +419,7 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 				continue
 			}
 			ev.Withheld = ev.Pin != "" && v.opts.Pin == PinEnforce
-			if v.screenMode(up) == ScreenWithhold && slices.ContainsFunc(ev.Findings, Finding.Withholds) {
+			if mode == ScreenWithhold && slices.ContainsFunc(ev.Findings, Finding.Withholds) {
 				ev.Withheld = true
 			}
 			if ev.Withheld {
@@ -417,12 +437,8 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 				events = append(events, ev)
 			}
 		}
-		if s.ready && approved != nil && v.opts.Pin != PinOff {
-			for _, n := range sortedKeys(approved.Entries(k)) {
-				if !listed[n] {
-					st.Items = append(st.Items, ItemStatus{Kind: k, Name: n, Pin: "removed"})
-				}
-			}
+		if s.ready && len(listed) != len(entries) && v.opts.Pin != PinOff {
+			st.Items = append(st.Items, removed(k, listed, entries)...)
 		}
 	}
 	if s.ready && v.opts.Pin != PinOff && approved != nil && approved.Server != s.server {
@@ -432,6 +448,17 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 		s.serve = withhold(s.cat, withheld)
 	}
 	return st, events
+}
+
+// removed reports the approved entries of kind k that are not listed.
+func removed(k Kind, listed map[string]bool, entries map[string]Entry) []ItemStatus {
+	var out []ItemStatus
+	for _, n := range sortedKeys(entries) {
+		if !listed[n] {
+			out = append(out, ItemStatus{Kind: k, Name: n, Pin: "removed"})
+		}
+	}
+	return out
 }
 
 // diff returns the changes from an approved entry to a verdict, cached by the pair.
