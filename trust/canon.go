@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -41,7 +42,10 @@ var pinned = map[Kind][]string{
 // message depth; this keeps the recursion bounded on its own).
 const maxDepth = 64
 
-var errDepth = errors.New("definition nested too deeply")
+var (
+	errDepth    = errors.New("definition nested too deeply")
+	errTooLarge = errors.New("definition larger than 2 GiB")
+)
 
 // text is one string of a definition, with where it is: a member's value, or a member's
 // key (a schema's property names are read by the model too).
@@ -56,6 +60,53 @@ type text struct {
 type node struct {
 	parent int32 // -1 for a top-level member
 	key    string
+}
+
+// The canonicaliser's own records hold no pointers (its buffers are appended to for
+// every string of every definition; without pointers the garbage collector neither
+// scans them nor makes each append pay a write barrier): a string is a span of src, or
+// an index into decoded.
+type (
+	sref struct {
+		off, n int32 // src[off:off+n]; when n < 0, decoded[off]
+	}
+	ctext struct {
+		v     sref
+		node  int32
+		key   bool
+		ascii bool
+	}
+	cnode struct {
+		parent int32
+		key    sref
+	}
+)
+
+// str is the string r stands for.
+func (c *canonicaliser) str(r sref) string {
+	if r.n < 0 {
+		return c.decoded[r.off]
+	}
+	return c.src[r.off : r.off+r.n]
+}
+
+// text is the i-th text, as the checks read it.
+func (c *canonicaliser) text(i int) text {
+	t := c.texts[i]
+	return text{node: t.node, key: t.key, ascii: t.ascii, value: c.str(t.v)}
+}
+
+// pathOf spells a node of the last definition as a dotted path.
+func (c *canonicaliser) pathOf(i int32) string {
+	if i < 0 {
+		return ""
+	}
+	var keys []string
+	for ; i >= 0; i = c.nodes[i].parent {
+		keys = append(keys, c.str(c.nodes[i].key))
+	}
+	slices.Reverse(keys)
+	return strings.Join(keys, ".")
 }
 
 // pathOf spells a node as a dotted path, e.g. inputSchema.properties.path.description.
@@ -74,13 +125,13 @@ func pathOf(nodes []node, i int32) string {
 // canonical returns the canonical form of a definition of kind k: its pinned members
 // only, keys sorted at every level, no insignificant whitespace, strings re-encoded one
 // way. Two definitions are the same exactly when their canonical forms are. It also
-// returns the definition's strings, for screening.
-func canonical(k Kind, raw []byte) (canon []byte, texts []text, err error) {
+// returns nothing else (the vetter reads the canonicaliser's texts).
+func canonical(k Kind, raw []byte) (canon []byte, err error) {
 	var c canonicaliser
 	if err := c.run(k, raw, string(raw)); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return c.out, c.texts, nil
+	return c.out, nil
 }
 
 // hashOf is the hex SHA-256 of a canonical form.
@@ -96,16 +147,17 @@ func hashOf(canon []byte) string {
 type canonicaliser struct {
 	// src is the definition's bytes as a string: a string without escapes is a
 	// substring of it (texts and keys cost no allocation).
-	src   string
-	out   []byte
-	texts []text
-	nodes []node
-	spans []span // a stack of the members of the objects being read
+	src     string
+	decoded []string // the strings with escapes, decoded
+	out     []byte
+	texts   []ctext
+	nodes   []cnode
+	spans   []span // a stack of the members of the objects being read
 
 	top      []topMember // the definition's pinned members, in the order sent
 	sorted   []span      // scratch for reordering an object's members
 	body     []byte      // scratch for reordering an object's members
-	topTexts []text      // scratch for putting texts in the order of the sorted members
+	topTexts []ctext     // scratch for putting texts in the order of the sorted members
 
 	name, uriTemplate string // the first top-level "name" and "uriTemplate" strings
 	hasName, hasURI   bool   // a "name" ("uriTemplate") member was met, string or not
@@ -114,13 +166,13 @@ type canonicaliser struct {
 // topMember is a pinned member of a definition, where its canonical form is in out and
 // where its texts are in texts.
 type topMember struct {
-	key                string
+	key                sref
 	start, end         int
 	textStart, textEnd int
 }
 
 type span struct {
-	key        string
+	key        sref
 	start, end int // of the member ("key":value) in c.out
 }
 
@@ -129,8 +181,13 @@ type span struct {
 // TestCanonicalGolden and compared with it by FuzzMatchesReference): the same bytes
 // for every definition it accepted, and an error for every one it refused.
 func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
+	if len(raw) > math.MaxInt32 {
+		return errTooLarge
+	}
 	c.src = src
 	c.out, c.texts, c.nodes, c.spans, c.top = c.out[:0], c.texts[:0], c.nodes[:0], c.spans[:0], c.top[:0]
+	clear(c.decoded)
+	c.decoded = c.decoded[:0]
 	c.name, c.uriTemplate, c.hasName, c.hasURI = "", "", false, false
 	keep := pinned[k]
 	b := raw
@@ -148,10 +205,11 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 		if i >= len(b) || b[i] != '"' {
 			return jsonx.ErrSyntax
 		}
-		key, _, verbatim, end, err := c.str(b, i)
+		kr, _, verbatim, end, err := c.string(b, i)
 		if err != nil {
 			return err
 		}
+		key := c.str(kr)
 		lit := b[i:end]
 		i = jsonx.SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
@@ -167,10 +225,10 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 			if len(c.top) > 0 {
 				c.out = append(c.out, ',')
 			}
-			m := topMember{key: key, start: len(c.out), textStart: len(c.texts)}
-			c.out = appendString(c.out, lit, key, verbatim)
+			m := topMember{key: kr, start: len(c.out), textStart: len(c.texts)}
+			c.out = appendString(c.out, lit, kr, verbatim, c)
 			c.out = append(c.out, ':')
-			c.nodes = append(c.nodes, node{parent: -1, key: key})
+			c.nodes = append(c.nodes, cnode{parent: -1, key: kr})
 			isString := i < len(b) && b[i] == '"'
 			if i, err = c.next(b, i, int32(len(c.nodes)-1), 1); err != nil {
 				return err
@@ -184,12 +242,12 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 			case key == "name" && !c.hasName:
 				c.hasName = true
 				if isString {
-					c.name = c.texts[len(c.texts)-1].value
+					c.name = c.str(c.texts[len(c.texts)-1].v)
 				}
 			case key == "uriTemplate" && !c.hasURI:
 				c.hasURI = true
 				if isString {
-					c.uriTemplate = c.texts[len(c.texts)-1].value
+					c.uriTemplate = c.str(c.texts[len(c.texts)-1].v)
 				}
 			}
 		}
@@ -217,7 +275,7 @@ func (c *canonicaliser) sortTop() {
 	if len(c.top) < 2 {
 		return
 	}
-	slices.SortFunc(c.top, func(a, b topMember) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(c.top, func(a, b topMember) int { return strings.Compare(c.str(a.key), c.str(b.key)) })
 	if slices.IsSortedFunc(c.top, func(a, b topMember) int { return a.start - b.start }) {
 		return
 	}
@@ -258,7 +316,7 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 			if i >= len(b) || b[i] != '"' {
 				return 0, jsonx.ErrSyntax
 			}
-			key, ascii, verbatim, end, err := c.str(b, i)
+			kr, ascii, verbatim, end, err := c.string(b, i)
 			if err != nil {
 				return 0, err
 			}
@@ -270,11 +328,11 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 			if len(c.spans) > first {
 				c.out = append(c.out, ',')
 			}
-			m := span{key: key, start: len(c.out)}
-			c.texts = append(c.texts, text{node: path, value: key, key: true, ascii: ascii})
-			c.out = appendString(c.out, lit, key, verbatim)
+			m := span{key: kr, start: len(c.out)}
+			c.texts = append(c.texts, ctext{node: path, v: kr, key: true, ascii: ascii})
+			c.out = appendString(c.out, lit, kr, verbatim, c)
 			c.out = append(c.out, ':')
-			c.nodes = append(c.nodes, node{parent: path, key: key})
+			c.nodes = append(c.nodes, cnode{parent: path, key: kr})
 			if i, err = c.next(b, i+1, int32(len(c.nodes)-1), depth+1); err != nil {
 				return 0, err
 			}
@@ -328,12 +386,12 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 			i++
 		}
 	case '"':
-		s, ascii, verbatim, end, err := c.str(b, i)
+		r, ascii, verbatim, end, err := c.string(b, i)
 		if err != nil {
 			return 0, err
 		}
-		c.texts = append(c.texts, text{node: path, value: s, ascii: ascii})
-		c.out = appendString(c.out, b[i:end], s, verbatim)
+		c.texts = append(c.texts, ctext{node: path, v: r, ascii: ascii})
+		c.out = appendString(c.out, b[i:end], r, verbatim, c)
 		return end, nil
 	default: // numbers, true, false, null: as written
 		end, err := jsonx.ScanValue(b[i:], 0)
@@ -348,12 +406,13 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 // order puts an object's members (written from out[base:]) in key order when they were
 // not sent in it; a duplicate key is an error, having no one meaning.
 func (c *canonicaliser) order(base int, members []span) error {
-	if slices.IsSortedFunc(members, func(a, b span) int { return strings.Compare(a.key, b.key) }) && !hasDup(members) {
+	cmp := func(a, b span) int { return strings.Compare(c.str(a.key), c.str(b.key)) }
+	if slices.IsSortedFunc(members, cmp) && !c.hasDup(members) {
 		return nil
 	}
 	c.sorted = append(c.sorted[:0], members...)
-	slices.SortStableFunc(c.sorted, func(a, b span) int { return strings.Compare(a.key, b.key) })
-	if hasDup(c.sorted) {
+	slices.SortStableFunc(c.sorted, cmp)
+	if c.hasDup(c.sorted) {
 		return jsonx.ErrSyntax
 	}
 	c.body = c.body[:0]
@@ -367,20 +426,20 @@ func (c *canonicaliser) order(base int, members []span) error {
 	return nil
 }
 
-func hasDup(sorted []span) bool {
+func (c *canonicaliser) hasDup(sorted []span) bool {
 	for i := 1; i < len(sorted); i++ {
-		if sorted[i].key == sorted[i-1].key {
+		if c.str(sorted[i].key) == c.str(sorted[i-1].key) {
 			return true
 		}
 	}
 	return false
 }
 
-// str reads the string literal at b[i] == '"', strictly (as jsonx.ScanValue does), and
-// returns its value, whether the value is ASCII, whether the literal is its own
+// string reads the string literal at b[i] == '"', strictly (as jsonx.ScanValue does),
+// and returns its value, whether the value is ASCII, whether the literal is its own
 // canonical encoding (no escape, valid UTF-8, no U+2028 or U+2029: most strings), and
-// the index just past it. A value without escapes is a substring of c.src.
-func (c *canonicaliser) str(b []byte, i int) (s string, ascii, verbatim bool, end int, err error) {
+// the index just past it. A value without escapes is a span of c.src.
+func (c *canonicaliser) string(b []byte, i int) (s sref, ascii, verbatim bool, end int, err error) {
 	j := i + 1
 	plain, high := true, false
 	for {
@@ -400,38 +459,39 @@ func (c *canonicaliser) str(b []byte, i int) (s string, ascii, verbatim bool, en
 			j += 8
 		}
 		if j >= len(b) {
-			return "", false, false, 0, jsonx.ErrSyntax
+			return sref{}, false, false, 0, jsonx.ErrSyntax
 		}
 		switch ch := b[j]; {
 		case ch == '"':
 			end = j + 1
 			inner := b[i+1 : j]
 			if plain && (!high || utf8.Valid(inner)) {
-				return c.src[i+1 : j], !high, !high || !hasLineSeparator(inner), end, nil
+				return sref{int32(i + 1), int32(j - i - 1)}, !high, !high || !hasLineSeparator(inner), end, nil
 			}
 			s, err := jsonx.Unquote(b[i:end])
 			if err != nil {
-				return "", false, false, 0, err
+				return sref{}, false, false, 0, err
 			}
-			return s, isASCII(s), false, end, nil
+			c.decoded = append(c.decoded, s)
+			return sref{int32(len(c.decoded) - 1), -1}, isASCII(s), false, end, nil
 		case ch == '\\':
 			plain = false
 			if j+1 >= len(b) {
-				return "", false, false, 0, jsonx.ErrSyntax
+				return sref{}, false, false, 0, jsonx.ErrSyntax
 			}
 			switch b[j+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				j += 2
 			case 'u':
 				if j+6 > len(b) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
-					return "", false, false, 0, jsonx.ErrSyntax
+					return sref{}, false, false, 0, jsonx.ErrSyntax
 				}
 				j += 6
 			default:
-				return "", false, false, 0, jsonx.ErrSyntax
+				return sref{}, false, false, 0, jsonx.ErrSyntax
 			}
 		case ch < 0x20:
-			return "", false, false, 0, jsonx.ErrSyntax
+			return sref{}, false, false, 0, jsonx.ErrSyntax
 		case ch >= utf8.RuneSelf:
 			high = true
 			j++
@@ -474,10 +534,10 @@ func hasLineSeparator(s []byte) bool {
 }
 
 // appendString appends a string's canonical encoding: its literal as sent when that is
-// already canonical, else its value encoded.
-func appendString(out, lit []byte, s string, verbatim bool) []byte {
+// already canonical, else its value (r) encoded.
+func appendString(out, lit []byte, r sref, verbatim bool, c *canonicaliser) []byte {
 	if verbatim {
 		return append(out, lit...)
 	}
-	return jsonrpc.AppendString(out, s)
+	return jsonrpc.AppendString(out, c.str(r))
 }

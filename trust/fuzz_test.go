@@ -26,14 +26,14 @@ func FuzzCanonical(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		canon, _, err := canonical(KindTool, raw)
+		canon, err := canonical(KindTool, raw)
 		if err != nil {
 			return
 		}
 		if !json.Valid(canon) {
 			t.Fatalf("canonical form is not JSON: %q from %q", canon, raw)
 		}
-		again, _, err := canonical(KindTool, canon)
+		again, err := canonical(KindTool, canon)
 		if err != nil || !bytes.Equal(again, canon) {
 			t.Fatalf("not idempotent: %q → %q (%v)", canon, again, err)
 		}
@@ -69,7 +69,7 @@ func pinnedKey(k string) bool {
 // FuzzParseLock: a lock file's content never panics the reader.
 func FuzzParseLock(f *testing.F) {
 	l := NewLock()
-	canon, _, _ := canonical(KindTool, []byte(`{"name":"a","description":"d"}`))
+	canon, _ := canonical(KindTool, []byte(`{"name":"a","description":"d"}`))
 	l.Upstreams["u"] = &LockUpstream{Server: Server{Name: "s", Version: "1"}, Tools: map[string]Entry{"a": {SHA256: hashOf(canon), Definition: canon}}}
 	b, _ := l.Encode()
 	f.Add(b)

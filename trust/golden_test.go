@@ -63,7 +63,7 @@ func TestCanonicalGolden(t *testing.T) {
 	}
 	for _, g := range goldenDefs {
 		want := goldenHashes[g.name]
-		canon, _, err := canonical(g.kind, []byte(g.raw))
+		canon, err := canonical(g.kind, []byte(g.raw))
 		if err != nil {
 			t.Errorf("%s: %v", g.name, err)
 			continue

@@ -265,7 +265,7 @@ func refScreenTexts(texts []text, nodes []node, clean map[refCleanKey]bool) []Fi
 			continue
 		}
 		before := len(out)
-		field := fieldOf{nodes, t}
+		field := refFieldOf{nodes, t}
 		if !isASCII(t.value) {
 			out = screenUnicode(out, field.String(), t.value)
 		}
@@ -301,7 +301,7 @@ type refCleanKey struct {
 	key  bool
 }
 
-func refScreenPhrases(out []Finding, orig, lower string, field fieldOf, hits *[]uint8) []Finding {
+func refScreenPhrases(out []Finding, orig, lower string, field refFieldOf, hits *[]uint8) []Finding {
 	if *hits == nil {
 		*hits = make([]uint8, len(phrases))
 	}
@@ -440,4 +440,18 @@ const (
 func bytesTrimWS(b []byte) []byte {
 	i := jsonx.SkipWS(b, 0)
 	return b[i:]
+}
+
+// refFieldOf is the first implementation's fieldOf.
+type refFieldOf struct {
+	nodes []node
+	t     *text
+}
+
+func (f refFieldOf) String() string {
+	s := pathOf(f.nodes, f.t.node)
+	if f.t.key {
+		s += " (a key)"
+	}
+	return s
 }

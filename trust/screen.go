@@ -98,15 +98,17 @@ func credentialFinding(i int, field fieldOf) Finding {
 	return Finding{Check: CheckCredentialFile, Severity: High, Field: field.String(), Detail: quoteExcerpt(credentialFiles[i])}
 }
 
-// fieldOf names where a text is, worked out only for a finding.
+// fieldOf names where a text of the canonicaliser's last definition is, worked out only
+// for a finding.
 type fieldOf struct {
-	nodes []node
-	t     *text
+	c    *canonicaliser
+	node int32
+	key  bool
 }
 
 func (f fieldOf) String() string {
-	s := pathOf(f.nodes, f.t.node)
-	if f.t.key {
+	s := f.c.pathOf(f.node)
+	if f.key {
 		s += " (a key)"
 	}
 	return s

@@ -279,9 +279,9 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 	vd.canon = slices.Clone(c.out)
 	refs := v.refs[:0]
 	for i := range c.texts {
-		t := &c.texts[i]
-		vd.findings = v.screener.screen(vd.findings, t, fieldOf{c.nodes, t}, &refs)
-		if !t.key && t.node >= 0 && c.nodes[t.node].parent < 0 && c.nodes[t.node].key == "description" {
+		t := c.text(i)
+		vd.findings = v.screener.screen(vd.findings, &t, fieldOf{c, t.node, t.key}, &refs)
+		if !t.key && t.node >= 0 && c.nodes[t.node].parent < 0 && c.str(c.nodes[t.node].key) == "description" {
 			vd.descLen = len(t.value)
 		}
 	}
@@ -289,7 +289,7 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 		vd.findings = dedupe(vd.findings)
 	}
 	if len(refs) > 0 {
-		vd.refs, vd.nodes = v.keepRefs(refs, c.nodes)
+		vd.refs, vd.nodes = v.keepRefs(refs, c)
 	}
 	v.refs = refs
 	return vd
@@ -297,8 +297,9 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 
 // keepRefs copies refs for a verdict to keep, with the nodes of their paths only (named
 // only for a finding). A node's parent comes before it in nodes.
-func (v *Vetter) keepRefs(refs []ref, nodes []node) ([]ref, []node) {
+func (v *Vetter) keepRefs(refs []ref, c *canonicaliser) ([]ref, []node) {
 	const unused, used = -1, -2
+	nodes := c.nodes
 	remap := slices.Grow(v.remap[:0], len(nodes))[:len(nodes)]
 	for i := range remap {
 		remap[i] = unused
@@ -313,11 +314,12 @@ func (v *Vetter) keepRefs(refs []ref, nodes []node) ([]ref, []node) {
 	path := make([]node, 0, n)
 	for i, nd := range nodes {
 		if remap[i] == used {
-			if nd.parent >= 0 {
-				nd.parent = remap[nd.parent]
+			parent := nd.parent
+			if parent >= 0 {
+				parent = remap[parent]
 			}
 			remap[i] = int32(len(path))
-			path = append(path, nd)
+			path = append(path, node{parent: parent, key: c.str(nd.key)})
 		}
 	}
 	kept := make([]ref, len(refs))
