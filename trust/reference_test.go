@@ -20,12 +20,11 @@ func refVerdict(k Kind, raw []byte) *verdict {
 	if k == KindTemplate && vd.name == "" {
 		vd.name, _, _ = jsonx.GetString(raw, "uriTemplate")
 	}
-	var texts []text
-	vd.canon, texts, vd.nodes, vd.err = refCanonicalNodes(k, raw)
-	if vd.err != nil {
+	canon, texts, nodes, err := refCanonicalNodes(k, raw)
+	if vd.err = err; err != nil {
 		return vd
 	}
-	vd.hash = hashOf(vd.canon)
+	vd.canon, vd.nodes, vd.hash = string(canon), nodes, hashOf(canon)
 	vd.findings = refScreenTexts(texts, vd.nodes, nil)
 	for _, t := range texts {
 		if !t.key && t.node >= 0 && vd.nodes[t.node].parent < 0 && vd.nodes[t.node].key == "description" {

@@ -2,7 +2,6 @@ package trust
 
 import (
 	"fmt"
-	"slices"
 )
 
 // Status is what the Vetter decided last, for /status, metrics and `mcp-proxy screen`.
@@ -86,7 +85,7 @@ func (v *Vetter) Approved(upstreams ...string) (*Lock, error) {
 				if vd.err != nil {
 					continue
 				}
-				u.entries(k, true)[vd.name] = Entry{SHA256: vd.sha256(), Definition: slices.Clone(vd.canon)}
+				u.entries(k, true)[vd.name] = Entry{SHA256: vd.sha256(), Definition: []byte(vd.canon)}
 			}
 		}
 		out.Upstreams[n] = u

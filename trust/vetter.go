@@ -1,7 +1,6 @@
 package trust
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -89,7 +88,7 @@ type Vetter struct {
 type verdict struct {
 	src      string // the definition's bytes
 	name     string
-	canon    []byte
+	canon    string // the canonical form (src itself when the definition was sent in it)
 	hash     string // the SHA-256 of canon, worked out when first needed (see sha256)
 	findings []Finding
 	descLen  int
@@ -103,7 +102,7 @@ type verdict struct {
 // Vetter's mu is held.
 func (vd *verdict) sha256() string {
 	if vd.hash == "" {
-		vd.hash = hashOf(vd.canon)
+		vd.hash = hashOf([]byte(vd.canon))
 	}
 	return vd.hash
 }
@@ -114,7 +113,7 @@ func (vd *verdict) matches(e Entry) bool {
 	if len(e.Definition) == 0 { // a lock made in code, with hashes only
 		return e.SHA256 == vd.sha256()
 	}
-	return bytes.Equal(e.Definition, vd.canon)
+	return string(e.Definition) == vd.canon
 }
 
 // ref is a name-like word of a definition's text that may name a tool, and where (a
@@ -276,7 +275,9 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 	if k == KindTemplate && vd.name == "" {
 		vd.name = c.uriTemplate
 	}
-	vd.canon = slices.Clone(c.out)
+	if vd.canon = src; string(c.out) != src { // a definition sent in canonical form shares its bytes
+		vd.canon = string(c.out)
+	}
 	refs := v.refs[:0]
 	for i := range c.texts {
 		t := c.text(i)
@@ -333,19 +334,50 @@ func (v *Vetter) keepRefs(refs []ref, c *canonicaliser) ([]ref, []node) {
 	return kept, path
 }
 
-// toolOwners maps every distinctive tool name to the upstreams that list it, for the
-// cross-reference check.
-func toolOwners(last map[string]*seen) map[string][]string {
-	owners := map[string][]string{}
-	for _, up := range sortedKeys(last) { // in name order, as reports name them
-		s := last[up]
-		for _, vd := range s.items[0] {
-			if distinctive(vd.name) && !slices.Contains(owners[vd.name], up) {
-				owners[vd.name] = append(owners[vd.name], up)
+// toolOwners maps every distinctive tool name to the upstreams that list it (in name
+// order), for the cross-reference check.
+func toolOwners(last map[string]*seen) map[string]owners {
+	n := 0
+	for _, s := range last {
+		n += len(s.items[0])
+	}
+	out := make(map[string]owners, n)
+	for _, up := range sortedKeys(last) {
+		for _, vd := range last[up].items[0] {
+			if !distinctive(vd.name) {
+				continue
+			}
+			o, ok := out[vd.name]
+			switch {
+			case !ok:
+				out[vd.name] = owners{first: up}
+			case o.first != up && !slices.Contains(o.more, up):
+				o.more = append(o.more, up)
+				out[vd.name] = o
 			}
 		}
 	}
-	return owners
+	return out
+}
+
+// owners are the upstreams that list a tool name: most names have one.
+type owners struct {
+	first string
+	more  []string
+}
+
+// others returns the owners but up.
+func (o owners) others(up string) []string {
+	var out []string
+	if o.first != up {
+		out = append(out, o.first)
+	}
+	for _, u := range o.more {
+		if u != up {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // distinctive reports whether a tool name is specific enough that its appearance in
@@ -364,7 +396,7 @@ func distinctive(name string) bool {
 }
 
 // judge decides one upstream's items: pinning, screening, and what is served.
-func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*UpstreamStatus, []Event) {
+func (v *Vetter) judge(up string, s *seen, owners map[string]owners) (*UpstreamStatus, []Event) {
 	st := &UpstreamStatus{Upstream: up, Server: s.server, Ready: s.ready, Screen: v.screenMode(up)}
 	var approved *LockUpstream
 	if v.lock != nil {
@@ -469,7 +501,7 @@ func (v *Vetter) diff(e Entry, vd *verdict) []Change {
 	if c, ok := v.diffs[key]; ok {
 		return c
 	}
-	c := diff(e.Definition, vd.canon)
+	c := diff(e.Definition, []byte(vd.canon))
 	v.diffs[key] = c
 	return c
 }
@@ -541,19 +573,14 @@ func addRef(refs *[]ref, w string, node int32) {
 // crossReferences reports the tool names of other upstreams that a definition's texts
 // mention (tool shadowing: a description that tells the model how to use another
 // server's tool).
-func crossReferences(vd *verdict, up string, own map[string]bool, owners map[string][]string) []Finding {
+func crossReferences(vd *verdict, up string, own map[string]bool, owners map[string]owners) []Finding {
 	var out []Finding
 	for _, r := range vd.refs {
-		ups, ok := owners[r.name]
+		o, ok := owners[r.name]
 		if !ok || own[r.name] {
 			continue
 		}
-		var others []string
-		for _, u := range ups {
-			if u != up {
-				others = append(others, u)
-			}
-		}
+		others := o.others(up)
 		if len(others) == 0 {
 			continue
 		}
