@@ -137,16 +137,17 @@ var triggerTable, maxTriggerLen = func() (t [triggerSlots]triggerSlot, maxLen in
 	return t, maxLen
 }()
 
-// triggerFirst has, per length of word, a bit for the first letter (its low five bits)
-// of each trigger word of that length: most words need no look-up.
-var triggerFirst = func() (t [17]uint32) {
+// triggerFirst has, per length of word and first letter (its low five bits), a bit for
+// the second letter (its low five bits) of each trigger word of that length: most words
+// are passed over without a look-up.
+var triggerFirst = func() (t [17][32]uint32) {
 	for i := range triggerTable {
 		if e := triggerTable[i]; e.k1 != 0 {
 			l := 8 + (64-bits.LeadingZeros64(e.k2)+7)/8
 			if e.k2 == 0 {
 				l = (64 - bits.LeadingZeros64(e.k1) + 7) / 8
 			}
-			t[l] |= 1 << (e.k1 & 31)
+			t[l][e.k1&31] |= 1 << (e.k1 >> 8 & 31)
 		}
 	}
 	return t
@@ -273,7 +274,7 @@ func (sc *screener) scanASCII(out []Finding, t *text, field fieldOf, refs *[]ref
 				}
 				l := q - start
 				x := binary.LittleEndian.Uint64(buf[start:])
-				if l <= maxTriggerLen && triggerFirst[l]>>(x&31)&1 != 0 {
+				if l <= maxTriggerLen && triggerFirst[l][x&31]>>(x>>8&31)&1 != 0 {
 					hits |= lookupWord(buf, start, l, x)
 				}
 				if refs != nil && (l > 8 || ^x&bytesBelow(l)&(lo*0x20) != 0) { // a capital, maybe
