@@ -249,7 +249,7 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 		applyTrust()
 		out.Changes = append(out.Changes, trustChanges...)
 	}
-	running.Proxy.Pin, running.Proxy.LockFile, running.Proxy.Screen = next.Proxy.Pin, next.Proxy.LockFile, next.Proxy.Screen
+	copyTrustProxy(&running.Proxy, next.Proxy)
 	if running.Proxy.Watch != next.Proxy.Watch {
 		running.Proxy.Watch = next.Proxy.Watch
 		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
@@ -434,6 +434,7 @@ func sameUpstream(a, b config.Upstream, ca, cb *config.Config) bool {
 	a.Required, b.Required = false, false // readiness only
 	a.MaxInFlight, b.MaxInFlight = 0, 0   // the policy's limiter applies it
 	a.Screen, b.Screen = "", ""           // the vetter applies it (trust.go)
+	a.ScreenAllow, b.ScreenAllow = nil, nil
 	return config.Equal(a, b, ca, cb)
 }
 
@@ -531,10 +532,16 @@ func (e *engine) restartRequired(a, b *config.Config) []string {
 	pa, pb := a.Proxy, b.Proxy
 	pa.Watch, pb.Watch = false, false
 	copyLiveProxy(&pa, pb)
+	copyTrustProxy(&pa, pb) // the vetter applies them (trust.go)
 	if !config.Equal(pa, pb, a, b) {
 		out = append(out, "proxy")
 	}
 	return out
+}
+
+// copyTrustProxy sets the proxy block's pinning and screening settings in dst from src.
+func copyTrustProxy(dst *config.Proxy, src config.Proxy) {
+	dst.Pin, dst.LockFile, dst.Screen, dst.ScreenAllow = src.Pin, src.LockFile, src.Screen, src.ScreenAllow
 }
 
 // copyLiveProxy sets the proxy block's settings that a reload applies (the front end's

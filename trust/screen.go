@@ -52,14 +52,22 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Field    string   `json:"field"`  // where it matched, e.g. description or inputSchema.properties.x.description
 	Detail   string   `json:"detail"` // what matched, printable (invisible characters as U+XXXX)
+	// Accepted marks a finding of a check the configuration accepts for its item
+	// (screen_allow): reported, never withholding.
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 func (f Finding) String() string {
-	return fmt.Sprintf("%s (%s) in %s: %s", f.Check, f.Severity, f.Field, f.Detail)
+	s := fmt.Sprintf("%s (%s) in %s: %s", f.Check, f.Severity, f.Field, f.Detail)
+	if f.Accepted {
+		s += " [accepted]"
+	}
+	return s
 }
 
-// Withholds reports whether the finding withholds its item under screen = "withhold".
-func (f Finding) Withholds() bool { return f.Severity >= Medium }
+// Withholds reports whether the finding withholds its item under screen = "withhold":
+// a medium or high finding the configuration does not accept.
+func (f Finding) Withholds() bool { return f.Severity >= Medium && !f.Accepted }
 
 // screen runs the checks of one text that depend on its definition alone, appending
 // its findings to out; refs, when not nil, collects the words of a value that may name

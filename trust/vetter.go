@@ -43,7 +43,9 @@ type Options struct {
 	// Screen is the screen mode per upstream; upstreams not in it use DefaultScreen.
 	Screen        map[string]ScreenMode
 	DefaultScreen ScreenMode
-	Log           zerolog.Logger
+	// Allow are the checks whose findings are accepted (screen_allow).
+	Allow Allowances
+	Log   zerolog.Logger
 	// Report, when set, is called (outside the Vetter's lock, in order) with each
 	// difference or finding the first time it is seen: for the audit trail.
 	Report func(Event)
@@ -60,6 +62,8 @@ type Event struct {
 	Pin      string
 	Changes  []Change
 	Findings []Finding
+	// Error says why the definition could not be read (then it has no Pin or Findings).
+	Error string
 }
 
 // Vetter is the router's Vetter for pinning and screening. Create it with New; it is safe
@@ -422,7 +426,29 @@ func (v *Vetter) judge(up string, s *seen, owners map[string]owners) (*UpstreamS
 		listed := make(map[string]bool, len(entries)) // the approved entries listed
 		for i, vd := range items {
 			if vd.err != nil {
+				// A definition that cannot be read (a duplicate key in an object, say,
+				// which clients read one way and the checks could not) can be neither
+				// approved nor screened: pin = "enforce" and screen = "withhold" withhold
+				// it, fail closed; the other modes serve it and report it.
 				st.Invalid = append(st.Invalid, fmt.Sprintf("%s %q: %v", k, vd.name, vd.err))
+				if _, ok := entries[vd.name]; ok {
+					listed[vd.name] = true
+				}
+				ev := Event{Upstream: up, Kind: k, Name: vd.name, Error: vd.err.Error(),
+					Withheld: v.opts.Pin == PinEnforce || mode == ScreenWithhold}
+				if ev.Withheld {
+					if withheld[ki] == nil {
+						withheld[ki] = map[int]bool{}
+					}
+					withheld[ki][i] = true
+					st.Withheld++
+				}
+				st.Items = append(st.Items, ItemStatus{Kind: k, Name: vd.name, Withheld: ev.Withheld, Error: ev.Error})
+				if key := fmt.Sprintf("%s\x00%s\x00%s\x00%p\x00%d\x00invalid\x00%v", up, k, vd.name, vd, v.gen, ev.Withheld); !v.logged[key] {
+					v.logged[key] = true
+					v.log(ev)
+					events = append(events, ev)
+				}
 				continue
 			}
 			ev := Event{Upstream: up, Kind: k, Name: vd.name}
@@ -452,6 +478,14 @@ func (v *Vetter) judge(up string, s *seen, owners map[string]owners) (*UpstreamS
 			if ev.Pin == "" && len(ev.Findings) == 0 {
 				continue
 			}
+			unaccepted := len(ev.Findings)
+			for j := range ev.Findings { // ev.Findings is the event's own copy
+				if f := &ev.Findings[j]; v.opts.Allow.accepts(up, k, vd.name, f.Check) {
+					f.Accepted = true
+					unaccepted--
+					st.Accepted++
+				}
+			}
 			ev.Withheld = ev.Pin != "" && v.opts.Pin == PinEnforce
 			if mode == ScreenWithhold && slices.ContainsFunc(ev.Findings, Finding.Withholds) {
 				ev.Withheld = true
@@ -464,6 +498,9 @@ func (v *Vetter) judge(up string, s *seen, owners map[string]owners) (*UpstreamS
 				st.Withheld++
 			}
 			st.Items = append(st.Items, ItemStatus{Kind: k, Name: vd.name, Withheld: ev.Withheld, Pin: ev.Pin, Changes: ev.Changes, Findings: ev.Findings})
+			if ev.Pin == "" && unaccepted == 0 { // shown in the status, not reported
+				continue
+			}
 			key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", up, k, vd.name, vd.sha256(), v.gen, ev.Pin, ev.Withheld)
 			if !v.logged[key] {
 				v.logged[key] = true
@@ -510,6 +547,9 @@ func (v *Vetter) log(ev Event) {
 	var e *zerolog.Event
 	var msg string
 	switch {
+	case ev.Error != "":
+		e, msg = v.opts.Log.Error(), fmt.Sprintf("the %s's definition cannot be read, so it can be neither pinned nor screened", ev.Kind)
+		e = e.Str("error", ev.Error)
 	case ev.Pin == "changed":
 		e, msg = v.opts.Log.Warn(), fmt.Sprintf("the %s's definition differs from the one approved in the lock file", ev.Kind)
 	case ev.Pin == "new":
@@ -532,7 +572,9 @@ func (v *Vetter) log(ev Event) {
 		}
 		e = e.Strs("findings", fs)
 	}
-	if ev.Withheld {
+	if ev.Withheld && ev.Error != "" {
+		msg += "; withheld (pin = \"enforce\" or screen = \"withhold\")"
+	} else if ev.Withheld {
 		msg += "; withheld until approved (mcp-proxy lock --update)"
 		if ev.Pin == "" {
 			msg = strings.TrimSuffix(msg, "; withheld until approved (mcp-proxy lock --update)") + "; withheld (screen = \"withhold\")"
