@@ -624,7 +624,8 @@ func upstreamConfigs(cfg *config.Config) []admin.UpstreamConfig {
 }
 
 // watchReloads reloads the configuration on SIGHUP when onSignal says so and, with
-// proxy { watch = true }, when the file changes, until ctx ends or stop is called (stop
+// proxy { watch = true }, when the file or the lock file of a pinning configuration
+// changes (lockwatch.go), until ctx ends or stop is called (stop
 // returns once the watcher has). The file is polled only while watch is on: a proxy
 // without it has no timer, so an idle one is not woken every second (a reload that turns
 // watch on or off tells the goroutine through e.watchSet).
@@ -662,30 +663,48 @@ func (e *engine) watchReloads(ctx context.Context, onSignal bool) (stop func()) 
 				tick, tickC = nil, nil
 			}
 		}
+		var lock lockWatch // the lock file, followed with the configuration (lockwatch.go)
 		follow()
 		seen, _ := fileSum(e.source)
+		lock.reset(e.lockFileToWatch())
+		reloaded := func() { // what a reload read is what is seen now
+			seen, _ = fileSum(e.source)
+			lock.reset(e.lockFileToWatch())
+		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-e.watchSet:
 				follow()
-				seen, _ = fileSum(e.source)
+				reloaded()
 			case <-hup:
 				e.reload(ctx, "signal", nil)
-				seen, _ = fileSum(e.source)
+				reloaded()
 			case <-tickC:
-				now, ok := fileSum(e.source)
-				if !ok || now == seen {
+				if now, ok := fileSum(e.source); ok && now != seen {
+					// Editors write in steps: wait until the file has stayed the same a moment.
+					time.Sleep(watchSettle)
+					if again, ok := fileSum(e.source); !ok || again != now {
+						continue
+					}
+					e.reload(ctx, "watch", nil)
+					reloaded()
 					continue
 				}
-				// Editors write in steps: wait until the file has stayed the same a moment.
-				time.Sleep(watchSettle)
-				if again, ok := fileSum(e.source); !ok || again != now {
-					continue
+				if b := lock.poll(); b != nil {
+					time.Sleep(watchSettle)
+					if lock.poll() != nil { // still being written: looked at again next tick
+						lock.forget()
+						continue
+					}
+					if e.lockInForce(b) {
+						continue
+					}
+					e.log.Info().Str("lock_file", lock.path).Msg("the lock file changed: reloading")
+					e.reload(ctx, "watch", nil)
+					reloaded()
 				}
-				seen = now
-				e.reload(ctx, "watch", nil)
 			}
 		}
 	}()
