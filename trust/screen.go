@@ -76,6 +76,9 @@ func (f Finding) Withholds() bool { return f.Severity >= Medium && !f.Accepted }
 func (sc *screener) screen(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
 	n := len(t.value)
 	if t.ascii && n >= minScreened {
+		if t.key && !hasAnchor(t.value) { // a key is checked for credential files only
+			return out
+		}
 		return sc.scanASCII(out, t, field, refs)
 	}
 	if refs != nil && !t.key && n >= minRef {

@@ -410,6 +410,17 @@ func lowered(x uint64, n int) uint64 { return (x | lo*0x20) & bytesBelow(n) }
 // bytesBelow has all the bits of the n low bytes of a word (n ≤ 8).
 func bytesBelow(n int) uint64 { return 1<<(8*uint(n)) - 1 }
 
+// hasAnchor reports whether s has a byte that anchors credential file names: every
+// credential file name has one.
+func hasAnchor(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if charClass[s[i]]&cAnchor != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // credentialFilesAt is the credential file names (bits by index) that s has around its
 // byte c at i.
 func credentialFilesAt(s string, i int, c byte) uint32 {
