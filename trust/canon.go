@@ -161,6 +161,7 @@ type canonicaliser struct {
 
 	name, uriTemplate string // the first top-level "name" and "uriTemplate" strings
 	hasName, hasURI   bool   // a "name" ("uriTemplate") member was met, string or not
+	topOrdered        bool   // the pinned members were sent in increasing key order
 }
 
 // topMember is a pinned member of a definition, where its canonical form is in out and
@@ -188,7 +189,7 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 	c.out, c.texts, c.nodes, c.spans, c.top = c.out[:0], c.texts[:0], c.nodes[:0], c.spans[:0], c.top[:0]
 	clear(c.decoded)
 	c.decoded = c.decoded[:0]
-	c.name, c.uriTemplate, c.hasName, c.hasURI = "", "", false, false
+	c.name, c.uriTemplate, c.hasName, c.hasURI, c.topOrdered = "", "", false, false, true
 	keep := pinned[k]
 	b := raw
 	i := jsonx.SkipWS(b, 0)
@@ -234,6 +235,9 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 				return err
 			}
 			m.end, m.textEnd = len(c.out), len(c.texts)
+			if n := len(c.top); n > 0 && c.str(c.top[n-1].key) >= c.str(m.key) {
+				c.topOrdered = false
+			}
 			c.top = append(c.top, m)
 			// The name an item is listed by: the first "name" member's value when it is
 			// a string (as jsonx.GetString reads it); for a template without one, the
@@ -272,7 +276,7 @@ func (c *canonicaliser) run(k Kind, raw []byte, src string) error {
 // with slices.SortFunc (which is not stable), so that a definition with a duplicate
 // top-level key keeps the order that sort gave it.
 func (c *canonicaliser) sortTop() {
-	if len(c.top) < 2 {
+	if len(c.top) < 2 || c.topOrdered { // in increasing order, no key twice: as sorted
 		return
 	}
 	slices.SortFunc(c.top, func(a, b topMember) int { return strings.Compare(c.str(a.key), c.str(b.key)) })
@@ -307,6 +311,7 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 		c.out = append(c.out, '{')
 		base := len(c.out)
 		first := len(c.spans) // on an error the spans are dropped with the rest (see run)
+		ordered := true       // the keys so far are in increasing order (so none twice)
 		i = jsonx.SkipWS(b, i+1)
 		if i < len(b) && b[i] == '}' {
 			c.out = append(c.out, '}')
@@ -337,6 +342,9 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 				return 0, err
 			}
 			m.end = len(c.out)
+			if ordered && len(c.spans) > first && c.str(c.spans[len(c.spans)-1].key) >= c.str(m.key) {
+				ordered = false // not sent in order, or a key twice
+			}
 			c.spans = append(c.spans, m)
 			i = jsonx.SkipWS(b, i)
 			if i >= len(b) {
@@ -351,8 +359,10 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 			}
 			i = jsonx.SkipWS(b, i+1)
 		}
-		if err := c.order(base, c.spans[first:]); err != nil {
-			return 0, err
+		if !ordered {
+			if err := c.order(base, c.spans[first:]); err != nil {
+				return 0, err
+			}
 		}
 		c.spans = c.spans[:first]
 		c.out = append(c.out, '}')
@@ -403,15 +413,12 @@ func (c *canonicaliser) next(b []byte, i int, path int32, depth int) (int, error
 	}
 }
 
-// order puts an object's members (written from out[base:]) in key order when they were
-// not sent in it; a duplicate key is an error, having no one meaning.
+// order puts an object's members (written from out[base:]) in key order; a duplicate key
+// is an error, having no one meaning. It is called only when the keys were not sent in
+// increasing order.
 func (c *canonicaliser) order(base int, members []span) error {
-	cmp := func(a, b span) int { return strings.Compare(c.str(a.key), c.str(b.key)) }
-	if slices.IsSortedFunc(members, cmp) && !c.hasDup(members) {
-		return nil
-	}
 	c.sorted = append(c.sorted[:0], members...)
-	slices.SortStableFunc(c.sorted, cmp)
+	slices.SortStableFunc(c.sorted, func(a, b span) int { return strings.Compare(c.str(a.key), c.str(b.key)) })
 	if c.hasDup(c.sorted) {
 		return jsonx.ErrSyntax
 	}
