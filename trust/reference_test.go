@@ -24,7 +24,7 @@ func refVerdict(k Kind, raw []byte) *verdict {
 	if vd.err = err; err != nil {
 		return vd
 	}
-	vd.canon, vd.nodes, vd.hash = string(canon), nodes, hashOf(canon)
+	vd.canon, vd.nodes, vd.hash = canon, nodes, hashOf(canon)
 	vd.findings = refScreenTexts(texts, vd.nodes, nil)
 	for _, t := range texts {
 		if !t.key && t.node >= 0 && vd.nodes[t.node].parent < 0 && vd.nodes[t.node].key == "description" {
@@ -46,8 +46,8 @@ func sameVerdict(want, got *verdict) string {
 	if want.err != nil {
 		return ""
 	}
-	if string(want.canon) != string(got.canon) || want.hash != got.sha256() {
-		return fmt.Sprintf("canonical form\n%q\nwant\n%q", got.canon, want.canon)
+	if string(want.canon) != string(got.canonical()) || want.hash != got.sha256() {
+		return fmt.Sprintf("canonical form\n%q\nwant\n%q", got.canonical(), want.canon)
 	}
 	if want.descLen != got.descLen {
 		return fmt.Sprintf("description length %d, want %d", got.descLen, want.descLen)

@@ -2,6 +2,7 @@ package trust
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Status is what the Vetter decided last, for /status, metrics and `mcp-proxy screen`.
@@ -87,7 +88,7 @@ func (v *Vetter) Approved(upstreams ...string) (*Lock, error) {
 				if vd.err != nil {
 					continue
 				}
-				u.entries(k, true)[vd.name] = Entry{SHA256: vd.sha256(), Definition: []byte(vd.canon)}
+				u.entries(k, true)[vd.name] = Entry{SHA256: vd.sha256(), Definition: slices.Clone(vd.canonical())}
 			}
 		}
 		out.Upstreams[n] = u

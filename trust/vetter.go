@@ -1,6 +1,7 @@
 package trust
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -91,8 +92,9 @@ type Vetter struct {
 // verdict is what one definition is, independent of the rest of the catalogue.
 type verdict struct {
 	src      string // the definition's bytes
+	kind     Kind
 	name     string
-	canon    string // the canonical form (src itself when the definition was sent in it)
+	canon    []byte // the canonical form, see canonical
 	hash     string // the SHA-256 of canon, worked out when first needed (see sha256)
 	findings []Finding
 	descLen  int
@@ -106,9 +108,20 @@ type verdict struct {
 // Vetter's mu is held.
 func (vd *verdict) sha256() string {
 	if vd.hash == "" {
-		vd.hash = hashOf([]byte(vd.canon))
+		vd.hash = hashOf(vd.canonical())
 	}
 	return vd.hash
+}
+
+// canonical is the definition's canonical form. A verdict keeps it only when it pins:
+// the bytes of the lock file's approved definition when it is that one (a start with a
+// lock file allocates nothing for it), else a copy. Without pinning it is worked out
+// again when needed (to approve it, say). The Vetter's mu is held.
+func (vd *verdict) canonical() []byte {
+	if vd.canon == nil && vd.err == nil {
+		vd.canon, _ = canonical(vd.kind, []byte(vd.src)) // it was read once: no error
+	}
+	return vd.canon
 }
 
 // matches reports whether the definition is the one approved in e: the same canonical
@@ -117,7 +130,23 @@ func (vd *verdict) matches(e Entry) bool {
 	if len(e.Definition) == 0 { // a lock made in code, with hashes only
 		return e.SHA256 == vd.sha256()
 	}
-	return string(e.Definition) == vd.canon
+	return bytes.Equal(e.Definition, vd.canonical())
+}
+
+// keepCanonical is what a verdict keeps of the canonical form canon of a definition of
+// kind k named name (see verdict.canonical).
+func (v *Vetter) keepCanonical(k Kind, name string, canon []byte) []byte {
+	if v.opts.Pin == PinOff {
+		return nil
+	}
+	if v.lock != nil {
+		for _, u := range v.lock.Upstreams {
+			if e, ok := u.Entries(k)[name]; ok && bytes.Equal(e.Definition, canon) {
+				return e.Definition // never changed: a lock is replaced whole
+			}
+		}
+	}
+	return slices.Clone(canon)
 }
 
 // ref is a name-like word of a definition's text that may name a tool, and where (a
@@ -266,7 +295,7 @@ func (v *Vetter) verdicts(ki int, items []json.RawMessage) []*verdict {
 // verdict works out what one definition is. src is raw as a string: what the verdict
 // keeps of its texts (its name, references) are substrings of it.
 func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
-	vd := &verdict{src: src}
+	vd := &verdict{src: src, kind: k}
 	c := &v.canon
 	if vd.err = c.run(k, raw, src); vd.err != nil {
 		vd.name, _, _ = jsonx.GetString(raw, "name")
@@ -279,9 +308,7 @@ func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
 	if k == KindTemplate && vd.name == "" {
 		vd.name = c.uriTemplate
 	}
-	if vd.canon = src; string(c.out) != src { // a definition sent in canonical form shares its bytes
-		vd.canon = string(c.out)
-	}
+	vd.canon = v.keepCanonical(k, vd.name, c.out)
 	refs := v.refs[:0]
 	for i := range c.texts {
 		t := c.text(i)
@@ -538,7 +565,7 @@ func (v *Vetter) diff(e Entry, vd *verdict) []Change {
 	if c, ok := v.diffs[key]; ok {
 		return c
 	}
-	c := diff(e.Definition, []byte(vd.canon))
+	c := diff(e.Definition, vd.canonical())
 	v.diffs[key] = c
 	return c
 }
