@@ -78,6 +78,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzConditionSeesWhatUpstreamReads -fuzztime=$(FUZZTIME) ./policy/
 	$(GO) test -run='^$$' -fuzz=FuzzSkipString -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzConnInterleavings -fuzztime=$(FUZZTIME) ./upstream/
+	$(GO) test -run='^$$' -fuzz='^FuzzCanonical$$' -fuzztime=$(FUZZTIME) ./trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzParseLock$$' -fuzztime=$(FUZZTIME) ./trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzMatchesReference$$' -fuzztime=$(FUZZTIME) ./trust/
+	$(GO) test -run='^$$' -fuzz='^FuzzTextMatchesReference$$' -fuzztime=$(FUZZTIME) ./trust/
 	$(GO) test -run='^$$' -fuzz=FuzzMetaContext -fuzztime=$(FUZZTIME) ./telemetry/
 	$(GO) test -run='^$$' -fuzz=FuzzJSON -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/
 	$(GO) test -run='^$$' -fuzz=FuzzString -fuzztime=$(FUZZTIME) -fuzzminimizetime=200x ./plugins/redact/

@@ -97,6 +97,9 @@ type Proxy struct {
 	// Screen is what a poisoning finding in a definition leads to, for upstreams that do
 	// not set their own: "off", "flag" (the default: reported) or "withhold".
 	Screen string
+	// ScreenAllow lists the screening checks (ScreenChecks) whose findings are accepted
+	// in every upstream: reported as accepted, never withholding.
+	ScreenAllow []string
 }
 
 // Pin and screen modes.
@@ -132,6 +135,7 @@ type Upstream struct {
 	MaxMessageSize int               // bytes, max size of one message from this upstream; default 64<<20; >= 1024
 	Disabled       bool              // a disabled upstream is decoded and validated but not started
 	Screen         string            // "off", "flag" or "withhold"; "": the proxy block's screen
+	ScreenAllow    []string          // screening checks whose findings are accepted in this upstream (besides the proxy block's)
 	Protocol       string            // era: "auto" (probe server/discover, fall back to initialize), "legacy" or "modern"
 	URL            string            // a Streamable HTTP upstream instead of Command
 	Headers        map[string]string // sent to URL on every request (the upstream's own credentials)

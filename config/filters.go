@@ -24,6 +24,9 @@ type Override struct {
 	Name        string  // exposed (before namespacing) instead of Original; "" keeps Original
 	Title       *string // replaces the item's title; nil keeps it
 	Description *string // replaces the item's description; nil keeps it
+	// ScreenAllow lists the screening checks whose findings in this item's definition are
+	// accepted (reported as accepted, never withholding), besides the upstream's.
+	ScreenAllow []string
 	// NameRange is where the new name is set (the label when it is not), for diagnostics.
 	NameRange hcl.Range
 	DeclRange hcl.Range
@@ -64,6 +67,7 @@ type rawOverride struct {
 	Name        *hcl.Attribute `hcl:"name,optional"`
 	Title       *hcl.Attribute `hcl:"title,optional"`
 	Description *hcl.Attribute `hcl:"description,optional"`
+	ScreenAllow *hcl.Attribute `hcl:"screen_allow,optional"`
 	LabelRange  hcl.Range      `hcl:"name,label_range"`
 	DefRange    hcl.Range      `hcl:",def_range"`
 }
@@ -112,9 +116,10 @@ func decodeFilter(e *evaluator, sels []rawSelection, blocks []rawOverride, kind 
 		if s, ok := e.string(rb.Description); ok {
 			o.Description = &s
 		}
-		if rb.Name == nil && rb.Title == nil && rb.Description == nil {
+		o.ScreenAllow = decodeScreenAllow(e, rb.ScreenAllow)
+		if rb.Name == nil && rb.Title == nil && rb.Description == nil && rb.ScreenAllow == nil {
 			e.diags = append(e.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "Empty " + kind + " block",
-				Detail:  fmt.Sprintf("The %s %q block sets none of name, title and description; it changes nothing.", kind, rb.Original),
+				Detail:  fmt.Sprintf("The %s %q block sets none of name, title, description and screen_allow; it changes nothing.", kind, rb.Original),
 				Subject: rb.DefRange.Ptr()})
 		}
 		if clean && rb.Original != "" && !f.Selects(rb.Original) {

@@ -168,7 +168,7 @@ upstream "gh" {
 	got := FormatDiagnostics(diags)
 	want := strings.Join([]string{
 		`p.hcl:9:8: warning: Block has no effect; The tools block's include and exclude leave tool "delete_repo" out, so this block changes nothing.`,
-		`p.hcl:12:3: warning: Empty tool block; The tool "get" block sets none of name, title and description; it changes nothing.`,
+		`p.hcl:12:3: warning: Empty tool block; The tool "get" block sets none of name, title, description and screen_allow; it changes nothing.`,
 		`p.hcl:15:5: warning: Setting has no effect; tool "list" is renamed to its own name.`,
 		`p.hcl:18:12: warning: Name too long; tool "search" would be exposed as "gh__search_everything_everywhere", longer than max_name_length (20); it is shortened with a hash instead.`,
 	}, "\n") + "\n"

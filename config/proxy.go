@@ -136,6 +136,7 @@ func decodeProxy(e *evaluator, raw *rawProxy) Proxy {
 	if s, ok := e.oneOf(raw.Screen, "screen", ScreenOff, ScreenFlag, ScreenWithhold); ok {
 		p.Screen = s
 	}
+	p.ScreenAllow = decodeScreenAllow(e, raw.ScreenAllow)
 	return p
 }
 

@@ -45,6 +45,8 @@ type rawProxy struct {
 	Pin      *hcl.Attribute `hcl:"pin,optional"`
 	LockFile *hcl.Attribute `hcl:"lock_file,optional"`
 	Screen   *hcl.Attribute `hcl:"screen,optional"`
+	// ScreenAllow lists the checks whose findings are accepted for every upstream.
+	ScreenAllow *hcl.Attribute `hcl:"screen_allow,optional"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }
@@ -61,6 +63,7 @@ type rawUpstream struct {
 	MaxMessageSize *hcl.Attribute `hcl:"max_message_size,optional"`
 	Disabled       *hcl.Attribute `hcl:"disabled,optional"`
 	Screen         *hcl.Attribute `hcl:"screen,optional"`
+	ScreenAllow    *hcl.Attribute `hcl:"screen_allow,optional"`
 	Protocol       *hcl.Attribute `hcl:"protocol,optional"`
 	URL            *hcl.Attribute `hcl:"url,optional"`
 	Headers        *hcl.Attribute `hcl:"headers,optional"`

@@ -144,6 +144,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 	if s, ok := e.oneOf(raw.Screen, "screen", ScreenOff, ScreenFlag, ScreenWithhold); ok {
 		u.Screen = s
 	}
+	u.ScreenAllow = decodeScreenAllow(e, raw.ScreenAllow)
 	u.Protocol = ProtocolAuto
 	if s, ok := e.string(raw.Protocol); ok {
 		switch s {

@@ -59,7 +59,9 @@ func (c *trustCollector) Collect(ch chan<- prometheus.Metric) {
 				pins[[2]string{string(it.Kind), it.Pin}]++
 			}
 			for _, f := range it.Findings {
-				finds[[2]string{f.Check, f.Severity.String()}]++
+				if !f.Accepted { // accepted by the configuration (screen_allow): nothing to alert on
+					finds[[2]string{f.Check, f.Severity.String()}]++
+				}
 			}
 		}
 		for k, n := range pins {

@@ -249,7 +249,7 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 		applyTrust()
 		out.Changes = append(out.Changes, trustChanges...)
 	}
-	running.Proxy.Pin, running.Proxy.LockFile, running.Proxy.Screen = next.Proxy.Pin, next.Proxy.LockFile, next.Proxy.Screen
+	copyTrustProxy(&running.Proxy, next.Proxy)
 	if running.Proxy.Watch != next.Proxy.Watch {
 		running.Proxy.Watch = next.Proxy.Watch
 		out.Changes = append(out.Changes, fmt.Sprintf("proxy.watch = %v", next.Proxy.Watch))
@@ -434,6 +434,7 @@ func sameUpstream(a, b config.Upstream, ca, cb *config.Config) bool {
 	a.Required, b.Required = false, false // readiness only
 	a.MaxInFlight, b.MaxInFlight = 0, 0   // the policy's limiter applies it
 	a.Screen, b.Screen = "", ""           // the vetter applies it (trust.go)
+	a.ScreenAllow, b.ScreenAllow = nil, nil
 	return config.Equal(a, b, ca, cb)
 }
 
@@ -531,10 +532,16 @@ func (e *engine) restartRequired(a, b *config.Config) []string {
 	pa, pb := a.Proxy, b.Proxy
 	pa.Watch, pb.Watch = false, false
 	copyLiveProxy(&pa, pb)
+	copyTrustProxy(&pa, pb) // the vetter applies them (trust.go)
 	if !config.Equal(pa, pb, a, b) {
 		out = append(out, "proxy")
 	}
 	return out
+}
+
+// copyTrustProxy sets the proxy block's pinning and screening settings in dst from src.
+func copyTrustProxy(dst *config.Proxy, src config.Proxy) {
+	dst.Pin, dst.LockFile, dst.Screen, dst.ScreenAllow = src.Pin, src.LockFile, src.Screen, src.ScreenAllow
 }
 
 // copyLiveProxy sets the proxy block's settings that a reload applies (the front end's
@@ -617,7 +624,8 @@ func upstreamConfigs(cfg *config.Config) []admin.UpstreamConfig {
 }
 
 // watchReloads reloads the configuration on SIGHUP when onSignal says so and, with
-// proxy { watch = true }, when the file changes, until ctx ends or stop is called (stop
+// proxy { watch = true }, when the file or the lock file of a pinning configuration
+// changes (lockwatch.go), until ctx ends or stop is called (stop
 // returns once the watcher has). The file is polled only while watch is on: a proxy
 // without it has no timer, so an idle one is not woken every second (a reload that turns
 // watch on or off tells the goroutine through e.watchSet).
@@ -655,30 +663,48 @@ func (e *engine) watchReloads(ctx context.Context, onSignal bool) (stop func()) 
 				tick, tickC = nil, nil
 			}
 		}
+		var lock lockWatch // the lock file, followed with the configuration (lockwatch.go)
 		follow()
 		seen, _ := fileSum(e.source)
+		lock.reset(e.lockFileToWatch())
+		reloaded := func() { // what a reload read is what is seen now
+			seen, _ = fileSum(e.source)
+			lock.reset(e.lockFileToWatch())
+		}
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-e.watchSet:
 				follow()
-				seen, _ = fileSum(e.source)
+				reloaded()
 			case <-hup:
 				e.reload(ctx, "signal", nil)
-				seen, _ = fileSum(e.source)
+				reloaded()
 			case <-tickC:
-				now, ok := fileSum(e.source)
-				if !ok || now == seen {
+				if now, ok := fileSum(e.source); ok && now != seen {
+					// Editors write in steps: wait until the file has stayed the same a moment.
+					time.Sleep(watchSettle)
+					if again, ok := fileSum(e.source); !ok || again != now {
+						continue
+					}
+					e.reload(ctx, "watch", nil)
+					reloaded()
 					continue
 				}
-				// Editors write in steps: wait until the file has stayed the same a moment.
-				time.Sleep(watchSettle)
-				if again, ok := fileSum(e.source); !ok || again != now {
-					continue
+				if b := lock.poll(); b != nil {
+					time.Sleep(watchSettle)
+					if lock.poll() != nil { // still being written: looked at again next tick
+						lock.forget()
+						continue
+					}
+					if e.lockInForce(b) {
+						continue
+					}
+					e.log.Info().Str("lock_file", lock.path).Msg("the lock file changed: reloading")
+					e.reload(ctx, "watch", nil)
+					reloaded()
 				}
-				seen = now
-				e.reload(ctx, "watch", nil)
 			}
 		}
 	}()

@@ -113,7 +113,10 @@ func (e *engine) auditDefinition(ev trust.Event) {
 		return
 	}
 	rule, outcome := "screen", "findings"
-	if ev.Pin != "" {
+	switch {
+	case ev.Error != "": // neither pinned nor screened
+		rule, outcome = "pin+screen", "invalid"
+	case ev.Pin != "":
 		rule, outcome = "pin", ev.Pin
 		if len(ev.Findings) > 0 {
 			rule = "pin+screen"
@@ -128,6 +131,9 @@ func (e *engine) auditDefinition(ev trust.Event) {
 		Findings []trust.Finding `json:"findings,omitempty"`
 	}{ev.Changes, ev.Findings})
 	var summary []string
+	if ev.Error != "" {
+		summary = append(summary, "the definition cannot be read: "+ev.Error)
+	}
 	for _, c := range ev.Changes {
 		summary = append(summary, c.String())
 	}

@@ -20,6 +20,8 @@ func settings(cfg *config.Config) string {
 			fmt.Fprintf(&b, "|%s=%s", u.Name, u.Screen)
 		}
 	}
+	allow := allowancesOf(cfg)
+	fmt.Fprintf(&b, "|allow:%s", allow.String())
 	return b.String()
 }
 
@@ -52,6 +54,7 @@ func FromConfig(cfg *config.Config, log zerolog.Logger, report func(Event)) (*Ve
 		LockPath:      cfg.Proxy.LockFile,
 		DefaultScreen: ScreenMode(cfg.Proxy.Screen),
 		Screen:        map[string]ScreenMode{},
+		Allow:         allowancesOf(cfg),
 		Log:           log,
 		Report:        report,
 	}

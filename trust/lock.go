@@ -95,7 +95,7 @@ func ParseLock(b []byte, name string) (*Lock, error) {
 			es := u.entries(k, false)
 			for _, n := range sortedKeys(es) {
 				e := es[n]
-				canon, _, err := canonical(k, e.Definition)
+				canon, err := canonical(k, e.Definition)
 				if err != nil {
 					return nil, fmt.Errorf("%s: upstream %q %s %q: definition: %w", name, up, k, n, err)
 				}

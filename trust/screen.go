@@ -52,80 +52,74 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Field    string   `json:"field"`  // where it matched, e.g. description or inputSchema.properties.x.description
 	Detail   string   `json:"detail"` // what matched, printable (invisible characters as U+XXXX)
+	// Accepted marks a finding of a check the configuration accepts for its item
+	// (screen_allow): reported, never withholding.
+	Accepted bool `json:"accepted,omitempty"`
 }
 
 func (f Finding) String() string {
-	return fmt.Sprintf("%s (%s) in %s: %s", f.Check, f.Severity, f.Field, f.Detail)
+	s := fmt.Sprintf("%s (%s) in %s: %s", f.Check, f.Severity, f.Field, f.Detail)
+	if f.Accepted {
+		s += " [accepted]"
+	}
+	return s
 }
 
-// Withholds reports whether the finding withholds its item under screen = "withhold".
-func (f Finding) Withholds() bool { return f.Severity >= Medium }
+// Withholds reports whether the finding withholds its item under screen = "withhold":
+// a medium or high finding the configuration does not accept.
+func (f Finding) Withholds() bool { return f.Severity >= Medium && !f.Accepted }
 
-// screenTexts runs the checks that depend on one definition alone. clean, when not nil,
-// holds short texts known to have no finding (schemas repeat their keys and types in
-// every definition); it is added to.
-func screenTexts(texts []text, nodes []node, clean map[cleanKey]bool) []Finding {
-	var out []Finding
-	var hits []uint8 // by phrase: which of its word groups the text has (reused)
-	for i := range texts {
-		t := &texts[i]
-		short := len(t.value) <= maxCleanCached
-		if short && clean[cleanKey{t.value, t.key}] {
-			continue
+// screen runs the checks of one text that depend on its definition alone, appending
+// its findings to out; refs, when not nil, collects the words of a value that may name
+// tools (see refsOf). Most text is ASCII and is read in one pass (scanASCII); other text
+// is lowered (strings.ToLower) and checked as it is.
+func (sc *screener) screen(out []Finding, t *text, field fieldOf, refs *[]ref) []Finding {
+	n := len(t.value)
+	if t.ascii && n >= minScreened {
+		if t.key && !hasAnchor(t.value) { // a key is checked for credential files only
+			return out
 		}
-		before := len(out)
-		field := fieldOf{nodes, t}
-		if !isASCII(t.value) {
-			out = screenUnicode(out, field.String(), t.value)
-		}
-		if len(t.value) >= minScreened {
-			lower := strings.ToLower(t.value) // no copy for text without capitals
-			if !t.key {                       // property names carry credential files (full-schema poisoning), not phrases
-				out = screenPhrases(out, t.value, lower, field, &hits)
-			}
-			if strings.ContainsAny(lower, "._/~") || strings.Contains(lower, "claude_desktop") {
-				for _, c := range credentialFiles {
-					if strings.Contains(lower, c) {
-						out = append(out, Finding{Check: CheckCredentialFile, Severity: High, Field: field.String(), Detail: quoteExcerpt(c)})
-						break
-					}
-				}
-			}
-		}
-		if short && len(out) == before && clean != nil {
-			if len(clean) >= maxClean {
-				clear(clean)
-			}
-			clean[cleanKey{t.value, t.key}] = true
-		}
+		return sc.scanASCII(out, t, field, refs)
 	}
-	if len(out) > 1 {
-		out = dedupe(out)
+	if refs != nil && !t.key && n >= minRef {
+		eachName(t.value, func(w string) { addRef(refs, w, t.node) })
+	}
+	if !t.ascii {
+		out = screenUnicode(out, field.String(), t.value)
+	}
+	if n < minScreened {
+		return out
+	}
+	lower := strings.ToLower(t.value)
+	if !t.key { // property names carry credential files (full-schema poisoning), not phrases
+		var hits uint64
+		eachWord(lower, func(w string) { hits |= triggerMask(w) })
+		hits |= markHits(lower, func(c byte) bool { return strings.IndexByte(lower, c) >= 0 })
+		out = screenPhrases(out, hits, t.value, lower, field)
+	}
+	for i, c := range credentialFiles {
+		if strings.Contains(lower, c) {
+			return append(out, credentialFinding(i, field))
+		}
 	}
 	return out
 }
 
-// cleanKey is a text known to have no finding, as a value or as a key.
-type cleanKey struct {
-	text string
+func credentialFinding(i int, field fieldOf) Finding {
+	return Finding{Check: CheckCredentialFile, Severity: High, Field: field.String(), Detail: quoteExcerpt(credentialFiles[i])}
+}
+
+// fieldOf names where a text of the canonicaliser's last definition is, worked out only
+// for a finding.
+type fieldOf struct {
+	c    *canonicaliser
+	node int32
 	key  bool
 }
 
-// The clean-text cache: texts up to maxCleanCached bytes, at most maxClean of them.
-const (
-	maxCleanCached = 64
-	maxClean       = 1 << 14
-)
-
-// fieldOf names where a text is, worked out only for a finding.
-type fieldOf struct {
-	nodes []node
-	t     *text
-}
-
 func (f fieldOf) String() string {
-	s := pathOf(f.nodes, f.t.node)
-	if f.t.key {
+	s := f.c.pathOf(f.node)
+	if f.key {
 		s += " (a key)"
 	}
 	return s
@@ -140,32 +134,19 @@ func isASCII(s string) bool {
 	return true
 }
 
-// screenPhrases runs the phrase checks whose trigger words or marks are in lower.
-func screenPhrases(out []Finding, orig, lower string, field fieldOf, hits *[]uint8) []Finding {
-	if *hits == nil {
-		*hits = make([]uint8, len(phrases))
-	}
-	h := *hits
-	clear(h)
-	any := false
-	eachWord(lower, func(w string) {
-		for _, tr := range triggers[w] {
-			h[tr.phrase] |= tr.bit
-			any = true
-		}
-	})
-	for i, p := range phrases {
-		if p.mark != "" && strings.Contains(lower, p.mark) {
-			h[i] |= 1
-			any = true
-		}
-	}
-	if !any {
+// screenPhrases runs the expressions of the phrases whose trigger words (a word of each
+// group) or mark the text has: hits holds, per phrase, the groups met (see phraseBits).
+// orig is the text, lower the text lowered ("" to lower it only when an expression runs).
+func screenPhrases(out []Finding, hits uint64, orig, lower string, field fieldOf) []Finding {
+	if hits == 0 {
 		return out
 	}
 	for i, p := range phrases {
-		if h[i] != p.need() {
+		if hits>>(phraseBits*i)&phraseMask != p.need() {
 			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(orig)
 		}
 		if loc := p.re.FindStringIndex(lower); loc != nil {
 			m := lower[loc[0]:loc[1]]
@@ -176,6 +157,18 @@ func screenPhrases(out []Finding, orig, lower string, field fieldOf, hits *[]uin
 		}
 	}
 	return out
+}
+
+// markHits is the hits of the phrases whose mark s has; has reports whether s has a
+// byte, to try only the marks whose first byte it has.
+func markHits(s string, has func(byte) bool) uint64 {
+	var hits uint64
+	for i, p := range phrases {
+		if p.mark != "" && has(p.mark[0]) && strings.Contains(s, p.mark) {
+			hits |= 1 << (phraseBits * i)
+		}
+	}
+	return hits
 }
 
 // minScreened is the shortest text the phrase and credential checks read: every pattern
@@ -279,30 +272,16 @@ type phrase struct {
 	also     [][]string // further words the text must have, one of each group
 }
 
-// triggers maps each trigger word to the phrases it triggers.
-var triggers = func() map[string][]trigger {
-	m := map[string][]trigger{}
-	for i, p := range phrases {
-		for _, w := range p.words {
-			m[w] = append(m[w], trigger{i, 1})
-		}
-		for g, ws := range p.also {
-			for _, w := range ws {
-				m[w] = append(m[w], trigger{i, 2 << g})
-			}
-		}
-	}
-	return m
-}()
+// need is the bits a phrase's text must have before its expression runs: bit 0 for its
+// trigger words or mark, one more for each group of also.
+func (p *phrase) need() uint64 { return uint64(2<<len(p.also)) - 1 }
 
-// trigger is a word's part in a phrase: the bit of the group it belongs to.
-type trigger struct {
-	phrase int
-	bit    uint8
-}
-
-// need is the bits a phrase's text must have before its expression runs.
-func (p *phrase) need() uint8 { return uint8(2<<len(p.also)) - 1 }
+// Each phrase has phraseBits bits of a hits word (so at most 64/phraseBits phrases, each
+// with at most phraseBits-1 groups of further words).
+const (
+	phraseBits = 4
+	phraseMask = 1<<phraseBits - 1
+)
 
 // users are the words for the person behind the client, a group of several phrases.
 var users = []string{"user", "users", "human", "humans", "operator", "operators"}

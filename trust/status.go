@@ -22,6 +22,7 @@ type UpstreamStatus struct {
 	ApprovedServer *Server    `json:"approved_server,omitempty"` // nil: the upstream is not in the lock file
 	ServerChanged  bool       `json:"server_changed,omitempty"`  // its serverInfo differs from the approved one
 	Withheld       int        `json:"withheld"`
+	Accepted       int        `json:"accepted,omitempty"` // findings the configuration accepts (screen_allow)
 	// Items are the definitions with something to report: new, changed, removed, or with
 	// findings. The rest match the lock file and screened clean.
 	Items   []ItemStatus `json:"items,omitempty"`
@@ -36,6 +37,7 @@ type ItemStatus struct {
 	Pin      string    `json:"pin,omitempty"` // "new", "changed" or "removed"
 	Changes  []Change  `json:"changes,omitempty"`
 	Findings []Finding `json:"findings,omitempty"`
+	Error    string    `json:"error,omitempty"` // why the definition could not be read
 }
 
 // Status returns the last verdicts, upstreams in name order.
@@ -86,7 +88,7 @@ func (v *Vetter) Approved(upstreams ...string) (*Lock, error) {
 				if vd.err != nil {
 					continue
 				}
-				u.entries(k, true)[vd.name] = Entry{SHA256: vd.hash, Definition: slices.Clone(vd.canon)}
+				u.entries(k, true)[vd.name] = Entry{SHA256: vd.sha256(), Definition: slices.Clone(vd.canonical())}
 			}
 		}
 		out.Upstreams[n] = u

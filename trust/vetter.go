@@ -1,9 +1,10 @@
 package trust
 
 import (
-	"crypto/sha256"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sort"
 	"strings"
@@ -43,7 +44,9 @@ type Options struct {
 	// Screen is the screen mode per upstream; upstreams not in it use DefaultScreen.
 	Screen        map[string]ScreenMode
 	DefaultScreen ScreenMode
-	Log           zerolog.Logger
+	// Allow are the checks whose findings are accepted (screen_allow).
+	Allow Allowances
+	Log   zerolog.Logger
 	// Report, when set, is called (outside the Vetter's lock, in order) with each
 	// difference or finding the first time it is seen: for the audit trail.
 	Report func(Event)
@@ -60,6 +63,8 @@ type Event struct {
 	Pin      string
 	Changes  []Change
 	Findings []Finding
+	// Error says why the definition could not be read (then it has no Pin or Findings).
+	Error string
 }
 
 // Vetter is the router's Vetter for pinning and screening. Create it with New; it is safe
@@ -67,25 +72,30 @@ type Event struct {
 type Vetter struct {
 	opts Options
 
-	mu      sync.Mutex
-	lock    *Lock // nil: no lock file (every definition is new)
-	lockErr error // why the lock file could not be read, for status
-	gen     uint64
-	cache   map[[32]byte]*verdict  // by the SHA-256 of kind and raw bytes
-	diffs   map[[2]string][]Change // by approved and current hash
-	last    map[string]*seen       // per upstream, the last vetted catalogue
-	lastGen uint64                 // the lock generation last vetted against
-	logged  map[string]bool        // event keys already reported
-	clean   map[cleanKey]bool      // short texts without findings (see screenTexts)
-	status  map[string]*UpstreamStatus
+	mu       sync.Mutex
+	lock     *Lock // nil: no lock file (every definition is new)
+	lockErr  error // why the lock file could not be read, for status
+	gen      uint64
+	cache    [3]map[uint64]*verdict // by kind (Kinds' order) and the hash of the item's bytes (seed)
+	seed     maphash.Seed
+	diffs    map[[2]string][]Change // by approved and current hash
+	last     map[string]*seen       // per upstream, the last vetted catalogue
+	lastGen  uint64                 // the lock generation last vetted against
+	logged   map[string]bool        // event keys already reported
+	canon    canonicaliser          // its buffers, reused from one definition to the next
+	screener screener
+	refs     []ref   // a buffer for a definition's references, reused
+	remap    []int32 // a buffer for keepRefs
+	status   map[string]*UpstreamStatus
 }
 
 // verdict is what one definition is, independent of the rest of the catalogue.
 type verdict struct {
+	src      string // the definition's bytes
+	kind     Kind
 	name     string
-	canon    []byte
-	hash     string
-	texts    []text
+	canon    []byte // the canonical form, see canonical
+	hash     string // the SHA-256 of canon, worked out when first needed (see sha256)
 	findings []Finding
 	descLen  int
 	refs     []ref  // the distinctive words of its texts, for the cross-reference check
@@ -93,11 +103,50 @@ type verdict struct {
 	err      error
 }
 
-// ref is a name-like word of a definition's text that may name a tool, and where (a
-// node of the verdict's nodes).
-type ref struct {
-	name string
-	node int32
+// sha256 is the hex SHA-256 of the verdict's canonical form. It is worked out when
+// first needed: a definition that matches the lock file is compared by its bytes. The
+// Vetter's mu is held.
+func (vd *verdict) sha256() string {
+	if vd.hash == "" {
+		vd.hash = hashOf(vd.canonical())
+	}
+	return vd.hash
+}
+
+// canonical is the definition's canonical form. A verdict keeps it only when it pins:
+// the bytes of the lock file's approved definition when it is that one (a start with a
+// lock file allocates nothing for it), else a copy. Without pinning it is worked out
+// again when needed (to approve it, say). The Vetter's mu is held.
+func (vd *verdict) canonical() []byte {
+	if vd.canon == nil && vd.err == nil {
+		vd.canon, _ = canonical(vd.kind, []byte(vd.src)) // it was read once: no error
+	}
+	return vd.canon
+}
+
+// matches reports whether the definition is the one approved in e: the same canonical
+// form (e's was checked against its hash when the lock file was read).
+func (vd *verdict) matches(e Entry) bool {
+	if len(e.Definition) == 0 { // a lock made in code, with hashes only
+		return e.SHA256 == vd.sha256()
+	}
+	return bytes.Equal(e.Definition, vd.canonical())
+}
+
+// keepCanonical is what a verdict keeps of the canonical form canon of a definition of
+// kind k named name (see verdict.canonical).
+func (v *Vetter) keepCanonical(k Kind, name string, canon []byte) []byte {
+	if v.opts.Pin == PinOff {
+		return nil
+	}
+	if v.lock != nil {
+		for _, u := range v.lock.Upstreams {
+			if e, ok := u.Entries(k)[name]; ok && bytes.Equal(e.Definition, canon) {
+				return e.Definition // never changed: a lock is replaced whole
+			}
+		}
+	}
+	return slices.Clone(canon)
 }
 
 // seen is one upstream's last vetted catalogue.
@@ -120,11 +169,11 @@ func New(opts Options) *Vetter {
 	}
 	return &Vetter{
 		opts:   opts,
-		cache:  map[[32]byte]*verdict{},
+		cache:  [3]map[uint64]*verdict{{}, {}, {}},
+		seed:   maphash.MakeSeed(),
 		diffs:  map[[2]string][]Change{},
 		last:   map[string]*seen{},
 		logged: map[string]bool{},
-		clean:  map[cleanKey]bool{},
 		status: map[string]*UpstreamStatus{},
 		gen:    1,
 	}
@@ -195,9 +244,9 @@ func (v *Vetter) revet(fs []router.Fetched) []Event {
 	for _, f := range fs {
 		s := &seen{cat: f.Catalogue, ready: f.Ready, server: serverOf(f.Info)}
 		if f.Catalogue != nil {
-			s.items[0] = v.verdicts(KindTool, f.Catalogue.Tools)
-			s.items[1] = v.verdicts(KindPrompt, f.Catalogue.Prompts)
-			s.items[2] = v.verdicts(KindTemplate, f.Catalogue.Templates)
+			s.items[0] = v.verdicts(0, f.Catalogue.Tools)
+			s.items[1] = v.verdicts(1, f.Catalogue.Prompts)
+			s.items[2] = v.verdicts(2, f.Catalogue.Templates)
 		}
 		last[f.Upstream] = s
 	}
@@ -211,88 +260,68 @@ func (v *Vetter) revet(fs []router.Fetched) []Event {
 		events = append(events, ev...)
 	}
 	v.last, v.status = last, status
-	if len(v.cache) > 4*cacheFloor(last) {
+	if len(v.cache[0])+len(v.cache[1])+len(v.cache[2]) > 4*cacheFloor(last) {
 		v.pruneCache(last)
 	}
 	return events
 }
 
-// verdicts returns the verdict of each definition of a list, from the cache when its
-// bytes were seen before.
-func (v *Vetter) verdicts(k Kind, items []json.RawMessage) []*verdict {
+// verdicts returns the verdict of each definition of a list of kind Kinds[ki], from the
+// cache when its bytes were seen before. The cache is keyed by a hash of the bytes with
+// a seed of this process (maphash) and checked against the bytes: a collision, which no
+// one can aim at without the seed, costs a recomputation, never a wrong verdict.
+func (v *Vetter) verdicts(ki int, items []json.RawMessage) []*verdict {
 	out := make([]*verdict, len(items))
 	for i, raw := range items {
-		h := sha256.New()
-		h.Write([]byte(k))
-		h.Write([]byte{0})
-		h.Write(raw)
-		var key [32]byte
-		h.Sum(key[:0])
-		if vd := v.cache[key]; vd != nil {
+		h := maphash.Bytes(v.seed, raw)
+		if vd := v.cache[ki][h]; vd != nil && vd.src == string(raw) { // the conversion does not allocate
 			out[i] = vd
 			continue
 		}
-		vd := &verdict{}
-		vd.name, _, _ = jsonx.GetString(raw, "name")
-		if k == KindTemplate && vd.name == "" {
-			vd.name, _, _ = jsonx.GetString(raw, "uriTemplate")
-		}
-		var nodes []node
-		vd.canon, vd.texts, nodes, vd.err = canonicalNodes(k, raw)
-		if vd.err == nil {
-			vd.hash = hashOf(vd.canon)
-			vd.findings = screenTexts(vd.texts, nodes, v.clean)
-			for _, t := range vd.texts {
-				if !t.key && t.node >= 0 && nodes[t.node].parent < 0 && nodes[t.node].key == "description" {
-					vd.descLen = len(t.value)
-				}
-			}
-			vd.refs = refsOf(vd.texts)
-			if len(vd.refs) > 0 {
-				vd.nodes = nodes
-			}
-			vd.texts = nil // what later checks need is in findings, descLen and refs
-		}
-		v.cache[key] = vd
+		vd := v.verdict(Kinds[ki], raw, string(raw))
+		v.cache[ki][h] = vd
 		out[i] = vd
 	}
 	return out
 }
 
-// toolOwners maps every distinctive tool name to the upstreams that list it, for the
-// cross-reference check.
-func toolOwners(last map[string]*seen) map[string][]string {
-	owners := map[string][]string{}
-	for up, s := range last {
-		for _, vd := range s.items[0] {
-			if distinctive(vd.name) && !slices.Contains(owners[vd.name], up) {
-				owners[vd.name] = append(owners[vd.name], up)
-			}
+// verdict works out what one definition is. src is raw as a string: what the verdict
+// keeps of its texts (its name, references) are substrings of it.
+func (v *Vetter) verdict(k Kind, raw []byte, src string) *verdict {
+	vd := &verdict{src: src, kind: k}
+	c := &v.canon
+	if vd.err = c.run(k, raw, src); vd.err != nil {
+		vd.name, _, _ = jsonx.GetString(raw, "name")
+		if k == KindTemplate && vd.name == "" {
+			vd.name, _, _ = jsonx.GetString(raw, "uriTemplate")
+		}
+		return vd
+	}
+	vd.name = c.name
+	if k == KindTemplate && vd.name == "" {
+		vd.name = c.uriTemplate
+	}
+	vd.canon = v.keepCanonical(k, vd.name, c.out)
+	refs := v.refs[:0]
+	for i := range c.texts {
+		t := c.text(i)
+		vd.findings = v.screener.screen(vd.findings, &t, fieldOf{c, t.node, t.key}, &refs)
+		if !t.key && t.node >= 0 && c.nodes[t.node].parent < 0 && c.str(c.nodes[t.node].key) == "description" {
+			vd.descLen = len(t.value)
 		}
 	}
-	return owners
-}
-
-// distinctive reports whether a tool name is specific enough that its appearance in
-// another server's text is a reference to it, not an ordinary word: it has a separator
-// or an inner capital, and some length.
-func distinctive(name string) bool {
-	if len(name) < 5 {
-		return false
+	if len(vd.findings) > 1 {
+		vd.findings = dedupe(vd.findings)
 	}
-	if strings.ContainsAny(name, "_-.") {
-		return true
+	if len(refs) > 0 {
+		vd.refs, vd.nodes = v.keepRefs(refs, c)
 	}
-	for i := 1; i < len(name); i++ {
-		if name[i] >= 'A' && name[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
+	v.refs = refs
+	return vd
 }
 
 // judge decides one upstream's items: pinning, screening, and what is served.
-func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*UpstreamStatus, []Event) {
+func (v *Vetter) judge(up string, s *seen, owners map[string]owners) (*UpstreamStatus, []Event) {
 	st := &UpstreamStatus{Upstream: up, Server: s.server, Ready: s.ready, Screen: v.screenMode(up)}
 	var approved *LockUpstream
 	if v.lock != nil {
@@ -303,36 +332,61 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 	}
 	var events []Event
 	var withheld [3]map[int]bool
-	own := map[string]bool{}
+	mode := v.screenMode(up)
+	own := make(map[string]bool, len(s.items[0]))
 	for _, vd := range s.items[0] {
 		own[vd.name] = true
 	}
 	for ki, k := range Kinds {
 		items := s.items[ki]
 		median := medianDescription(items)
-		listed := make(map[string]bool, len(items))
+		var entries map[string]Entry
+		if approved != nil {
+			entries = approved.Entries(k)
+		}
+		listed := make(map[string]bool, len(entries)) // the approved entries listed
 		for i, vd := range items {
 			if vd.err != nil {
+				// A definition that cannot be read (a duplicate key in an object, say,
+				// which clients read one way and the checks could not) can be neither
+				// approved nor screened: pin = "enforce" and screen = "withhold" withhold
+				// it, fail closed; the other modes serve it and report it.
 				st.Invalid = append(st.Invalid, fmt.Sprintf("%s %q: %v", k, vd.name, vd.err))
+				if _, ok := entries[vd.name]; ok {
+					listed[vd.name] = true
+				}
+				ev := Event{Upstream: up, Kind: k, Name: vd.name, Error: vd.err.Error(),
+					Withheld: v.opts.Pin == PinEnforce || mode == ScreenWithhold}
+				if ev.Withheld {
+					if withheld[ki] == nil {
+						withheld[ki] = map[int]bool{}
+					}
+					withheld[ki][i] = true
+					st.Withheld++
+				}
+				st.Items = append(st.Items, ItemStatus{Kind: k, Name: vd.name, Withheld: ev.Withheld, Error: ev.Error})
+				if key := fmt.Sprintf("%s\x00%s\x00%s\x00%p\x00%d\x00invalid\x00%v", up, k, vd.name, vd, v.gen, ev.Withheld); !v.logged[key] {
+					v.logged[key] = true
+					v.log(ev)
+					events = append(events, ev)
+				}
 				continue
 			}
-			listed[vd.name] = true
 			ev := Event{Upstream: up, Kind: k, Name: vd.name}
 			if v.opts.Pin != PinOff {
-				var e Entry
-				var ok bool
-				if approved != nil {
-					e, ok = approved.Entries(k)[vd.name]
+				e, ok := entries[vd.name]
+				if ok {
+					listed[vd.name] = true
 				}
 				switch {
 				case !ok:
 					ev.Pin = "new"
-				case e.SHA256 != vd.hash:
+				case !vd.matches(e):
 					ev.Pin = "changed"
 					ev.Changes = v.diff(e, vd)
 				}
 			}
-			if mode := v.screenMode(up); mode != ScreenOff {
+			if mode != ScreenOff {
 				ev.Findings = append(ev.Findings, vd.findings...)
 				ev.Findings = append(ev.Findings, crossReferences(vd, up, own, owners)...)
 				if k == KindTool || k == KindPrompt {
@@ -345,8 +399,16 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 			if ev.Pin == "" && len(ev.Findings) == 0 {
 				continue
 			}
+			unaccepted := len(ev.Findings)
+			for j := range ev.Findings { // ev.Findings is the event's own copy
+				if f := &ev.Findings[j]; v.opts.Allow.accepts(up, k, vd.name, f.Check) {
+					f.Accepted = true
+					unaccepted--
+					st.Accepted++
+				}
+			}
 			ev.Withheld = ev.Pin != "" && v.opts.Pin == PinEnforce
-			if v.screenMode(up) == ScreenWithhold && slices.ContainsFunc(ev.Findings, Finding.Withholds) {
+			if mode == ScreenWithhold && slices.ContainsFunc(ev.Findings, Finding.Withholds) {
 				ev.Withheld = true
 			}
 			if ev.Withheld {
@@ -357,19 +419,18 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 				st.Withheld++
 			}
 			st.Items = append(st.Items, ItemStatus{Kind: k, Name: vd.name, Withheld: ev.Withheld, Pin: ev.Pin, Changes: ev.Changes, Findings: ev.Findings})
-			key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", up, k, vd.name, vd.hash, v.gen, ev.Pin, ev.Withheld)
+			if ev.Pin == "" && unaccepted == 0 { // shown in the status, not reported
+				continue
+			}
+			key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%d\x00%s\x00%v", up, k, vd.name, vd.sha256(), v.gen, ev.Pin, ev.Withheld)
 			if !v.logged[key] {
 				v.logged[key] = true
 				v.log(ev)
 				events = append(events, ev)
 			}
 		}
-		if s.ready && approved != nil && v.opts.Pin != PinOff {
-			for _, n := range sortedKeys(approved.Entries(k)) {
-				if !listed[n] {
-					st.Items = append(st.Items, ItemStatus{Kind: k, Name: n, Pin: "removed"})
-				}
-			}
+		if s.ready && len(listed) != len(entries) && v.opts.Pin != PinOff {
+			st.Items = append(st.Items, removed(k, listed, entries)...)
 		}
 	}
 	if s.ready && v.opts.Pin != PinOff && approved != nil && approved.Server != s.server {
@@ -381,13 +442,24 @@ func (v *Vetter) judge(up string, s *seen, owners map[string][]string) (*Upstrea
 	return st, events
 }
 
+// removed reports the approved entries of kind k that are not listed.
+func removed(k Kind, listed map[string]bool, entries map[string]Entry) []ItemStatus {
+	var out []ItemStatus
+	for _, n := range sortedKeys(entries) {
+		if !listed[n] {
+			out = append(out, ItemStatus{Kind: k, Name: n, Pin: "removed"})
+		}
+	}
+	return out
+}
+
 // diff returns the changes from an approved entry to a verdict, cached by the pair.
 func (v *Vetter) diff(e Entry, vd *verdict) []Change {
-	key := [2]string{e.SHA256, vd.hash}
+	key := [2]string{e.SHA256, vd.sha256()}
 	if c, ok := v.diffs[key]; ok {
 		return c
 	}
-	c := diff(e.Definition, vd.canon)
+	c := diff(e.Definition, vd.canonical())
 	v.diffs[key] = c
 	return c
 }
@@ -396,6 +468,9 @@ func (v *Vetter) log(ev Event) {
 	var e *zerolog.Event
 	var msg string
 	switch {
+	case ev.Error != "":
+		e, msg = v.opts.Log.Error(), fmt.Sprintf("the %s's definition cannot be read, so it can be neither pinned nor screened", ev.Kind)
+		e = e.Str("error", ev.Error)
 	case ev.Pin == "changed":
 		e, msg = v.opts.Log.Warn(), fmt.Sprintf("the %s's definition differs from the one approved in the lock file", ev.Kind)
 	case ev.Pin == "new":
@@ -418,102 +493,15 @@ func (v *Vetter) log(ev Event) {
 		}
 		e = e.Strs("findings", fs)
 	}
-	if ev.Withheld {
+	if ev.Withheld && ev.Error != "" {
+		msg += "; withheld (pin = \"enforce\" or screen = \"withhold\")"
+	} else if ev.Withheld {
 		msg += "; withheld until approved (mcp-proxy lock --update)"
 		if ev.Pin == "" {
 			msg = strings.TrimSuffix(msg, "; withheld until approved (mcp-proxy lock --update)") + "; withheld (screen = \"withhold\")"
 		}
 	}
 	e.Msg(msg)
-}
-
-// refsOf collects the distinctive words of a definition's texts (values, not keys),
-// each with the names it may stand for: itself, and what follows a client's or the
-// proxy's prefix (mcp_tool_send_email, github__create_issue).
-func refsOf(texts []text) []ref {
-	var out []ref
-	add := func(name string, t *text) {
-		for _, r := range out {
-			if r.name == name {
-				return
-			}
-		}
-		out = append(out, ref{name, t.node})
-	}
-	for i := range texts {
-		t := &texts[i]
-		if t.key || len(t.value) < 5 {
-			continue
-		}
-		eachName(t.value, func(w string) {
-			if !distinctive(w) {
-				return
-			}
-			add(w, t)
-			for j := 0; j < len(w)-1; j++ { // what follows a prefix: mcp_tool_send_email, github__create_issue
-				if w[j] == '_' || w[j] == '.' {
-					if rest := strings.TrimLeft(w[j:], "_."); rest != w && distinctive(rest) {
-						add(rest, t)
-					}
-				}
-			}
-		})
-	}
-	return out
-}
-
-// crossReferences reports the tool names of other upstreams that a definition's texts
-// mention (tool shadowing: a description that tells the model how to use another
-// server's tool).
-func crossReferences(vd *verdict, up string, own map[string]bool, owners map[string][]string) []Finding {
-	var out []Finding
-	for _, r := range vd.refs {
-		ups, ok := owners[r.name]
-		if !ok || own[r.name] {
-			continue
-		}
-		var others []string
-		for _, u := range ups {
-			if u != up {
-				others = append(others, u)
-			}
-		}
-		if len(others) == 0 {
-			continue
-		}
-		out = append(out, Finding{Check: CheckCrossReference, Severity: Medium, Field: pathOf(vd.nodes, r.node),
-			Detail: fmt.Sprintf("names %q, a tool of upstream %s", r.name, strings.Join(others, ", "))})
-	}
-	if len(out) > 1 {
-		out = dedupe(out)
-	}
-	return out
-}
-
-// eachName calls fn with every name-like word of s, five characters or longer: runs of
-// letters, digits, '_', '-' and '.', without leading or trailing '.' and '-'.
-func eachName(s string, fn func(string)) {
-	start := -1
-	for i := 0; i <= len(s); i++ {
-		c := byte(0)
-		if i < len(s) {
-			c = s[i]
-		}
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.' {
-			if start < 0 {
-				start = i
-			}
-			continue
-		}
-		if start >= 0 {
-			if i-start >= 5 {
-				if w := strings.Trim(s[start:i], ".-"); len(w) >= 5 {
-					fn(w)
-				}
-			}
-			start = -1
-		}
-	}
 }
 
 func medianDescription(items []*verdict) int {
@@ -576,9 +564,11 @@ func (v *Vetter) pruneCache(last map[string]*seen) {
 			}
 		}
 	}
-	for k, vd := range v.cache {
-		if !live[vd] {
-			delete(v.cache, k)
+	for _, cache := range v.cache {
+		for k, vd := range cache {
+			if !live[vd] {
+				delete(cache, k)
+			}
 		}
 	}
 	clear(v.diffs)

@@ -166,8 +166,9 @@ func cmdScreen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Findings []trust.Finding `json:"findings"`
 	}
 	rows := []row{}
-	serious := 0
+	serious, accepted := 0, 0
 	for _, u := range st.Upstreams {
+		accepted += u.Accepted
 		for _, it := range u.Items {
 			if len(it.Findings) == 0 {
 				continue
@@ -189,8 +190,11 @@ func cmdScreen(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				fmt.Fprintf(stdout, "    %s\n", f)
 			}
 		}
-		if len(rows) == 0 {
+		switch {
+		case len(rows) == 0:
 			fmt.Fprintln(stdout, "no findings")
+		case accepted > 0:
+			fmt.Fprintf(stdout, "%d finding(s) accepted by screen_allow (reported, never withheld)\n", accepted)
 		}
 	}
 	if startErr != nil {

@@ -154,6 +154,11 @@ func scanNumber(b []byte, i int) (int, error) {
 // SkipWS returns the index of the first non-whitespace byte at or after i.
 func SkipWS(b []byte, i int) int { return skipWS(b, i) }
 
+// SkipValue returns the index just past the JSON value starting at b[i], as Each finds
+// a member's end: strings are read to their closing quote and brackets counted, without
+// validating what is skipped (ScanValue validates).
+func SkipValue(b []byte, i int) (int, error) { return skipValue(b, i) }
+
 // scanObject validates the object starting at b[i] == '{' at the given depth.
 func scanObject(b []byte, i, depth int) (int, error) {
 	sc := objectScannerAt(b, i, depth)
