@@ -55,7 +55,7 @@ type Launch struct {
 	spec   *launchSpec
 	thread bool // a thread start; else through the launcher
 	ns     bool // user and network namespaces of its own
-	tmp    string
+	tmp    *privateTmp
 
 	life *lifeline // thread start: kills the child's group when the proxy ends
 
@@ -76,12 +76,12 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	tmp, err := privateTmp(name)
+	tmp, err := makePrivateTmp(name)
 	if err != nil {
 		return nil, err
 	}
 	l := &Launch{tmp: tmp}
-	env = setEnv(env, "TMPDIR", tmp)
+	env = setEnv(env, "TMPDIR", tmp.path)
 	if offlineNpm(p, cmd.Path, cmd.Args, env) {
 		env = setEnv(env, "npm_config_offline", "true")
 	}
@@ -90,7 +90,7 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 		l.Cleanup()
 		return nil, err
 	}
-	spec.Rules = append(spec.Rules, Rule{Path: tmp, Access: spec.HandledFS, Why: "TMPDIR"})
+	spec.Rules = append(spec.Rules, Rule{Path: tmp.path, Access: spec.HandledFS, Why: "TMPDIR"})
 	l.spec, l.ns = spec, netNS(p)
 	l.thread, _ = startsOnThread(p)
 	cmd.Env = env
@@ -145,6 +145,6 @@ func (l *Launch) Cleanup() {
 			l.status.Close()
 			l.child.Close()
 		}
-		removePrivateTmp(l.tmp)
+		l.tmp.remove()
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,107 +11,64 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Each sandboxed child gets a private TMPDIR, removed when it exits. They live in one
-// directory per proxy in the proxy's TMPDIR, mcp-proxy-sandboxes-XXXX, which exists while
-// the proxy has sandboxed children and which it holds locked (flock on its file "lock",
-// which also holds its pid for a person looking; the kernel lets go of the lock when the
-// process ends, however it ends). A proxy killed with SIGKILL removes nothing, so the
-// first directory a proxy makes is preceded by the removal of those whose lock can be
-// taken: their proxy is gone. A child can write only in its own TMPDIR, not the lock.
-const (
-	tmpPrefix = "mcp-proxy-sandboxes-"
-	tmpLock   = "lock"
-)
+// Each sandboxed child gets a private TMPDIR in the proxy's TMPDIR,
+// mcp-proxy-sandboxed-NAME-XXXX, removed when it exits. The proxy holds the directory
+// locked (flock on the directory itself; the kernel lets go of the lock when the process
+// ends, however it ends) while the child runs. A proxy killed with SIGKILL removes
+// nothing, so a proxy's first sandboxed start removes this user's directories whose lock
+// can be taken: their proxy is gone. The child cannot give up the lock or replace the
+// directory: it holds no descriptor of it and may not write where the directory is.
+const tmpPrefix = "mcp-proxy-sandboxed-"
 
-// tmpdirs is this process's directory of private TMPDIRs.
-var tmpdirs struct {
-	mu    sync.Mutex // guards the fields
-	users int        // private TMPDIRs made and not yet removed
-	dir   string     // the directory, while users > 0
-	lock  *os.File   // its lock file, held locked while users > 0
-	swept bool       // the gone proxies' directories were removed
+// sweepOnce removes the gone proxies' directories once per process.
+var sweepOnce sync.Once
+
+// privateTmp is one child's private TMPDIR.
+type privateTmp struct {
+	path string
+	lock *os.File // the directory, open and locked
 }
 
-// privateTmp makes a private TMPDIR for one child of the upstream name.
-func privateTmp(name string) (string, error) {
-	tmpdirs.mu.Lock()
-	defer tmpdirs.mu.Unlock()
-	if tmpdirs.users == 0 {
-		if !tmpdirs.swept {
-			removeStaleTmp()
-			tmpdirs.swept = true
-		}
-		dir, lock, err := makeTmpRoot()
-		if err != nil {
-			return "", fmt.Errorf("sandbox: creating the directory of private temporary directories in %s: %w", os.TempDir(), err)
-		}
-		tmpdirs.dir, tmpdirs.lock = dir, lock
-	}
-	d, err := os.MkdirTemp(tmpdirs.dir, strings.ReplaceAll(name, "/", "_")+"-")
-	if err != nil {
-		if tmpdirs.users == 0 {
-			releaseTmpRoot()
-		}
-		return "", fmt.Errorf("sandbox: creating the private temporary directory: %w", err)
-	}
-	tmpdirs.users++
-	return d, nil
-}
-
-// removePrivateTmp removes a directory privateTmp made, and the proxy's directory with
-// the last one.
-func removePrivateTmp(d string) {
-	_ = os.RemoveAll(d)
-	tmpdirs.mu.Lock()
-	defer tmpdirs.mu.Unlock()
-	if tmpdirs.users == 0 {
-		return
-	}
-	tmpdirs.users--
-	if tmpdirs.users == 0 {
-		releaseTmpRoot()
-	}
-}
-
-// releaseTmpRoot removes the proxy's directory and lets go of its lock; tmpdirs.mu held.
-func releaseTmpRoot() {
-	_ = os.RemoveAll(tmpdirs.dir)
-	_ = tmpdirs.lock.Close() // unlocks
-	tmpdirs.dir, tmpdirs.lock = "", nil
-}
-
-// makeTmpRoot makes and locks a new directory. It is made under another name and renamed
-// once locked, so that another proxy removing gone ones never sees it unlocked.
-func makeTmpRoot() (string, *os.File, error) {
+// makePrivateTmp makes and locks a private TMPDIR for a child of the upstream name. It is
+// made under another name and renamed once locked, so that a proxy removing gone ones
+// never sees it unlocked.
+func makePrivateTmp(name string) (*privateTmp, error) {
+	sweepOnce.Do(removeStaleTmp)
 	tmp := os.TempDir()
-	partial, err := os.MkdirTemp(tmp, "."+tmpPrefix)
+	partial, err := os.MkdirTemp(tmp, "."+tmpPrefix+strings.ReplaceAll(name, "/", "_")+"-")
 	if err != nil {
-		return "", nil, err
+		return nil, fmt.Errorf("sandbox: creating the private temporary directory: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(partial, tmpLock), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := os.Open(partial)
 	if err == nil {
-		if err = flock(lock); err == nil {
-			_, err = lock.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+		if err = flock(lock); err != nil {
+			lock.Close()
 		}
-		if err != nil {
+	}
+	d := &privateTmp{path: filepath.Join(tmp, strings.TrimPrefix(filepath.Base(partial), ".")), lock: lock}
+	if err == nil {
+		if err = os.Rename(partial, d.path); err != nil {
 			lock.Close()
 		}
 	}
 	if err != nil {
-		_ = os.RemoveAll(partial)
-		return "", nil, err
+		_ = os.Remove(partial)
+		return nil, fmt.Errorf("sandbox: creating the private temporary directory: %w", err)
 	}
-	dir := filepath.Join(tmp, strings.TrimPrefix(filepath.Base(partial), "."))
-	if err := os.Rename(partial, dir); err != nil {
-		lock.Close()
-		_ = os.RemoveAll(partial)
-		return "", nil, err
-	}
-	return dir, lock, nil
+	return d, nil
 }
 
-// removeStaleTmp removes this user's directories of private TMPDIRs whose proxy is gone:
-// those whose lock can be taken. A live proxy's stays: it holds its lock.
+// remove removes the directory and lets go of its lock; safe on nil.
+func (d *privateTmp) remove() {
+	if d == nil {
+		return
+	}
+	_ = os.RemoveAll(d.path)
+	_ = d.lock.Close()
+}
+
+// removeStaleTmp removes this user's private TMPDIRs whose proxy is gone: those whose
+// lock can be taken. A live proxy's stay: it holds their locks.
 func removeStaleTmp() {
 	tmp := os.TempDir()
 	entries, err := os.ReadDir(tmp)
@@ -131,9 +87,9 @@ func removeStaleTmp() {
 			continue
 		}
 		dir := filepath.Join(tmp, e.Name())
-		lock, err := os.OpenFile(filepath.Join(dir, tmpLock), os.O_RDWR, 0)
+		lock, err := os.Open(dir)
 		if err != nil {
-			continue // not one of ours, or being removed
+			continue
 		}
 		if flock(lock) == nil {
 			_ = os.RemoveAll(dir)

@@ -3,48 +3,41 @@ package sandbox
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 )
 
-// Private TMPDIRs live in one locked directory per proxy, which goes with the last of
-// them; a directory whose lock nobody holds (its proxy is gone) is removed when the next
-// one is made, one that is held is not.
+// A private TMPDIR is held locked while its child runs and goes with it; a directory
+// whose lock nobody holds (its proxy is gone) is removed by the first one a proxy makes,
+// one that is held is not.
 func TestPrivateTmpLifecycle(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	tmpdirs.swept = false
+	sweepOnce = sync.Once{}
 
-	stale := filepath.Join(tmp, tmpPrefix+"gone")
-	held := filepath.Join(tmp, tmpPrefix+"live")
+	stale := filepath.Join(tmp, tmpPrefix+"gone-1")
+	held := filepath.Join(tmp, tmpPrefix+"live-1")
 	for _, d := range []string{stale, held} {
-		if err := os.MkdirAll(filepath.Join(d, "child-1"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, tmpLock), []byte("1\n"), 0o600); err != nil {
+		if err := os.MkdirAll(filepath.Join(d, "work"), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	lock, err := os.OpenFile(filepath.Join(held, tmpLock), os.O_RDWR, 0)
+	lock, err := os.Open(held)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Close()
-	err = flock(lock)
-	if err != nil {
+	if err := flock(lock); err != nil {
 		t.Fatal(err)
 	}
 
-	a, err := privateTmp("up/a")
+	d, err := makePrivateTmp("up/a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := privateTmp("b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(a)
-	if filepath.Dir(b) != root || filepath.Dir(root) != tmp {
-		t.Fatalf("private TMPDIRs %s and %s, want both in one directory in %s", a, b, tmp)
+	if filepath.Dir(d.path) != tmp || !strings.HasPrefix(filepath.Base(d.path), tmpPrefix+"up_a-") {
+		t.Errorf("private TMPDIR %s, want %s/%sup_a-…", d.path, tmp, tmpPrefix)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the gone proxy's directory is still there (%v)", err)
@@ -52,15 +45,16 @@ func TestPrivateTmpLifecycle(t *testing.T) {
 	if _, err := os.Stat(held); err != nil {
 		t.Errorf("the live proxy's directory was removed: %v", err)
 	}
-	removePrivateTmp(a)
-	if _, err := os.Stat(a); !os.IsNotExist(err) {
-		t.Errorf("%s is still there after its removal (%v)", a, err)
+	other, err := os.Open(d.path)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(root); err != nil {
-		t.Errorf("the proxy's directory went while %s is in use: %v", b, err)
+	defer other.Close()
+	if err := flock(other); err == nil {
+		t.Error("the private TMPDIR is not locked while in use")
 	}
-	removePrivateTmp(b)
-	if _, err := os.Stat(root); !os.IsNotExist(err) {
-		t.Errorf("the proxy's directory is still there after its last private TMPDIR (%v)", err)
+	d.remove()
+	if _, err := os.Stat(d.path); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after its removal (%v)", d.path, err)
 	}
 }
