@@ -38,6 +38,12 @@ var (
 // seen; in the usual case one child tries both.
 func Probe() Support {
 	supportOnce.Do(func() {
+		// The os package checks once per process whether pidfds work, on the first
+		// process it starts or finds; done first on a restricted thread, the check could
+		// fail there (signals to itself) and turn pidfds off for the whole proxy.
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Release()
+		}
 		support.ABI, support.ABIErr = landlockABI()
 		if support.ABI < 1 {
 			support.ThreadErr = support.ABIErr

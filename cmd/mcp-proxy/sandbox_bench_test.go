@@ -3,6 +3,8 @@
 package main
 
 import (
+	"bufio"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -27,7 +29,9 @@ import (
 //     so its initialization costs what the proxy's own would, the launcher's fallback).
 //
 // The figure is the difference between a sandboxed sub-benchmark's ns/op and plain's in
-// the same run. cpu-ns/op is this process's CPU time per start and stop (the proxy's
+// the same run. kernel-netns is what the kernel's user and network namespaces cost alone:
+// the same start and echo, unsandboxed, with exec.Cmd (uid and gid mapped by Go), against
+// kernel-plain, the same without namespaces. cpu-ns/op is this process's CPU time per start and stop (the proxy's
 // side: the fork, the restriction, the namespace's creation), child-cpu-ns/op the
 // children's (the launcher's runtime, cat). The kernel tears a network namespace down
 // in a worker thread of its own, which neither counts.
@@ -85,6 +89,60 @@ func BenchmarkSandboxedStart(b *testing.B) {
 			b.ReportMetric(float64(child-child0)/float64(b.N), "child-cpu-ns/op")
 		})
 	}
+	for _, ns := range []bool{false, true} {
+		name := "kernel-plain"
+		if ns {
+			name = "kernel-netns"
+		}
+		b.Run(name, func(b *testing.B) {
+			if s := sandbox.Probe(); ns && !s.NetNS {
+				b.Skipf("no namespaces here: %v", s.NetNSErr)
+			}
+			cpu0, child0 := cpuTimes()
+			for b.Loop() {
+				startEcho(b, ns)
+			}
+			cpu, child := cpuTimes()
+			b.ReportMetric(float64(cpu-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(child-child0)/float64(b.N), "child-cpu-ns/op")
+		})
+	}
+}
+
+// startEcho starts /bin/cat with exec.Cmd, in new user and network namespaces when ns is
+// set, writes a line and reads it back, then stops it outside the timer.
+func startEcho(b *testing.B, ns bool) {
+	cmd := exec.Command("/bin/cat")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if ns {
+		uid, gid := os.Getuid(), os.Getgid()
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := in.Write([]byte("{}\n")); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
 }
 
 // cpuTimes returns the CPU time (user and system) of this process and of its reaped
