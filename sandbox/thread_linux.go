@@ -37,12 +37,15 @@ import (
 // kernel would send when that thread ends. And it must not be the main thread, which the
 // Go runtime never ends. spareThread finds one.
 
-// startOnThread starts cmd restricted by spec. On success the child is stopped, to run
-// once the thread has ended. On failure nothing of the command has run; cmd.Process is
-// set when a child was created (it is then dead or being killed: the caller reaps it).
-// mapIDs writes the child's uid and gid maps (for a user namespace of its own).
+// startOnThread starts cmd restricted by spec, in a process group of its own (the
+// lifeline's target), with life's read end among its ExtraFiles. On success the child
+// is stopped, to run once the thread has ended. On failure nothing of the command has
+// run; cmd.Process is set when a child was created (it is then dead or being killed: the
+// caller reaps it). mapIDs writes the child's uid and gid maps (for a user namespace of
+// its own).
 func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool) error {
 	a := cmd.SysProcAttr
+	a.Setpgid, a.Pgid = true, 0
 	a.Ptrace = true
 	a.Pdeathsig = syscall.SIGCONT
 
