@@ -34,8 +34,10 @@ import (
 //
 // The thread that forks must have started no other child: each child the proxy starts
 // (an unsandboxed upstream, a plugin) has the parent-death signal SIGKILL, which the
-// kernel would send when that thread ends. And it must not be the main thread, which the
-// Go runtime never ends. spareThread finds one.
+// kernel would send when that thread ends (Landlock's scoping, ABI 6, refuses a signal
+// from the restricted thread to a process outside its domain, but older kernels have
+// none). And it must not be the main thread, which the Go runtime never ends.
+// spareThread finds one.
 
 // startOnThread starts cmd restricted by spec, in a process group of its own (the
 // lifeline's target), with life's read end among its ExtraFiles. On success the child

@@ -464,3 +464,4 @@ func TestSandboxedStartsLeakNothing(t *testing.T) {
 		t.Errorf("left in TMPDIR: %v", left)
 	}
 }
+
