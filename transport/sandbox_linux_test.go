@@ -464,4 +464,3 @@ func TestSandboxedStartsLeakNothing(t *testing.T) {
 		t.Errorf("left in TMPDIR: %v", left)
 	}
 }
-
