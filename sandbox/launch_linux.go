@@ -57,7 +57,7 @@ type Launch struct {
 	ns     bool // user and network namespaces of its own
 	tmp    *privateTmp
 
-	life *lifeline // thread start: kills the child's group when the proxy ends
+	life *lifeline // kills the child's group when the proxy ends
 
 	status, child *os.File // launcher start: its status pipe (the proxy's end, the launcher's)
 
@@ -97,12 +97,12 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
+	if l.life, err = newLifeline(); err != nil {
+		l.Cleanup()
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{l.life.r} // fd lifelineFd
 	if l.thread {
-		if l.life, err = newLifeline(); err != nil {
-			l.Cleanup()
-			return nil, err
-		}
-		cmd.ExtraFiles = []*os.File{l.life.r} // fd lifelineFd
 		if l.ns {
 			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
 		}
@@ -126,7 +126,10 @@ func (l *Launch) Start(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	err := launcherVerdict(l.status, l.child)
+	err := l.life.arm(cmd.Process.Pid)
+	if verr := launcherVerdict(l.status, l.child); err == nil {
+		err = verr
+	}
 	l.status, l.child = nil, nil
 	return err
 }

@@ -26,8 +26,9 @@ const envMarker = "MCP_PROXY_SANDBOX"
 // probeMarker is envMarker's value for a probe: the launcher exits at once with status 0.
 const probeMarker = "probe"
 
-// statusFd is the launcher's end of the pipe it reports a failure on; it is closed on exec.
-const statusFd = 3
+// statusFd is the launcher's end of the pipe it reports a failure on; it is closed on
+// exec. (3 is the child's lifeline.)
+const statusFd = 4
 
 // launchSpec is what a start applies, computed by the proxy before the start.
 type launchSpec struct {
@@ -151,7 +152,7 @@ func userNamespace(a *syscall.SysProcAttr, netAdmin bool) {
 
 // throughLauncher rewrites cmd to run the launcher, which applies spec and executes the
 // original command, and returns the proxy's end of the launcher's status pipe and the
-// launcher's end (fd 3 in the launcher).
+// launcher's end (statusFd in the launcher: the next of cmd.ExtraFiles).
 func throughLauncher(cmd *exec.Cmd, spec *launchSpec, ns bool) (status, child *os.File, err error) {
 	js, err := json.Marshal(spec)
 	if err != nil {
@@ -164,7 +165,12 @@ func throughLauncher(cmd *exec.Cmd, spec *launchSpec, ns bool) (status, child *o
 	cmd.Path = LauncherPath()
 	cmd.Args = append([]string{launcherName}, cmd.Args...)
 	cmd.Env = append(cmd.Env, envMarker+"="+string(js))
-	cmd.ExtraFiles = []*os.File{w} // fd 3
+	cmd.ExtraFiles = append(cmd.ExtraFiles, w)
+	if len(cmd.ExtraFiles) != statusFd-2 {
+		r.Close()
+		w.Close()
+		return nil, nil, fmt.Errorf("sandbox: the launcher's status pipe would be fd %d, not %d", len(cmd.ExtraFiles)+2, statusFd)
+	}
 	if ns {
 		userNamespace(cmd.SysProcAttr, spec.Loopback)
 	}

@@ -8,9 +8,10 @@ import (
 )
 
 // A lifeline kills a child's process group when the proxy ends, however it ends (SIGKILL
-// included), in place of the parent-death signal a child started from a thread cannot
-// keep: that signal follows the thread that started the child, and the thread start ends
-// that thread (see startOnThread). It is a pipe nobody writes to. The child holds the
+// included): in place of the parent-death signal a child started from a thread cannot
+// keep (that signal follows the thread that started the child, and the thread start ends
+// that thread: see startOnThread), and, for a child started through the launcher, beside
+// it, for what the child starts in its group. It is a pipe nobody writes to. The child holds the
 // read end (its fd 3, inherited by what it starts); only the proxy holds the write end
 // (close-on-exec, so no other child inherits it). The read end is set to signal the
 // child's process group with SIGKILL on I/O (O_ASYNC, F_SETOWN, F_SETSIG): the one event

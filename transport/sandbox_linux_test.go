@@ -306,15 +306,24 @@ func sandboxParent() {
 // start.
 func TestSandboxedChildDiesWithProxy(t *testing.T) {
 	requireSandbox(t, &sandbox.Policy{Network: sandbox.NetworkAny})
-	if s := sandbox.Probe(); !s.Thread {
-		t.Skipf("no thread start here: %v", s.ThreadErr)
-	}
+	t.Run("thread", func(t *testing.T) {
+		if s := sandbox.Probe(); !s.Thread {
+			t.Skipf("no thread start here: %v", s.ThreadErr)
+		}
+		testSandboxedChildDiesWithProxy(t, nil)
+	})
+	t.Run("launcher", func(t *testing.T) {
+		testSandboxedChildDiesWithProxy(t, []string{sandbox.LauncherEnv + "=/proc/self/exe"})
+	})
+}
+
+func testSandboxedChildDiesWithProxy(t *testing.T, env []string) {
 	tmp := t.TempDir()
 	tmpdirs := func() []string {
 		m, _ := filepath.Glob(filepath.Join(tmp, "mcp-proxy-sandboxed-*"))
 		return m
 	}
-	first, pids := startSandboxParent(t, tmp)
+	first, pids := startSandboxParent(t, tmp, env)
 	killed := tmpdirs()
 	if len(killed) != 1 {
 		t.Fatalf("private TMPDIRs while the proxy runs: %v, want 1", killed)
@@ -334,7 +343,7 @@ func TestSandboxedChildDiesWithProxy(t *testing.T) {
 		}
 	}
 
-	second, pids := startSandboxParent(t, tmp)
+	second, pids := startSandboxParent(t, tmp, env)
 	defer func() {
 		second.Process.Kill()
 		second.Wait()
@@ -348,12 +357,12 @@ func TestSandboxedChildDiesWithProxy(t *testing.T) {
 }
 
 // startSandboxParent starts the test binary as a proxy of its own (sandboxParent) with
-// TMPDIR tmp, and returns it and the pids it reports: its sandboxed child's and
+// TMPDIR tmp and env, and returns it and the pids it reports: its sandboxed child's and
 // grandchild's.
-func startSandboxParent(t *testing.T, tmp string) (*exec.Cmd, []int) {
+func startSandboxParent(t *testing.T, tmp string, env []string) (*exec.Cmd, []int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "TRANSPORT_TEST_CHILD=sandbox-parent", "TMPDIR="+tmp)
+	cmd.Env = append(append(os.Environ(), "TRANSPORT_TEST_CHILD=sandbox-parent", "TMPDIR="+tmp), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
