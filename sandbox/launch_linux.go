@@ -101,7 +101,7 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 		l.Cleanup()
 		return nil, err
 	}
-	cmd.ExtraFiles = []*os.File{l.life.r} // fd lifelineFd
+	cmd.ExtraFiles = []*os.File{l.life.r} // the child's fd 3
 	if l.thread {
 		if l.ns {
 			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET

@@ -10,20 +10,18 @@ import (
 // A lifeline kills a child's process group when the proxy ends, however it ends (SIGKILL
 // included): in place of the parent-death signal a child started from a thread cannot
 // keep (that signal follows the thread that started the child, and the thread start ends
-// that thread: see startOnThread), and, for a child started through the launcher, beside
-// it, for what the child starts in its group. It is a pipe nobody writes to. The child holds the
-// read end (its fd 3, inherited by what it starts); only the proxy holds the write end
-// (close-on-exec, so no other child inherits it). The read end is set to signal the
-// child's process group with SIGKILL on I/O (O_ASYNC, F_SETOWN, F_SETSIG): the one event
-// it can see is the write end's last close, which the kernel does when the proxy exits,
-// or which Close does once the child has exited.
+// that thread: see startOnThread), and beside it for a child started through the
+// launcher, for what the child starts in its group. It is a pipe nobody writes to. The
+// child holds the read end (its fd 3, inherited by what it starts); only the proxy holds
+// the write end (close-on-exec, so no other child inherits it). The read end is set to
+// signal the child's process group with SIGKILL on I/O (O_ASYNC, F_SETOWN, F_SETSIG): the
+// one event it can see is the write end's last close, which the kernel does when the
+// proxy exits, or which Close does once the child has exited. The owner is recorded by
+// the proxy's unrestricted thread, so Landlock's signal scoping does not stop the signal.
 type lifeline struct {
 	r *os.File // the read end, until the child holds it
 	w int      // the write end; -1 once closed
 }
-
-// lifelineFd is the read end's number in the child: the first of exec.Cmd's ExtraFiles.
-const lifelineFd = 3
 
 func newLifeline() (*lifeline, error) {
 	var p [2]int
