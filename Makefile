@@ -267,7 +267,9 @@ clean:
 
 # Release binaries: static (no cgo), without local paths or debug information, stamped
 # with VERSION (what `mcp-proxy --version` prints), for each of DIST_PLATFORMS, into
-# dist/ as mcp-proxy_VERSION_OS_ARCH[.exe], with their SHA256SUMS.
+# dist/ as mcp-proxy_VERSION_OS_ARCH[.exe], with their SHA256SUMS; for Linux also the
+# sandbox's launcher, mcp-proxy-sandbox_VERSION_linux_ARCH (installed as
+# mcp-proxy-sandbox next to mcp-proxy: docs/sandbox.md).
 ifeq ($(origin VERSION),undefined)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 endif
@@ -278,13 +280,18 @@ dist:
 		os=$${p%/*}; arch=$${p#*/}; ext=; if [ "$$os" = windows ]; then ext=.exe; fi; \
 		out=dist/mcp-proxy_$(VERSION)_$${os}_$${arch}$$ext; echo "$$out"; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o "$$out" ./cmd/mcp-proxy; \
+		if [ "$$os" = linux ]; then \
+			out=dist/mcp-proxy-sandbox_$(VERSION)_$${os}_$${arch}; echo "$$out"; \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o "$$out" ./cmd/mcp-proxy-sandbox; \
+		fi; \
 	done
-	cd dist && if command -v sha256sum >/dev/null; then sha256sum mcp-proxy_*; else shasum -a 256 mcp-proxy_*; fi > SHA256SUMS
+	cd dist && if command -v sha256sum >/dev/null; then sha256sum mcp-proxy*_*; else shasum -a 256 mcp-proxy*_*; fi > SHA256SUMS
 	@cat dist/SHA256SUMS
 
 # The container image (docs/container.md), with Debian's podman (apt-get install -y podman
 # runc): FROM scratch, nothing pulled. The context is made in bin/image: the binary built
-# as `make dist` builds it (static, stripped, stamped with VERSION), the host's CA
+# as `make dist` builds it (static, stripped, stamped with VERSION) and the sandbox's
+# launcher mcp-proxy-sandbox next to it, the host's CA
 # certificates, deploy/passwd and deploy/group (the non-root user mcp-proxy, 10001) and
 # deploy/proxy.hcl as /etc/mcp-proxy/proxy.hcl. podman runs with deploy/containers.conf
 # (runc, no default ulimits). The image's timestamps are the commit's, so that a build
@@ -297,6 +304,7 @@ image:
 	mkdir -p $(BIN)/image/rootfs/usr/local/bin $(BIN)/image/rootfs/etc/ssl/certs $(BIN)/image/rootfs/etc/mcp-proxy \
 		$(BIN)/image/rootfs/tmp $(BIN)/image/home
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN)/image/rootfs/usr/local/bin/mcp-proxy ./cmd/mcp-proxy
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/image/rootfs/usr/local/bin/mcp-proxy-sandbox ./cmd/mcp-proxy-sandbox
 	cp /etc/ssl/certs/ca-certificates.crt $(BIN)/image/rootfs/etc/ssl/certs/
 	cp deploy/passwd deploy/group $(BIN)/image/rootfs/etc/
 	cp deploy/proxy.hcl $(BIN)/image/rootfs/etc/mcp-proxy/proxy.hcl

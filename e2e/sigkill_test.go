@@ -6,14 +6,23 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/sandbox"
 )
 
 // TestSIGKILLLeavesNoChild: the proxy killed with SIGKILL runs no shutdown code, yet
 // none of its children survives it: the kernel kills each direct child (parent-death
 // signal), including one that ignores stdin and SIGTERM and is still starting; a
-// wrapper's own child sees its stdin close and exits.
+// wrapper's own child sees its stdin close and exits. Where the machine can sandbox, one
+// more upstream is a sandboxed wrapper whose own child ignores stdin and SIGTERM too:
+// both are killed by the lifeline of the wrapper's process group.
 func TestSIGKILLLeavesNoChild(t *testing.T) {
-	cfg := writeConfig(t, testUpstream("a", "a", nil, "")+
+	sandboxed, want := "", 6
+	if sandbox.Check(&sandbox.Policy{Network: sandbox.NetworkAny}) == nil {
+		sandboxed, want = "upstream \"stuck-sandboxed\" {\n  command = [\"sh\", \"-c\", \"trap '' TERM; sleep 1000 </dev/null & wait\"]\n"+
+			"  startup_timeout = \"300s\"\n  sandbox {\n    network = \"any\"\n  }\n}\n", 8
+	}
+	cfg := writeConfig(t, sandboxed+testUpstream("a", "a", nil, "")+
 		testUpstream("b", "b", nil, "")+
 		everythingUpstream("everything", "ev")+
 		// A server still starting that will never answer and ignores its stdin closing
@@ -38,15 +47,16 @@ func TestSIGKILLLeavesNoChild(t *testing.T) {
 	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	// Five direct children and the wrapper's grandchild.
+	// Five direct children and the wrapper's grandchild (and the sandboxed wrapper and
+	// its child).
 	var procs []int
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		procs = descendants(cmd.Process.Pid)
-		if len(procs) >= 6 {
+		if len(procs) >= want {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d processes under the proxy, want 6\nstderr:\n%s", len(procs), stderr)
+			t.Fatalf("%d processes under the proxy, want %d\nstderr:\n%s", len(procs), want, stderr)
 		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {

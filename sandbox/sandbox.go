@@ -2,17 +2,23 @@
 // may read, write and execute and which TCP ports it may bind or connect to, no_new_privs
 // and an emptied capability set keep it from gaining privileges, and a network namespace
 // of its own (in a user namespace of its own) takes the rest of the network away. The
-// restriction is applied in the child before it executes the configured command, so every
+// restriction is in place before the configured command's first instruction, so every
 // process it starts (an npx wrapper and the server it runs) inherits it.
 //
-// Go cannot run code between fork and exec, so the child is started through a launcher:
-// the proxy's own executable (/proc/self/exe), re-executed with the policy in an
-// environment variable. This package's init notices the variable, restricts its own
-// thread and executes the real command, before main and before most of the program's
-// packages are initialized; without the variable it does nothing. So any program that
-// links this package (the proxy, a test binary) is its own launcher. The launcher reports
-// a failure on a pipe before it exits, so that StartProcess returns a clear error and
-// nothing unconfined ever runs.
+// Go cannot run code in a child between fork and exec, but a child inherits the Landlock
+// domain, no_new_privs and capabilities of the thread that forked it: so the proxy
+// restricts one of its own OS threads and starts the child from it (thread_linux.go).
+// The child is held stopped at its exec until that thread, which is inside the sandbox,
+// is gone, and a lifeline pipe kills its process group when the proxy ends. Where that
+// cannot be done (network "loopback", whose new namespace's lo must be brought up from
+// inside; a kernel or policy that refuses ptrace), the child is started through a
+// launcher: mcp-proxy-sandbox, or the proxy's own executable re-executed, with the
+// policy in an environment variable. This package's init notices the variable, restricts
+// its own thread and executes the real command, before main and before most of the
+// program's packages are initialized; without the variable it does nothing. So any
+// program that links this package (the proxy, a test binary) is its own launcher. The
+// launcher reports a failure on a pipe before it exits, so that the start returns a clear
+// error and nothing unconfined ever runs.
 //
 // The package fails closed: a policy this kernel cannot enforce is refused (Check) with
 // an error naming what is missing, never run with less. It must not import the rest of

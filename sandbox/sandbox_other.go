@@ -12,14 +12,19 @@ var errUnsupported = errors.New("sandbox cannot be enforced: sandboxed upstreams
 
 // Support is what this machine offers for sandboxing: nothing.
 type Support struct {
-	ABI      int
-	ABIErr   error
-	NetNS    bool
-	NetNSErr error
+	ABI         int
+	ABIErr      error
+	NetNS       bool
+	NetNSErr    error
+	Thread      bool
+	ThreadErr   error
+	ThreadNetNS bool
 }
 
 // Probe reports that nothing is supported.
-func Probe() Support { return Support{ABIErr: errUnsupported, NetNSErr: errUnsupported} }
+func Probe() Support {
+	return Support{ABIErr: errUnsupported, NetNSErr: errUnsupported, ThreadErr: errUnsupported}
+}
 
 // Check refuses every policy.
 func Check(p *Policy) error {
@@ -38,11 +43,8 @@ type Launch struct{}
 // Prepare refuses every policy.
 func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) { return nil, Check(p) }
 
-// Started is never called.
-func (l *Launch) Started() error { return errUnsupported }
+// Start is never called.
+func (l *Launch) Start(*exec.Cmd) error { return errUnsupported }
 
-// Abort does nothing (on a nil Launch too).
-func (l *Launch) Abort() {}
-
-// Cleanup does nothing.
+// Cleanup does nothing (on a nil Launch too).
 func (l *Launch) Cleanup() {}

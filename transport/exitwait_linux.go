@@ -27,6 +27,13 @@ func watchExit(cmd *exec.Cmd) *exitWatch {
 // wait returns once the child has exited (at once if the kernel gave no pidfd or the
 // poller cannot take it: Wait then blocks as usual). It closes the pidfd; call it once,
 // after a successful Start.
+//
+// The pidfd's open file is shared with the duplicate os.Process waits on, so its
+// non-blocking mode is too: were wait to return before the exit with the pidfd still
+// non-blocking, Wait would fail at once (EAGAIN) and the reaper would kill the child's
+// group. So a signal that interrupts the check (EINTR: the proxy gets SIGCHLD and the
+// runtime's own signals) is retried, and on any other failure the pidfd is made blocking
+// again before wait returns.
 func (w *exitWatch) wait() {
 	if w.fd < 0 {
 		return
@@ -39,11 +46,22 @@ func (w *exitWatch) wait() {
 	defer f.Close()
 	rc, err := f.SyscallConn()
 	if err != nil {
+		_ = syscall.SetNonblock(w.fd, false)
 		return
 	}
+	var failed bool
 	_ = rc.Read(func(fd uintptr) bool {
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(fds, 0)
-		return err != nil || n > 0 // on an error, let Wait block rather than spin
+		for {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				failed = true // let Wait block rather than spin
+				_ = syscall.SetNonblock(int(fd), false)
+			}
+			return failed || n > 0
+		}
 	})
 }

@@ -26,9 +26,8 @@ type ProcessSpec struct {
 	Stderr func(line string)
 	// Sandbox, when set, confines the child (and whatever it starts) with Landlock,
 	// no_new_privs and, where asked for, network namespaces of its own; a policy this
-	// machine cannot enforce makes StartProcess fail. The launcher is this program itself
-	// (package sandbox's init takes over when it is started as one). Nil runs the child
-	// unconfined.
+	// machine cannot enforce makes StartProcess fail. Package sandbox starts the child
+	// (from a restricted thread, or through its launcher). Nil runs the child unconfined.
 	Sandbox *sandbox.Policy
 	// Name names the sandbox's private temporary directory (the upstream's label).
 	Name string
@@ -73,40 +72,41 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	// still in progress, and exec starts no copying goroutines.
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		launch.Abort()
+		launch.Cleanup()
 		return nil, fmt.Errorf("creating stdin pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW)
-		launch.Abort()
+		launch.Cleanup()
 		return nil, fmt.Errorf("creating stdout pipe: %w", err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(inR, inW, outR, outW)
-		launch.Abort()
+		launch.Cleanup()
 		return nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	exited := watchExit(cmd)
-	if err := cmd.Start(); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
-		launch.Abort()
-		return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
-	}
-	closeAll(inR, outW, errW) // the child holds its own copies
 	if launch != nil {
-		if err := launch.Started(); err != nil {
-			// The launcher refused (and exited) before running anything: reap it.
+		err = launch.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		if cmd.Process != nil {
+			// The sandbox refused after its child was made, before anything of the
+			// command ran: the child is dead or dying; reap it.
 			_ = killGroup(cmd.Process)
 			exited.wait()
 			_ = cmd.Wait()
-			closeAll(inW, outR, errR)
-			launch.Cleanup()
-			return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
 		}
+		closeAll(inR, inW, outR, outW, errR, errW)
+		launch.Cleanup()
+		return nil, fmt.Errorf("starting %s: %w", spec.Command[0], err)
 	}
+	closeAll(inR, outW, errW) // the child holds its own copies
 
 	p := &Process{
 		Stream: NewStream(outR, inW, spec.MaxMessage),
@@ -137,9 +137,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		// The reader normally sees EOF now that the group is gone; a descendant that left
 		// the group could keep stdout open, so close it for good after a grace period.
 		time.AfterFunc(2*time.Second, func() { outR.Close() })
-		if launch != nil {
-			launch.Cleanup()
-		}
+		launch.Cleanup()
 		p.err = err
 		close(p.done)
 	}()

@@ -47,6 +47,8 @@ func TestMain(m *testing.M) {
 	case "sandboxed", "sandboxed-grandchild":
 		sandboxedChild()
 		os.Exit(0)
+	case "sandbox-parent":
+		sandboxParent()
 	case "sleep":
 		signal.Ignore(syscall.SIGTERM)
 		time.Sleep(time.Hour)

@@ -12,7 +12,9 @@ import (
 
 // sandboxedChild is the child of the sandbox tests: it tries each operation of
 // SANDBOX_OPS (";"-separated: "read:PATH", "write:PATH", "connect:HOST:PORT", "selfloop"
-// (listen on 127.0.0.1 and connect to itself)) and prints one line per operation,
+// (listen on 127.0.0.1 and connect to itself), "signal:PID" (signal 0 to each thread of
+// process PID: ok when one takes it), "ids:UID:GID" (its own uid and gid are those)) and
+// prints one line per operation,
 // "who op result", result being "ok" or the error. The child then starts a grandchild
 // (the same binary) that does the same under the inherited sandbox and relays its lines.
 func sandboxedChild() {
@@ -69,6 +71,13 @@ func tryOp(op string) error {
 			return err
 		}
 		return c.Close()
+	case "signal":
+		return signalThreads(arg)
+	case "ids":
+		if want := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()); want != arg {
+			return fmt.Errorf("uid:gid %s", want)
+		}
+		return nil
 	case "selfloop":
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {

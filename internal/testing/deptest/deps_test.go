@@ -46,7 +46,8 @@ var allowed = map[string][]string{
 	"trust":                {"router", "upstream", "config", "jsonrpc", "internal/jsonx"},
 	"search":               {},
 
-	// The sandbox's small launcher, installed next to mcp-proxy.
+	// The sandbox's small launcher, installed next to mcp-proxy (network "loopback", and
+	// where a sandboxed child cannot be started from a restricted thread).
 	"cmd/mcp-proxy-sandbox": {"sandbox"},
 
 	// Test tooling: harnesses and programs only tests, benchmarks and developers run.

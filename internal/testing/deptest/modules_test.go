@@ -115,7 +115,7 @@ var modules = map[string][]reason{
 	"cmd/mcp-bench":               {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek); posix_fadvise before idle readings"}},
 	"config":                      hcl,
 	"internal/importer":           hcl, // writes HCL with hclwrite
-	"sandbox":                     {{"golang.org/x/sys", "Landlock, prctl, capset and the loopback interface's ioctl in the sandbox launcher"}},
+	"sandbox":                     {{"golang.org/x/sys", "Landlock, prctl, capset, ptrace, waitid, fcntl and flock for the thread start, its lifeline and private TMPDIRs, and the loopback interface's ioctl in the launcher"}},
 	"cmd/mcp-proxy-sandbox":       {{"golang.org/x/sys", "the sandbox launcher (package sandbox)"}},
 	"transport":                   logging,
 	"upstream":                    logging,

@@ -1,0 +1,201 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The thread start: the proxy restricts one of its own OS threads and starts the child
+// from it, so that no second program runs before the command. Landlock domains,
+// no_new_privs and capability sets belong to a thread, and a child inherits those of the
+// thread that forked it.
+//
+// The restricted thread is in the child's Landlock domain, so the child could signal it
+// (which would stop or kill the proxy) or, where ptrace is not otherwise forbidden, read
+// and write the proxy's memory through it. So the child must not run one instruction of
+// the command while that thread lives. It is started traced (PTRACE_TRACEME), which
+// stops it at its first instruction after the exec. The thread, its tracer, detaches it
+// with SIGSTOP (it stays stopped) and ends. Its parent-death signal is SIGCONT: the
+// kernel sends it when the thread that forked it ends, once that thread has let go of its
+// memory and files and can take no signal. Only then does the command run.
+//
+// While the child is stopped the proxy, from an ordinary thread, writes its user
+// namespace's uid and gid maps (a Landlock-restricted thread may not open
+// /proc/PID/uid_map) and arms its lifeline, which takes the place of the parent-death
+// signal as "killed with the proxy".
+//
+// The thread that forks must have started no other child: each child the proxy starts
+// (an unsandboxed upstream, a plugin) has the parent-death signal SIGKILL, which the
+// kernel would send when that thread ends (Landlock's scoping, ABI 6, refuses a signal
+// from the restricted thread to a process outside its domain, but older kernels have
+// none). And it must not be the main thread, which the Go runtime never ends.
+// spareThread finds one.
+
+// startOnThread starts cmd restricted by spec, in a process group of its own (the
+// lifeline's target), with life's read end among its ExtraFiles. On success the child
+// is stopped, to run once the thread has ended. On failure nothing of the command has
+// run; cmd.Process is set when a child was created (it is then dead or being killed: the
+// caller reaps it). mapIDs writes the child's uid and gid maps (for a user namespace of
+// its own).
+func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool) error {
+	a := cmd.SysProcAttr
+	a.Setpgid, a.Pgid = true, 0
+	a.Ptrace = true
+	a.Pdeathsig = syscall.SIGCONT
+
+	stopped := make(chan error, 1)  // the thread: the child is stopped at its exec, or why not
+	proceed := make(chan error, 1)  // the caller: nil to let it run, else why it must not
+	detached := make(chan error, 1) // the thread: the child was let go, or why not
+	if err := spareThread(func() {
+		if err := restrictThread(spec); err != nil {
+			stopped <- err
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			stopped <- err
+			return
+		}
+		pid := cmd.Process.Pid
+		if err := waitExecStop(pid); err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			stopped <- err
+			return
+		}
+		stopped <- nil
+		if err := <-proceed; err != nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			detached <- err
+			return
+		}
+		if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_DETACH, uintptr(pid), 0, uintptr(unix.SIGSTOP), 0, 0); e != 0 {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			detached <- fmt.Errorf("sandbox: letting the child go: %w", e)
+			return
+		}
+		detached <- nil
+		// Returning with the thread locked ends it; the child then gets SIGCONT.
+	}); err != nil {
+		return err
+	}
+	if err := <-stopped; err != nil {
+		return err
+	}
+	pid := cmd.Process.Pid
+	var err error
+	if mapIDs {
+		err = writeIDMaps(pid)
+	}
+	if err == nil {
+		err = life.arm(pid)
+	}
+	proceed <- err
+	if err2 := <-detached; err == nil {
+		err = err2
+	}
+	return err
+}
+
+// waitExecStop waits until the traced child stops at its exec, without reaping it.
+func waitExecStop(pid int) error {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WSTOPPED|unix.WEXITED|unix.WNOWAIT|unix.WALL, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: waiting for the child's exec: %w", err)
+		}
+		break
+	}
+	const cldTrapped = 4 // CLD_TRAPPED: stopped by its tracer's signal, SIGTRAP after the exec
+	if info.Code != cldTrapped {
+		return fmt.Errorf("sandbox: the child ended before it ran (CLD code %d)", info.Code)
+	}
+	return nil
+}
+
+// writeIDMaps maps the child's user namespace's uid and gid to the proxy's (the one
+// mapping an unprivileged process may write), after denying setgroups as the kernel
+// requires for that gid map.
+func writeIDMaps(pid int) error {
+	dir := "/proc/" + strconv.Itoa(pid) + "/"
+	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+	for _, w := range []struct{ file, data string }{
+		{"uid_map", uid + " " + uid + " 1\n"},
+		{"setgroups", "deny"},
+		{"gid_map", gid + " " + gid + " 1\n"},
+	} {
+		f, err := os.OpenFile(dir+w.file, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.WriteString(w.data)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox: writing the %s of the child's user namespace: %w", w.file, err)
+		}
+	}
+	return nil
+}
+
+// spareThread runs fn on a goroutine locked to an OS thread that fn may ruin, and that
+// the Go runtime ends when fn returns: not the main thread (never ended), and one that
+// started no child process still alive (its parent-death signal would fire). A thread
+// found unfit stays locked, so that the next try cannot land on it, and is handed back
+// unharmed once fn is done. It returns once fn runs; fn reports on its own.
+func spareThread(fn func()) error {
+	found := make(chan error, 1)
+	var try func(depth int)
+	try = func(depth int) {
+		runtime.LockOSThread()
+		if fit, err := threadFit(); err != nil || !fit {
+			defer runtime.UnlockOSThread()
+			if err != nil || depth == maxThreadTries {
+				if err == nil {
+					err = fmt.Errorf("every one of %d threads tried has started a child", maxThreadTries)
+				}
+				found <- fmt.Errorf("sandbox: finding a thread to start the child from: %w", err)
+				return
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				try(depth + 1)
+			}()
+			<-done
+			return
+		}
+		found <- nil
+		fn() // returns with the thread still locked: the runtime ends it
+	}
+	go try(0)
+	return <-found
+}
+
+// maxThreadTries bounds spareThread's search; the runtime makes a new thread once the
+// idle ones are all held, so the bound is never reached unless something is wrong.
+const maxThreadTries = 64
+
+// threadFit reports whether the calling thread is neither the main thread nor the
+// parent of a live child (/proc/thread-self/children: the kernel lists a thread's own
+// children there; a child of a thread that ended is handed to the main thread).
+func threadFit() (bool, error) {
+	if unix.Gettid() == unix.Getpid() {
+		return false, nil
+	}
+	b, err := os.ReadFile("/proc/thread-self/children")
+	if err != nil {
+		return false, err
+	}
+	return len(bytes.TrimSpace(b)) == 0, nil
+}
