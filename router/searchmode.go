@@ -263,7 +263,7 @@ func (r *Router) searchResult(req *Request, v *epView, defs []json.RawMessage, n
 	if v.ep.toolReference(req) && len(names) > 0 {
 		blocks := make([]json.RawMessage, len(names))
 		for i, n := range names {
-			blocks[i], _ = jsonx.Marshal(map[string]string{"type": "tool_reference", "tool_name": v.ep.ToolReference.Prefix + n})
+			blocks[i] = append(jsonrpc.AppendString([]byte(`{"type":"tool_reference","tool_name":`), v.ep.ToolReference.Prefix+n), '}')
 		}
 		content = jsonArray(blocks)
 	} else {
