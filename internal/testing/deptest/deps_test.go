@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"sandbox":              {},
 	"transport":            {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client", "sandbox"},
 	"upstream":             {"transport", "jsonrpc", "mcp", "internal/jsonx", "sandbox"},
-	"router":               {"upstream", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob", "internal/clock", "internal/lazyre"},
+	"router":               {"upstream", "search", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob", "internal/clock", "internal/lazyre"},
 	"policy":               {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob"},
 	"server":               {"router", "transport", "jsonrpc", "mcp", "principal", "internal/jsonx"},
 	"plugins/proto":        {},
