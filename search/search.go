@@ -12,7 +12,12 @@ import "encoding/json"
 
 // Doc is one tool as the index reads it.
 type Doc struct {
-	Name        string          // the exposed name: the key a hit returns
+	Name string // the exposed name: the key a hit returns
+	// Namespace is the part of Name that names the upstream (Name without the tool's
+	// own name and the separator), empty for an unprefixed name. Its words count for
+	// less than the tool's own name. When empty and Name holds "__", the part before
+	// the first "__" is taken as the namespace.
+	Namespace   string
 	Title       string          // the tool's title (or annotations.title), may be empty
 	Description string          // may be empty
 	InputSchema json.RawMessage // the tool's inputSchema as listed; parameter names and descriptions are read from it

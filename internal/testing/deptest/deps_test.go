@@ -51,15 +51,16 @@ var allowed = map[string][]string{
 
 	// Test tooling: harnesses and programs only tests, benchmarks and developers run.
 	// The product may not import them (TestProductImportsNoTestTooling).
-	"internal/testing/leaktest":   {},
-	"internal/testing/benchwire":  {},
-	"internal/testing/topology":   {},
-	"internal/testing/devcluster": {"internal/testing/topology"},
-	"internal/testing/testplugin": {"plugins/sdk"},
-	"cmd/mcp-bench":               {"jsonrpc", "internal/jsonx", "internal/h1", "internal/h1client", "internal/testing/topology"},
-	"internal/testing/testserver": {},
-	"internal/testing/otlptest":   {},
-	"internal/testing/otlpsink":   {},
+	"internal/testing/leaktest":     {},
+	"internal/testing/benchwire":    {},
+	"internal/testing/topology":     {},
+	"internal/testing/devcluster":   {"internal/testing/topology"},
+	"internal/testing/testplugin":   {"plugins/sdk"},
+	"cmd/mcp-bench":                 {"jsonrpc", "internal/jsonx", "internal/h1", "internal/h1client", "internal/testing/topology"},
+	"internal/testing/testserver":   {},
+	"internal/testing/otlptest":     {},
+	"internal/testing/otlpsink":     {},
+	"internal/testing/searchcorpus": {},
 }
 
 func TestImportGraph(t *testing.T) {

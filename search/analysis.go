@@ -1,0 +1,97 @@
+package search
+
+import (
+	"bytes"
+	"hash/fnv"
+	"slices"
+	"strings"
+)
+
+// The fields of a document, each with its own weight and length normalisation.
+const (
+	fieldName      = iota // the tool's own name, split into words
+	fieldNamespace        // the namespace (upstream) part of the exposed name
+	fieldTitle            // title or annotations.title
+	fieldDesc             // description
+	fieldParam            // parameter names, nested ones included
+	fieldParamDesc        // parameter titles, descriptions and enum values
+	numFields
+)
+
+var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description"}
+
+// analysis is what the index learns of one document: its distinct terms with their
+// frequency per field, and each field's length in terms. It depends on the document's
+// content only (not on the other documents nor on the scoring parameters), so a build
+// reuses the analysis of every document that did not change.
+type analysis struct {
+	doc   Doc // as analysed: compared in full before reuse
+	key   uint64
+	terms []termFreq // sorted by term
+	lens  [numFields]uint16
+}
+
+type termFreq struct {
+	term string
+	tf   [numFields]uint16
+}
+
+// docKey hashes the content the analysis reads. A hit in the previous index's cache is
+// confirmed by comparing the content itself (sameContent), so a collision costs only
+// a fresh analysis.
+func docKey(d *Doc) uint64 {
+	h := fnv.New64a()
+	for _, s := range [...]string{d.Namespace, d.Name, d.Title, d.Description} {
+		h.Write([]byte(s))
+		h.Write([]byte{0xff})
+	}
+	h.Write(d.InputSchema)
+	return h.Sum64()
+}
+
+func sameContent(a, b *Doc) bool {
+	return a.Name == b.Name && a.Namespace == b.Namespace && a.Title == b.Title &&
+		a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema)
+}
+
+// splitName returns the namespace and the tool's own name of d.
+func splitName(d *Doc) (namespace, own string) {
+	if d.Namespace != "" && strings.HasPrefix(d.Name, d.Namespace) {
+		return d.Namespace, d.Name[len(d.Namespace):]
+	}
+	if i := strings.Index(d.Name, "__"); i > 0 {
+		return d.Name[:i], d.Name[i+2:]
+	}
+	return "", d.Name
+}
+
+// maxFieldTerms caps the terms counted in one field of one document.
+const maxFieldTerms = 4096
+
+func analyze(d Doc, key uint64) *analysis {
+	a := &analysis{doc: d, key: key}
+	ns, own := splitName(&d)
+	pnames, ptexts := params(d.InputSchema)
+	texts := [numFields]string{own, ns, d.Title, d.Description, pnames, ptexts}
+	idx := map[string]int{}
+	buf := make([]byte, 0, maxWordBytes)
+	for f, text := range texts {
+		n := 0
+		buf = words(text, buf, func(t []byte) bool {
+			i, ok := idx[string(t)]
+			if !ok {
+				i = len(a.terms)
+				idx[string(t)] = i
+				a.terms = append(a.terms, termFreq{term: string(t)})
+			}
+			if a.terms[i].tf[f] < 1<<16-1 {
+				a.terms[i].tf[f]++
+			}
+			n++
+			return n < maxFieldTerms
+		})
+		a.lens[f] = uint16(n)
+	}
+	slices.SortFunc(a.terms, func(x, y termFreq) int { return strings.Compare(x.term, y.term) })
+	return a
+}

@@ -1,0 +1,394 @@
+package search
+
+import (
+	"math"
+	"slices"
+	"strings"
+)
+
+// Field is one field's part in BM25F: its weight (how much one occurrence counts
+// against one in the description) and its length normalisation B (0: a field's length
+// does not matter; 1: fully normalised by its length against the average).
+type Field struct {
+	Weight float64
+	B      float64
+}
+
+// Params are BM25F's parameters. The zero Params means DefaultParams.
+type Params struct {
+	K1 float64 // term frequency saturation
+
+	Name      Field // the tool's own name, split into words
+	Namespace Field // the namespace (upstream) part of the exposed name
+	Title     Field
+	Desc      Field // the description
+	Param     Field // parameter names, nested ones included
+	ParamDesc Field // parameter titles, descriptions and enum values
+}
+
+// DefaultParams are the parameters the lexical ranker uses unless told otherwise,
+// chosen on the development half of the labelled query set (search/testdata/queries)
+// over the committed corpus of real servers' tools; docs/search.md says how.
+func DefaultParams() Params {
+	return Params{
+		K1:        1.2,
+		Name:      Field{Weight: 3, B: 0.3},
+		Namespace: Field{Weight: 1, B: 0},
+		Title:     Field{Weight: 2, B: 0.3},
+		Desc:      Field{Weight: 1, B: 0.75},
+		Param:     Field{Weight: 1, B: 0.5},
+		ParamDesc: Field{Weight: 0.5, B: 0.75},
+	}
+}
+
+func (p Params) fields() [numFields]Field {
+	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc}
+}
+
+// BM25F is the default ranker: lexical (the analyzer's terms, see Terms), BM25F over
+// the fields of each tool, deterministic. Its zero value uses DefaultParams.
+type BM25F struct {
+	Params Params
+}
+
+var _ Ranker = BM25F{}
+
+// index is a BM25F index: immutable once built.
+type index struct {
+	k1     float64
+	fields [numFields]Field
+
+	docs  []Doc       // sorted by name: a document's number orders ties
+	an    []*analysis // per document
+	lens  [][numFields]uint16
+	dict  map[string]int32 // term → number
+	post  [][]posting      // per term number, by document number
+	stats stats            // over all documents
+
+	cache map[uint64][]*analysis // for the next Build
+}
+
+type posting struct {
+	doc int32
+	tf  [numFields]uint16
+}
+
+// stats are the collection statistics BM25 needs, over the documents a search may see.
+type stats struct {
+	n      int                // documents
+	invAvg [numFields]float64 // 1 / average field length (0 for a field empty everywhere)
+}
+
+var _ Index = (*index)(nil)
+
+// Build indexes docs. Documents whose content (name, namespace, title, description,
+// inputSchema) is byte-for-byte the same as one prev indexed keep prev's analysis, so
+// a change of one upstream re-reads only that upstream's tools; the postings are laid
+// out anew, which costs a few microseconds per document. The Raw of each doc is kept
+// as given (a hit hands back the current one).
+func (r BM25F) Build(docs []Doc, prev Index) Index {
+	p := r.Params
+	if p == (Params{}) {
+		p = DefaultParams()
+	}
+	var old map[uint64][]*analysis
+	switch v := prev.(type) {
+	case *index:
+		old = v.cache
+	case *view:
+		old = v.ix.cache
+	}
+	ix := &index{
+		k1:     p.K1,
+		fields: p.fields(),
+		docs:   slices.Clone(docs),
+		cache:  make(map[uint64][]*analysis, len(docs)),
+		dict:   make(map[string]int32),
+	}
+	slices.SortStableFunc(ix.docs, func(a, b Doc) int { return strings.Compare(a.Name, b.Name) })
+	ix.an = make([]*analysis, len(ix.docs))
+	ix.lens = make([][numFields]uint16, len(ix.docs))
+	for i := range ix.docs {
+		d := &ix.docs[i]
+		key := docKey(d)
+		var a *analysis
+		for _, c := range old[key] {
+			if sameContent(&c.doc, d) {
+				a = c
+				break
+			}
+		}
+		if a == nil {
+			a = analyze(*d, key)
+			a.doc.Raw = nil // the cache keeps what it compares, not the definition
+		}
+		ix.an[i] = a
+		ix.lens[i] = a.lens
+		if !slices.Contains(ix.cache[key], a) {
+			ix.cache[key] = append(ix.cache[key], a)
+		}
+	}
+	// Postings: count first so that each list is allocated once.
+	counts := []int32{}
+	for _, a := range ix.an {
+		for _, t := range a.terms {
+			id, ok := ix.dict[t.term]
+			if !ok {
+				id = int32(len(counts))
+				ix.dict[t.term] = id
+				counts = append(counts, 0)
+			}
+			counts[id]++
+		}
+	}
+	all := make([]posting, 0, sumInt32(counts))
+	ix.post = make([][]posting, len(counts))
+	for id, c := range counts {
+		ix.post[id] = all[len(all) : len(all) : len(all)+int(c)]
+		all = all[:len(all)+int(c)]
+	}
+	for d, a := range ix.an {
+		for _, t := range a.terms {
+			id := ix.dict[t.term]
+			ix.post[id] = append(ix.post[id], posting{doc: int32(d), tf: t.tf})
+		}
+	}
+	ix.stats = ix.statsOf(nil)
+	return ix
+}
+
+func sumInt32(s []int32) int {
+	n := 0
+	for _, v := range s {
+		n += int(v)
+	}
+	return n
+}
+
+// statsOf computes the statistics over the documents mask admits (all when nil).
+func (ix *index) statsOf(mask []bool) stats {
+	var s stats
+	var sum [numFields]float64
+	for d, l := range ix.lens {
+		if mask != nil && !mask[d] {
+			continue
+		}
+		s.n++
+		for f := range l {
+			sum[f] += float64(l[f])
+		}
+	}
+	for f := range sum {
+		if sum[f] > 0 {
+			s.invAvg[f] = float64(s.n) / sum[f]
+		}
+	}
+	return s
+}
+
+// Len is the number of documents indexed.
+func (ix *index) Len() int { return len(ix.docs) }
+
+// Search ranks the documents visible admits against query. Hidden documents are
+// excluded before anything is counted: the collection statistics (number of documents,
+// how many hold each term, average field lengths) are those of the visible documents
+// only, so a result, and each score in it, is exactly what an index of the visible
+// documents alone would give. Nothing about a hidden tool can be read from it.
+func (ix *index) Search(query string, limit int, visible func(name string) bool) []Hit {
+	if limit <= 0 || len(ix.docs) == 0 {
+		return nil
+	}
+	if visible == nil {
+		return ix.search(query, limit, nil, &ix.stats)
+	}
+	sc := getScratch(len(ix.docs))
+	defer putScratch(sc)
+	mask := sc.mask[:len(ix.docs)]
+	for i := range ix.docs {
+		mask[i] = visible(ix.docs[i].Name)
+	}
+	st := ix.statsOf(mask)
+	return ix.search(query, limit, mask, &st)
+}
+
+// Restrict returns an Index of the documents visible admits, computed once: a caller
+// that serves many searches to one principal over one catalogue (a session's view)
+// keeps it instead of passing visible to every Search. Its results are those of Search
+// with the same visible function.
+func (ix *index) Restrict(visible func(name string) bool) Index {
+	v := &view{ix: ix, mask: make([]bool, len(ix.docs))}
+	for i := range ix.docs {
+		if v.mask[i] = visible(ix.docs[i].Name); v.mask[i] {
+			v.n++
+		}
+	}
+	v.stats = ix.statsOf(v.mask)
+	return v
+}
+
+// Restricter is implemented by indexes that can precompute a principal's view.
+type Restricter interface {
+	Restrict(visible func(name string) bool) Index
+}
+
+var _ Restricter = (*index)(nil)
+
+// view is an index seen through a visibility mask.
+type view struct {
+	ix    *index
+	mask  []bool
+	n     int
+	stats stats
+}
+
+var _ Index = (*view)(nil)
+
+func (v *view) Len() int { return v.n }
+
+// Search on a view with a further visible function narrows the view again.
+func (v *view) Search(query string, limit int, visible func(name string) bool) []Hit {
+	if limit <= 0 || v.n == 0 {
+		return nil
+	}
+	if visible == nil {
+		return v.ix.search(query, limit, v.mask, &v.stats)
+	}
+	sc := getScratch(len(v.ix.docs))
+	defer putScratch(sc)
+	mask := sc.mask[:len(v.ix.docs)]
+	for i := range v.ix.docs {
+		mask[i] = v.mask[i] && visible(v.ix.docs[i].Name)
+	}
+	st := v.ix.statsOf(mask)
+	return v.ix.search(query, limit, mask, &st)
+}
+
+// Query limits: the work a query costs is bounded whatever its length.
+const (
+	maxQueryBytes = 2048 // a longer query is read up to here
+	maxQueryTerms = 32   // distinct known terms used
+)
+
+func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
+	if st.n == 0 {
+		return nil
+	}
+	if len(query) > maxQueryBytes {
+		query = query[:maxQueryBytes]
+	}
+	sc := getScratch(len(ix.docs))
+	defer putScratch(sc)
+	terms := sc.terms[:0]
+	sc.buf = words(query, sc.buf, func(t []byte) bool {
+		id, ok := ix.dict[string(t)]
+		if ok && !slices.Contains(terms, id) {
+			terms = append(terms, id)
+		}
+		return len(terms) < maxQueryTerms
+	})
+	sc.terms = terms
+	if len(terms) == 0 {
+		return nil
+	}
+	scores := sc.scores[:len(ix.docs)]
+	touched := sc.touched[:0]
+	k1 := ix.k1
+	var norm0, normB [numFields]float64 // norm = norm0 + normB * length
+	for f, fp := range ix.fields {
+		norm0[f] = 1 - fp.B
+		normB[f] = fp.B * st.invAvg[f]
+	}
+	for _, id := range terms {
+		post := ix.post[id]
+		df := len(post)
+		if mask != nil {
+			df = 0
+			for i := range post {
+				if mask[post[i].doc] {
+					df++
+				}
+			}
+			if df == 0 {
+				continue
+			}
+		}
+		idf := math.Log(1 + (float64(st.n)-float64(df)+0.5)/(float64(df)+0.5))
+		for i := range post {
+			p := &post[i]
+			if mask != nil && !mask[p.doc] {
+				continue
+			}
+			l := &ix.lens[p.doc]
+			tf := 0.0
+			for f := range numFields {
+				if p.tf[f] != 0 {
+					tf += ix.fields[f].Weight * float64(p.tf[f]) / (norm0[f] + normB[f]*float64(l[f]))
+				}
+			}
+			if scores[p.doc] == 0 {
+				touched = append(touched, p.doc)
+			}
+			scores[p.doc] += idf * tf * (k1 + 1) / (tf + k1)
+		}
+	}
+	hits := ix.top(scores, touched, limit)
+	for _, d := range touched {
+		scores[d] = 0
+	}
+	sc.touched = touched[:0]
+	return hits
+}
+
+// top returns the limit best of touched, best first, ties by name (document numbers
+// follow names).
+func (ix *index) top(scores []float64, touched []int32, limit int) []Hit {
+	better := func(a, b int32) bool {
+		if scores[a] != scores[b] {
+			return scores[a] > scores[b]
+		}
+		return a < b
+	}
+	if limit > len(touched) {
+		limit = len(touched)
+	}
+	if limit > 64 {
+		// A large limit: sort them all (touched is scratch, its order is free).
+		slices.SortFunc(touched, func(a, b int32) int {
+			if better(a, b) {
+				return -1
+			}
+			if better(b, a) {
+				return 1
+			}
+			return 0
+		})
+		hits := make([]Hit, limit)
+		for i, d := range touched[:limit] {
+			hits[i] = Hit{Doc: &ix.docs[d], Score: scores[d]}
+		}
+		return hits
+	}
+	// A bounded insertion list: limits are small (a model asks for a handful).
+	best := make([]int32, 0, limit)
+	for _, d := range touched {
+		if scores[d] <= 0 {
+			continue
+		}
+		if len(best) == limit && !better(d, best[len(best)-1]) {
+			continue
+		}
+		if len(best) < limit {
+			best = append(best, d)
+		} else {
+			best[len(best)-1] = d
+		}
+		for i := len(best) - 1; i > 0 && better(best[i], best[i-1]); i-- {
+			best[i], best[i-1] = best[i-1], best[i]
+		}
+	}
+	hits := make([]Hit, len(best))
+	for i, d := range best {
+		hits[i] = Hit{Doc: &ix.docs[d], Score: scores[d]}
+	}
+	return hits
+}
