@@ -362,15 +362,11 @@ func endpointViews(s, prev *snapshot, set *endpointSet, ranker search.Ranker, se
 
 // docOf is the search document of a tool.
 func docOf(e *entry) search.Doc {
-	d := search.Doc{Name: e.exposed, Raw: e.raw}
-	d.Description, _, _ = jsonx.GetString(e.raw, "description")
-	d.Title, _, _ = jsonx.GetString(e.raw, "title")
-	if d.Title == "" {
-		if ann, ok, _ := jsonx.Get(e.raw, "annotations"); ok {
-			d.Title, _, _ = jsonx.GetString(ann, "title")
-		}
+	d, err := search.DocFromTool(e.raw, e.owner.namespace)
+	if err != nil { // a definition the catalogue took is an object; keep its name at least
+		d = search.Doc{Name: e.exposed, Namespace: e.owner.namespace, Raw: e.raw}
 	}
-	d.InputSchema, _, _ = jsonx.Get(e.raw, "inputSchema")
+	d.Name, d.Raw = e.exposed, e.raw
 	return d
 }
 

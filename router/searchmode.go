@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/search"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -80,7 +81,7 @@ func (r *Router) searchModeTools(snap *snapshot, req *Request, v *epView) (items
 		return nil, false
 	}
 	base := snap.view(r, req, listTools)
-	visible := r.toolVisibility(snap, req, v)
+	visible := r.classViewOf(snap, req, v).visible
 	items = append(make([]json.RawMessage, 0, len(base)+len(names)), base...)
 	for _, n := range names {
 		e := v.toolByName[n]
@@ -102,44 +103,56 @@ func (v *epView) isAlways(e *entry) bool {
 	return false
 }
 
-// visibleNames are the names of a view's tools one class of principal may see.
-type visibleNames map[string]struct{}
-
-// toolVisibility returns what a request's principal may see of a view's tools, for
-// searching: nil when the router has no guard (everything). The set is computed once
-// per snapshot, endpoint and principal class, like the lists.
-func (r *Router) toolVisibility(snap *snapshot, req *Request, v *epView) func(name string) bool {
-	g := r.Guard()
-	if g == nil {
-		if len(v.shadowed) == 0 {
-			return nil
-		}
-		return func(name string) bool { return v.shadowed[name] == nil }
-	}
-	key := viewKey{list: listVisible, class: principalClass(req), endpoint: req.Endpoint}
-	var set visibleNames
-	if x, ok := snap.views.Load(key); ok {
-		set = x.(visibleNames)
-	} else {
-		set = make(visibleNames, len(v.tools))
-		for _, e := range v.tools {
-			t := Target{Kind: TargetTool, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
-			if v.shadowed[e.exposed] == nil && g.Visible(req, &t) {
-				set[e.exposed] = struct{}{}
-			}
-		}
-		if snap.nviews.Add(1) <= maxViews {
-			snap.views.Store(key, set)
-		}
-	}
-	return func(name string) bool {
-		_, ok := set[name]
-		return ok
-	}
+// classView is what one class of principal may see of an endpoint view's tools, for
+// searching: the names it may see (visible; nil: all) and the index to search (the
+// view's, restricted to those names once when the index can precompute that, so that a
+// query pays nothing for visibility).
+type classView struct {
+	visible func(name string) bool
+	index   search.Index // nil without a ranker
+	narrow  bool         // index is not restricted: pass visible to Search
 }
 
-// listVisible keys the cached visible-name sets in snapshot.views (not a list clients
-// see).
+// restricter is an index that can precompute a principal's view (search.Restricter).
+type restricter interface {
+	Restrict(visible func(name string) bool) search.Index
+}
+
+// classViewOf returns what a request's principal may see of a view's tools, computed
+// once per snapshot, endpoint and principal class, like the lists.
+func (r *Router) classViewOf(snap *snapshot, req *Request, v *epView) *classView {
+	g := r.Guard()
+	if g == nil && len(v.shadowed) == 0 {
+		return &classView{index: v.index}
+	}
+	key := viewKey{list: listVisible, endpoint: req.Endpoint}
+	if g != nil {
+		key.class = principalClass(req)
+	}
+	if x, ok := snap.views.Load(key); ok {
+		return x.(*classView)
+	}
+	set := make(map[string]struct{}, len(v.tools))
+	for _, e := range v.tools {
+		t := Target{Kind: TargetTool, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
+		if v.shadowed[e.exposed] == nil && (g == nil || g.Visible(req, &t)) {
+			set[e.exposed] = struct{}{}
+		}
+	}
+	cv := &classView{visible: func(name string) bool {
+		_, ok := set[name]
+		return ok
+	}, index: v.index, narrow: true}
+	if rs, ok := v.index.(restricter); ok {
+		cv.index, cv.narrow = rs.Restrict(cv.visible), false
+	}
+	if snap.nviews.Add(1) <= maxViews {
+		snap.views.Store(key, cv)
+	}
+	return cv
+}
+
+// listVisible keys the cached class views in snapshot.views (not a list clients see).
 const listVisible byte = 0xff
 
 // find runs a query against a request's view: the entries found, best first, at most
@@ -147,14 +160,19 @@ const listVisible byte = 0xff
 // upstream that declares tools.filtering (SEP-1821), the query goes to it; its answer
 // is taken when it comes, the index is asked otherwise.
 func (r *Router) find(ctx context.Context, snap *snapshot, req *Request, v *epView, query string, limit int) []*entry {
-	visible := r.toolVisibility(snap, req, v)
+	cv := r.classViewOf(snap, req, v)
+	visible := cv.visible
 	if found, ok := r.findUpstream(ctx, req, v, query, limit, visible); ok {
 		return found
 	}
-	if v.index == nil {
+	if cv.index == nil {
 		return nil
 	}
-	hits := v.index.Search(query, limit, visible)
+	var narrow func(string) bool
+	if cv.narrow {
+		narrow = visible
+	}
+	hits := cv.index.Search(query, limit, narrow)
 	out := make([]*entry, 0, len(hits))
 	for _, h := range hits {
 		if e := v.toolByName[h.Doc.Name]; e != nil && (visible == nil || visible(e.exposed)) {
@@ -331,7 +349,10 @@ func (r *Router) callTool(ctx context.Context, req *Request, v *epView, reply Re
 // listQuery answers tools/list with a query (SEP-1821) on an endpoint: the best
 // matches, one page, no cursor.
 func (r *Router) listQuery(ctx context.Context, snap *snapshot, req *Request, v *epView, query string) json.RawMessage {
-	found := r.find(ctx, snap, req, v, query, v.ep.MaxLimit)
+	var found []*entry
+	if v.ep != nil { // not removed by a reload
+		found = r.find(ctx, snap, req, v, query, v.ep.MaxLimit)
+	}
 	defs := make([]json.RawMessage, len(found))
 	for i, e := range found {
 		defs[i] = e.raw
