@@ -106,7 +106,7 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 		active: &activeReq{id: msg.ID, reply: reply}, principal: principalName(ctx)}
 	req := &router.Request{Method: msg.Method, Params: msg.Params, ID: rp.idOf(msg), Cancel: &bc.canceller, Modern: true,
 		Principal: principal.From(ctx), Endpoint: ss.endpoint,
-		Meta:      &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
+		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if hasProgressToken(rm.meta) {
 		notify := rp.notifier(ss)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }

@@ -85,8 +85,8 @@ type HTTPHandler struct {
 
 	mu       sync.RWMutex // guards sessions
 	sessions map[string]*httpSession
-	adoptMu  sync.Mutex // one adoption at a time (adopt.go)
-	modern   *session   // serves every modern request on the listen path (stateless: no state between them but parked calls)
+	adoptMu  sync.Mutex                     // one adoption at a time (adopt.go)
+	modern   *session                       // serves every modern request on the listen path (stateless: no state between them but parked calls)
 	routes   atomic.Pointer[endpointRoutes] // the endpoints' paths (SetEndpoints); nil: none
 	modernMu sync.Mutex                     // guards moderns
 	moderns  map[string]*session            // the modern session of each endpoint (modernFor)
