@@ -28,9 +28,9 @@ func TestEndpointSeries(t *testing.T) {
 	through(m, clk, query, answer{res: json.RawMessage(`{"tools":[]}`)}, 30*time.Microsecond)
 	got := gather(t, m.Registry())
 	for k, want := range map[string]float64{
-		`mcp_proxy_endpoint_requests_total{endpoint="review",method="tools/call",outcome="ok"}`: 2,
-		`mcp_proxy_endpoint_requests_total{endpoint="review",method="tools/list",outcome="ok"}`: 1,
-		`mcp_proxy_search_duration_seconds_count{endpoint="review"}`:                            2,
+		`mcp_proxy_endpoint_requests_total{endpoint="review",method="tools/call",outcome="ok"}`:           2,
+		`mcp_proxy_endpoint_requests_total{endpoint="review",method="tools/list",outcome="ok"}`:           1,
+		`mcp_proxy_search_duration_seconds_count{endpoint="review"}`:                                      2,
 		`mcp_proxy_requests_total{method="tools/call",outcome="ok",tool="gh__list_issues",upstream="gh"}`: 2,
 	} {
 		if got[k] != want {
