@@ -118,6 +118,20 @@ func writeText(w *strings.Builder, st *Status) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	if len(st.Endpoints) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENDPOINT	PATH	MODE	UPSTREAMS	TOOLS")
+		for _, e := range st.Endpoints {
+			path := e.Path
+			if path == "" {
+				path = "-"
+			}
+			fmt.Fprintf(tw, "%s	%s	%s	%s	%d
+", e.Name, path, e.Mode, strings.Join(e.Upstreams, ","), len(e.Tools))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 	if len(st.Sessions) == 0 {
 		fmt.Fprintln(w, "no client sessions")
 		return

@@ -66,6 +66,9 @@ func endpointsOf(cfg *config.Config, host *plugins.Host) []router.Endpoint {
 		if ep.Search.Ranker != "" && host != nil {
 			re.Ranker = host.Ranker(ep.Search.Ranker, builtinRanker)
 		}
+		if len(cfg.Listen) > 0 {
+			re.Path = ep.Path
+		}
 		out = append(out, re)
 	}
 	return out

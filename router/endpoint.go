@@ -28,6 +28,7 @@ import (
 // Endpoint configures one endpoint.
 type Endpoint struct {
 	Name string
+	Path string // where the HTTP front end serves it, for the status page ("" on stdio)
 	// Upstreams are the configured names of the upstreams it serves; nil: all of them.
 	Upstreams []string
 	// Tools, Prompts and Resources select items by exposed name (resources: by URI, and
@@ -203,8 +204,10 @@ func (r *Router) SetEndpoints(eps []Endpoint) error {
 // EndpointInfo describes an endpoint to the front end and the CLI.
 type EndpointInfo struct {
 	Name         string
+	Path         string
 	Upstreams    []string // the configured upstreams it serves, in config order
 	Search       bool
+	Always       []string // in search mode: the tools listed besides search_tools and call_tool
 	Instructions *string
 	Tools        int // tools in its view (before the per-principal view)
 }
@@ -216,7 +219,7 @@ func (r *Router) Endpoint(name string) (EndpointInfo, bool) {
 		return EndpointInfo{}, false
 	}
 	c := set.byName[name]
-	info := EndpointInfo{Name: c.Name, Search: c.Search, Instructions: c.Instructions}
+	info := EndpointInfo{Name: c.Name, Path: c.Path, Search: c.Search, Always: c.Always, Instructions: c.Instructions}
 	for _, b := range r.all() {
 		if c.serves(b.name) {
 			info.Upstreams = append(info.Upstreams, b.name)
