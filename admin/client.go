@@ -120,14 +120,13 @@ func writeText(w *strings.Builder, st *Status) {
 	fmt.Fprintln(w)
 	if len(st.Endpoints) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENDPOINT	PATH	MODE	UPSTREAMS	TOOLS")
+		fmt.Fprintln(tw, "ENDPOINT\tPATH\tMODE\tUPSTREAMS\tTOOLS")
 		for _, e := range st.Endpoints {
 			path := e.Path
 			if path == "" {
 				path = "-"
 			}
-			fmt.Fprintf(tw, "%s	%s	%s	%s	%d
-", e.Name, path, e.Mode, strings.Join(e.Upstreams, ","), len(e.Tools))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", e.Name, path, e.Mode, strings.Join(e.Upstreams, ","), len(e.Tools))
 		}
 		tw.Flush()
 		fmt.Fprintln(w)
