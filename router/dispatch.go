@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -274,11 +275,19 @@ func upstreamError(ctx context.Context, b *backend, err error) error {
 func (r *Router) callEndpointTool(ctx context.Context, snap *snapshot, req *Request, reply Reply) {
 	v := snap.viewOf(req)
 	if v.ep != nil && v.ep.Search {
-		switch name, _, _ := jsonx.GetString(req.Params, "name"); name {
-		case SearchToolsName:
+		// The raw name, compared as it is (no allocation for the calls of every other
+		// tool), unquoted only when it holds an escape.
+		raw, _, _ := jsonx.Get(req.Params, "name")
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			if s, err := jsonx.Unquote(raw); err == nil {
+				raw = jsonrpc.AppendString(nil, s)
+			}
+		}
+		switch string(raw) {
+		case `"` + SearchToolsName + `"`:
 			r.searchTools(ctx, snap, req, v, reply)
 			return
-		case CallToolName:
+		case `"` + CallToolName + `"`:
 			r.callTool(ctx, req, v, reply)
 			return
 		}

@@ -337,3 +337,13 @@ func TestActiveBounded(t *testing.T) {
 		t.Errorf("told %d times, want 3", len(told))
 	}
 }
+
+// TestSearchToolsEscapedName: a search-mode tool named with JSON escapes is the same
+// tool.
+func TestSearchToolsEscapedName(t *testing.T) {
+	r, _ := searchRouter(t, 0)
+	res, err := r.Call(t.Context(), epRequest(mcp.MethodToolsCall, "ide", `{"name":"search\u005ftools","arguments":{"query":"read file"}}`))
+	if err != nil || !strings.Contains(string(res), "fs__read_file") {
+		t.Errorf("escaped search_tools: %v %s", err, res)
+	}
+}
