@@ -219,7 +219,7 @@ func decodeEndpointSearch(e *evaluator, raw *rawEndpointSearch, ranges map[strin
 		ranges["search.ranker"] = raw.Ranker.Expr.Range()
 		s.Ranker = v
 	}
-	if raw.ToolReferenceClients != nil {
+	if list, ok := e.stringList(raw.ToolReferenceClients); ok && len(list) > 0 { // [] is none, as absent
 		s.ToolReferenceClients = globPatterns(e, raw.ToolReferenceClients)
 	}
 	if v, ok := e.string(raw.ToolReferencePrefix); ok {
