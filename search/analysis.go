@@ -29,6 +29,8 @@ type analysis struct {
 	key   uint64
 	terms []termFreq // sorted by term
 	lens  [numFields]uint16
+	// changing: the tool's own name holds a changing verb (intent.go).
+	changing bool
 }
 
 type termFreq struct {
@@ -71,6 +73,7 @@ const maxFieldTerms = 4096
 func analyze(d Doc, key uint64) *analysis {
 	a := &analysis{doc: d, key: key}
 	ns, own := splitName(&d)
+	a.changing = changingName(own)
 	pnames, ptexts := params(d.InputSchema)
 	texts := [numFields]string{own, ns, d.Title, d.Description, pnames, ptexts}
 	idx := map[string]int{}
