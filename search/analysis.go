@@ -2,7 +2,7 @@ package search
 
 import (
 	"bytes"
-	"hash/fnv"
+	"hash/maphash"
 	"slices"
 	"strings"
 )
@@ -42,14 +42,19 @@ type termFreq struct {
 // confirmed by comparing the content itself (sameContent), so a collision costs only
 // a fresh analysis.
 func docKey(d *Doc) uint64 {
-	h := fnv.New64a()
+	var h maphash.Hash
+	h.SetSeed(keySeed)
 	for _, s := range [...]string{d.Namespace, d.Name, d.Title, d.Description} {
-		h.Write([]byte(s))
-		h.Write([]byte{0xff})
+		h.WriteString(s)
+		h.WriteByte(0xff)
 	}
 	h.Write(d.InputSchema)
 	return h.Sum64()
 }
+
+// keySeed seeds docKey: keys are compared only within one process (an index and the
+// next one built from it).
+var keySeed = maphash.MakeSeed()
 
 func sameContent(a, b *Doc) bool {
 	return a.Name == b.Name && a.Namespace == b.Namespace && a.Title == b.Title &&

@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"strings"
 )
 
 // Field is one field's part in BM25F: its weight (how much one occurrence counts
@@ -84,12 +83,11 @@ type index struct {
 	docs   []Doc       // sorted by name: a document's number orders ties
 	an     []*analysis // per document
 	lens   [][numFields]uint16
-	dict   map[string]int32 // term → number
-	terms  []string         // by number
-	byStr  []int32          // term numbers in the order of their terms (prefix search)
-	post   [][]posting      // per term number, by document number
-	dfMain []int32          // per term number: documents holding it in a main field
-	stats  stats            // over all documents
+	voc    *vocab      // the terms, numbered (shared with the next index while it can be)
+	ids    [][]int32   // per document: its analysis's terms' numbers, in order
+	post   [][]posting // per term number, by document number
+	dfMain []int32     // per term number: documents holding it in a main field
+	stats  stats       // over all documents
 
 	cache map[uint64][]*analysis // for the next Build
 }
@@ -106,108 +104,6 @@ type stats struct {
 }
 
 var _ Index = (*index)(nil)
-
-// Build indexes docs. Documents whose content (name, namespace, title, description,
-// inputSchema) is byte-for-byte the same as one prev indexed keep prev's analysis, so
-// a change of one upstream re-reads only that upstream's tools; the postings are laid
-// out anew, which costs a few microseconds per document. The Raw of each doc is kept
-// as given (a hit hands back the current one).
-func (r BM25F) Build(docs []Doc, prev Index) Index {
-	p := r.Params
-	if p == (Params{}) {
-		p = DefaultParams()
-	}
-	var old map[uint64][]*analysis
-	switch v := prev.(type) {
-	case *index:
-		old = v.cache
-	case *view:
-		old = v.ix.cache
-	}
-	ix := &index{
-		k1:       p.K1,
-		fields:   p.fields(),
-		related:  p.Related,
-		prefix:   p.Prefix,
-		asking:   p.Asking,
-		coverage: p.Coverage,
-		docs:     slices.Clone(docs),
-		cache:    make(map[uint64][]*analysis, len(docs)),
-		dict:     make(map[string]int32),
-	}
-	slices.SortStableFunc(ix.docs, func(a, b Doc) int { return strings.Compare(a.Name, b.Name) })
-	ix.an = make([]*analysis, len(ix.docs))
-	ix.lens = make([][numFields]uint16, len(ix.docs))
-	for i := range ix.docs {
-		d := &ix.docs[i]
-		key := docKey(d)
-		var a *analysis
-		for _, c := range old[key] {
-			if sameContent(&c.doc, d) {
-				a = c
-				break
-			}
-		}
-		if a == nil {
-			a = analyze(*d, key)
-			a.doc.Raw = nil // the cache keeps what it compares, not the definition
-		}
-		ix.an[i] = a
-		ix.lens[i] = a.lens
-		if !slices.Contains(ix.cache[key], a) {
-			ix.cache[key] = append(ix.cache[key], a)
-		}
-	}
-	// Postings: count first so that each list is allocated once.
-	counts := []int32{}
-	for _, a := range ix.an {
-		for _, t := range a.terms {
-			id, ok := ix.dict[t.term]
-			if !ok {
-				id = int32(len(counts))
-				ix.dict[t.term] = id
-				counts = append(counts, 0)
-				ix.terms = append(ix.terms, t.term)
-			}
-			counts[id]++
-		}
-	}
-	all := make([]posting, 0, sumInt32(counts))
-	ix.post = make([][]posting, len(counts))
-	for id, c := range counts {
-		ix.post[id] = all[len(all) : len(all) : len(all)+int(c)]
-		all = all[:len(all)+int(c)]
-	}
-	for d, a := range ix.an {
-		for _, t := range a.terms {
-			id := ix.dict[t.term]
-			ix.post[id] = append(ix.post[id], posting{doc: int32(d), tf: t.tf})
-		}
-	}
-	ix.dfMain = make([]int32, len(ix.terms))
-	for id, post := range ix.post {
-		for i := range post {
-			if mainField(&post[i].tf) {
-				ix.dfMain[id]++
-			}
-		}
-	}
-	ix.byStr = make([]int32, len(ix.terms))
-	for i := range ix.byStr {
-		ix.byStr[i] = int32(i)
-	}
-	slices.SortFunc(ix.byStr, func(a, b int32) int { return strings.Compare(ix.terms[a], ix.terms[b]) })
-	ix.stats = ix.statsOf(nil)
-	return ix
-}
-
-func sumInt32(s []int32) int {
-	n := 0
-	for _, v := range s {
-		n += int(v)
-	}
-	return n
-}
 
 // statsOf computes the statistics over the documents mask admits (all when nil).
 func (ix *index) statsOf(mask []bool) stats {

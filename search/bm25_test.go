@@ -300,3 +300,38 @@ func TestDocFromTool(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuildSequence: a chain of incremental builds (tools removed, changed, added
+// back; the vocabulary extended and compacted on the way) answers exactly as a build
+// from nothing at every step, scores included.
+func TestRebuildSequence(t *testing.T) {
+	docs := corpusDocs(t)
+	steps := [][]Doc{
+		docs,
+		docs[:len(docs)/2],
+		docs[len(docs)/2:],
+		docs[:20],
+		append(slices.Clone(docs[:50]), Doc{Name: "zz__xylophone_tuner", Description: "Tune a xylophone"}),
+		docs,
+	}
+	var prev Index
+	for i, step := range steps {
+		inc := BM25F{}.Build(step, prev)
+		fresh := BM25F{}.Build(step, nil)
+		for _, q := range append(probeQueries, "xylophone", "tune") {
+			a, b := inc.Search(q, 30, nil), fresh.Search(q, 30, nil)
+			if !slices.Equal(names(a), names(b)) {
+				t.Fatalf("step %d, %q: incremental %q, fresh %q", i, q, names(a), names(b))
+			}
+			for j := range a {
+				if a[j].Score != b[j].Score {
+					t.Fatalf("step %d, %q: %s scores %v incrementally, %v fresh", i, q, a[j].Doc.Name, a[j].Score, b[j].Score)
+				}
+			}
+		}
+		if i == 3 && len(inc.(*index).voc.terms) > 2*len(fresh.(*index).voc.terms)+64 {
+			t.Errorf("step %d: vocabulary of %d terms for %d in use: not compacted", i, len(inc.(*index).voc.terms), len(fresh.(*index).voc.terms))
+		}
+		prev = inc
+	}
+}

@@ -54,7 +54,7 @@ func (ix *index) Explain(query, name string) string {
 			}
 			part := idf * tf * (ix.k1 + 1) / (tf + ix.k1)
 			total += part
-			fmt.Fprintf(&b, "%s (w %.2f, idf %.2f) in %s: %.2f; ", ix.terms[qt.id], qt.w, idf/qt.w, strings.Join(where, " "), part)
+			fmt.Fprintf(&b, "%s (w %.2f, idf %.2f) in %s: %.2f; ", ix.voc.terms[qt.id], qt.w, idf/qt.w, strings.Join(where, " "), part)
 		}
 	}
 	if ix.asking > 0 && !sc.changing && ix.an[doc].changing {

@@ -24,8 +24,8 @@ func (ix *index) queryTerms(query string, sc *scratch, mask []bool) []qterm {
 	terms := sc.terms[:0]
 	word := 0 // the query word's number, for its bit
 	add := func(id int32, w float64) {
-		if mask != nil && !ix.anyVisible(id, mask) {
-			return
+		if len(ix.post[id]) == 0 || mask != nil && !ix.anyVisible(id, mask) {
+			return // a term no (visible) document holds any more
 		}
 		bit := uint32(1) << (word % 32)
 		sc.words |= bit
@@ -48,12 +48,12 @@ func (ix *index) queryTerms(query string, sc *scratch, mask []bool) []qterm {
 		if !sc.changing && isChanging(t) {
 			sc.changing = true
 		}
-		if id, ok := ix.dict[string(t)]; ok {
+		if id, ok := ix.voc.dict[string(t)]; ok {
 			add(id, 1)
 		}
 		if ix.related > 0 {
 			for _, r := range related[string(t)] {
-				if id, ok := ix.dict[r]; ok {
+				if id, ok := ix.voc.dict[r]; ok {
 					add(id, ix.related)
 				}
 			}
@@ -82,23 +82,23 @@ func (ix *index) anyVisible(id int32, mask []bool) bool {
 // with it and that a document mask admits holds, at most maxPrefixTerms, in term order.
 func (ix *index) prefixTerms(p []byte, mask []bool, f func(id int32)) {
 	// The first term not less than p.
-	lo, hi := 0, len(ix.byStr)
+	lo, hi := 0, len(ix.voc.byStr)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if ix.terms[ix.byStr[m]] < string(p) {
+		if ix.voc.terms[ix.voc.byStr[m]] < string(p) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	n := 0
-	for i := lo; i < len(ix.byStr) && n < maxPrefixTerms; i++ {
-		t := ix.terms[ix.byStr[i]]
+	for i := lo; i < len(ix.voc.byStr) && n < maxPrefixTerms; i++ {
+		t := ix.voc.terms[ix.voc.byStr[i]]
 		if len(t) < len(p) || t[:len(p)] != string(p) {
 			break
 		}
-		if len(t) > len(p) && (mask == nil || ix.anyVisible(ix.byStr[i], mask)) {
-			f(ix.byStr[i])
+		if id := ix.voc.byStr[i]; len(t) > len(p) && len(ix.post[id]) > 0 && (mask == nil || ix.anyVisible(id, mask)) {
+			f(id)
 			n++
 		}
 	}
