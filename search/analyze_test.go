@@ -94,3 +94,28 @@ func TestParams(t *testing.T) {
 		params([]byte(bad)) // must not panic
 	}
 }
+
+func TestShapes(t *testing.T) {
+	for _, tt := range []struct {
+		q    string
+		want []string
+	}{
+		{"show me notes.txt", []string{fileTerm}},
+		{"open a.go, b.go and (c.py)", []string{fileTerm}},
+		{"go to example.com", []string{urlTerm}},
+		{"fetch https://x.test/a", []string{urlTerm}},
+		{"www.example", []string{urlTerm}},
+		{"what's in ~/Documents?", []string{pathTerm}},
+		{"cat /etc/hosts.conf", []string{fileTerm, pathTerm}},
+		{"mail john@acme.com", nil},
+		{"version 1.2 and e.g. this", nil},
+		{"end with a dot.", nil},
+		{"", nil},
+	} {
+		var got []string
+		shapeWords(tt.q, func(w string) { got = append(got, w) })
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q: %q, want %q", tt.q, got, tt.want)
+		}
+	}
+}

@@ -64,6 +64,13 @@ func (ix *index) queryTerms(query string, sc *scratch, mask []bool) []qterm {
 		word++
 		return len(terms) < maxQueryTerms
 	})
+	if ix.related > 0 && len(terms) < maxQueryTerms {
+		shapeWords(query, func(term string) {
+			if id, ok := ix.voc.dict[term]; ok {
+				add(id, ix.related)
+			}
+		})
+	}
 	sc.terms = terms
 	return terms
 }
