@@ -35,30 +35,47 @@ var fileTerm, urlTerm, pathTerm = Terms("file")[0], Terms("url")[0], Terms("path
 
 // shapeWords calls f with the term of the word each shaped token of query implies
 // ("file", "url", "path"), at most once per word.
-func shapeWords(query string, f func(word string)) {
+func shapeWords(query string, f func(term string)) {
 	var file, url, path bool
-	for _, tok := range strings.Fields(query) {
-		tok = strings.Trim(tok, `"'()[]{}<>,;:!?`)
+	for rest := query; rest != ""; {
+		// The next token: a run of non-space bytes (no allocation: strings.Fields would).
+		start := 0
+		for start < len(rest) && isSpace(rest[start]) {
+			start++
+		}
+		end := start
+		for end < len(rest) && !isSpace(rest[end]) {
+			end++
+		}
+		tok := strings.Trim(rest[start:end], `"'()[]{}<>,;:!?`)
+		rest = rest[end:]
 		if tok == "" {
 			continue
 		}
-		lower := strings.ToLower(tok)
-		switch {
-		case strings.Contains(lower, "://") || strings.HasPrefix(lower, "www."):
+		if strings.Contains(tok, "://") || len(tok) > 4 && strings.EqualFold(tok[:4], "www.") {
 			url = true
 			continue
-		case strings.HasPrefix(tok, "/") || strings.HasPrefix(tok, "~/") || strings.HasPrefix(tok, "./") || strings.HasPrefix(tok, "../"):
+		}
+		if strings.HasPrefix(tok, "/") || strings.HasPrefix(tok, "~/") || strings.HasPrefix(tok, "./") || strings.HasPrefix(tok, "../") {
 			path = true
 		}
-		dot := strings.LastIndexByte(lower, '.')
-		if dot <= 0 || dot == len(lower)-1 {
+		dot := strings.LastIndexByte(tok, '.')
+		if dot <= 0 || dot == len(tok)-1 || len(tok)-dot-1 > 8 {
 			continue
 		}
-		ext := lower[dot+1:]
+		var buf [8]byte
+		ext := buf[:0]
+		for i := dot + 1; i < len(tok); i++ {
+			c := tok[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			ext = append(ext, c)
+		}
 		switch {
-		case fileExtensions[ext]:
+		case fileExtensions[string(ext)]:
 			file = true
-		case webDomains[ext] && !strings.Contains(lower, "@"):
+		case webDomains[string(ext)] && strings.IndexByte(tok, '@') < 0:
 			url = true
 		}
 	}
@@ -71,4 +88,8 @@ func shapeWords(query string, f func(word string)) {
 	if path {
 		f(pathTerm)
 	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
