@@ -335,3 +335,33 @@ func TestRebuildSequence(t *testing.T) {
 		prev = inc
 	}
 }
+
+// TestConcurrentSearches: an index and a view serve searches from many goroutines
+// while the next index is built from them (run with -race).
+func TestConcurrentSearches(t *testing.T) {
+	docs := corpusDocs(t)
+	ix := BM25F{}.Build(docs, nil)
+	view := ix.(Restricter).Restrict(func(n string) bool { return !strings.HasPrefix(n, "github__") })
+	want := names(ix.Search(probeQueries[0], 5, nil))
+	done := make(chan struct{})
+	for g := range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 200 {
+				q := probeQueries[(g+i)%len(probeQueries)]
+				ix.Search(q, 5, nil)
+				view.Search(q, 5, func(n string) bool { return !strings.HasPrefix(n, "slack__") })
+			}
+		}()
+	}
+	next := BM25F{}.Build(docs[:100], ix)
+	for range 4 {
+		<-done
+	}
+	if got := names(ix.Search(probeQueries[0], 5, nil)); !slices.Equal(got, want) {
+		t.Errorf("after a build from it, the old index answers %q, want %q", got, want)
+	}
+	if next.Len() != 100 {
+		t.Errorf("next has %d documents", next.Len())
+	}
+}
