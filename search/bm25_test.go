@@ -365,3 +365,24 @@ func TestConcurrentSearches(t *testing.T) {
 		t.Errorf("next has %d documents", next.Len())
 	}
 }
+
+func TestDocFromPrompt(t *testing.T) {
+	raw := json.RawMessage(`{"name":"gh__review_pr","description":"Review a pull request","arguments":[{"name":"prNumber","description":"which pull request"}]}`)
+	d, err := DocFromPrompt(raw, "gh")
+	if err != nil || d.Name != "gh__review_pr" || d.Namespace != "gh" || string(d.Raw) != string(raw) {
+		t.Fatalf("%+v %v", d, err)
+	}
+	names, texts := params(d.InputSchema)
+	if got := Terms(names + " " + texts); !slices.Equal(got, []string{"pr", "number", "pull", "request"}) {
+		t.Errorf("arguments read as %q", got)
+	}
+	hits := BM25F{}.Build([]Doc{d}, nil).Search("review the PR", 5, nil)
+	if len(hits) != 1 {
+		t.Errorf("prompt not found: %v", hits)
+	}
+	for _, bad := range []string{`{}`, `[]`, ``} {
+		if _, err := DocFromPrompt(json.RawMessage(bad), ""); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
