@@ -212,8 +212,9 @@ bench: bench-go load
 # the labelled queries (whole, development and held-out halves) over the corpus of real
 # servers' tools, every query missed, the bytes of tools/list in mode all against a
 # search-mode endpoint's first list; then the Go benchmarks of Search (300 and 1,000
-# tools) and Build (fresh, one upstream changed). SEARCH_BENCH_FLAGS=-tune searches the
-# parameters on the development half instead of reporting.
+# tools) and Build (fresh, one upstream changed). SEARCH_BENCH_FLAGS=-explain says why
+# each miss scored as it did; SEARCH_BENCH_FLAGS=-tune searches the parameters on the
+# development half instead of reporting.
 SEARCH_BENCH_FLAGS ?=
 bench-search:
 	$(GO) run ./internal/testing/searchbench $(SEARCH_BENCH_FLAGS)

@@ -386,3 +386,19 @@ func TestDocFromPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainAddsUp: Explain's total is the score Search gives.
+func TestExplainAddsUp(t *testing.T) {
+	ix := BM25F{}.Build(corpusDocs(t), nil)
+	for _, q := range probeQueries {
+		for _, h := range ix.Search(q, 5, nil) {
+			e := ix.(Explainer).Explain(q, h.Doc.Name)
+			if want := fmt.Sprintf("total %.2f", h.Score); !strings.HasSuffix(e, want) {
+				t.Errorf("%q, %s: %q does not end in %q", q, h.Doc.Name, e, want)
+			}
+		}
+	}
+	if e := ix.(Explainer).Explain("x", "no__such_tool"); !strings.Contains(e, "not indexed") {
+		t.Errorf("unknown tool: %q", e)
+	}
+}

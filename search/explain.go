@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 )
 
@@ -35,6 +36,7 @@ func (ix *index) Explain(query, name string) string {
 	st := &ix.stats
 	var b strings.Builder
 	total := 0.0
+	var matched uint32
 	for _, qt := range terms {
 		post := ix.post[qt.id]
 		df := ix.dfOf(qt.id, nil)
@@ -54,8 +56,15 @@ func (ix *index) Explain(query, name string) string {
 			}
 			part := idf * tf * (ix.k1 + 1) / (tf + ix.k1)
 			total += part
+			matched |= qt.src
 			fmt.Fprintf(&b, "%s (w %.2f, idf %.2f) in %s: %.2f; ", ix.voc.terms[qt.id], qt.w, idf/qt.w, strings.Join(where, " "), part)
 		}
+	}
+	if ix.coverage > 0 && total > 0 {
+		got, asked := bits.OnesCount32(matched), bits.OnesCount32(sc.words)
+		c := math.Pow(float64(got)/float64(asked), ix.coverage)
+		fmt.Fprintf(&b, "coverage %d/%d: ×%.2f; ", got, asked, c)
+		total *= c
 	}
 	if ix.asking > 0 && !sc.changing && ix.an[doc].changing {
 		fmt.Fprintf(&b, "changing tool for an asking query: ×%.2f; ", 1-ix.asking)

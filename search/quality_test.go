@@ -72,7 +72,7 @@ func TestQualityFloor(t *testing.T) {
 	t.Logf("%d queries: recall@1 %.3f, recall@5 %.3f, MRR@10 %.3f", r.N, r.Recall1(), r.Recall5(), r.MRR())
 	if r.Recall1() < floorRecall1 || r.Recall5() < floorRecall5 || r.MRR() < floorMRR {
 		var b strings.Builder
-		searcheval.FormatMisses(&b, r.Misses)
+		searcheval.FormatMisses(&b, r.Misses, nil)
 		t.Errorf("below the floor (recall@1 %.2f, recall@5 %.2f, MRR %.2f); the misses:\n%s", floorRecall1, floorRecall5, floorMRR, b.String())
 	}
 }

@@ -31,6 +31,7 @@ func run(args []string, out io.Writer) error {
 	corpus := fs.String("corpus", "search/testdata/corpus", "the corpus directory")
 	queries := fs.String("queries", "search/testdata/queries.json", "the labelled queries")
 	tune := fs.Bool("tune", false, "search the parameters on the development half")
+	explain := fs.Bool("explain", false, "with each miss, why the first result and the first wanted tool scored as they did")
 	related := fs.Float64("related", -1, "override Params.Related (for comparisons)")
 	prefix := fs.Float64("prefix", -1, "override Params.Prefix (for comparisons)")
 	asking := fs.Float64("asking", -1, "override Params.Asking (for comparisons)")
@@ -106,10 +107,14 @@ func run(args []string, out io.Writer) error {
 			notFirst = append(notFirst, m)
 		}
 	}
+	ex, _ := ix.(search.Explainer)
+	if !*explain {
+		ex = nil
+	}
 	fmt.Fprintf(&b, "\nmissed at rank 5 (%d):\n", len(notIn5))
-	searcheval.FormatMisses(&b, notIn5)
+	searcheval.FormatMisses(&b, notIn5, ex)
 	fmt.Fprintf(&b, "\nin the first 5 but not first (%d):\n", len(notFirst))
-	searcheval.FormatMisses(&b, notFirst)
+	searcheval.FormatMisses(&b, notFirst, ex)
 	_, err = io.WriteString(out, b.String())
 	return err
 }

@@ -255,8 +255,9 @@ var CallToolDefinition = json.RawMessage(`{
   }
 }`)
 
-// FormatMisses writes one line per miss.
-func FormatMisses(b *strings.Builder, misses []Miss) {
+// FormatMisses writes each miss: the query, what was wanted, what came first. With ex,
+// also why the first result and the first wanted tool scored as they did.
+func FormatMisses(b *strings.Builder, misses []Miss, ex search.Explainer) {
 	for _, m := range misses {
 		rank := "not in top 10"
 		if m.Rank > 0 {
@@ -264,5 +265,11 @@ func FormatMisses(b *strings.Builder, misses []Miss) {
 		}
 		fmt.Fprintf(b, "  %-14s %q\n      want %s\n      got  %s\n", rank, m.Query.Query,
 			strings.Join(m.Query.Want, " | "), strings.Join(m.Top, ", "))
+		if ex != nil {
+			if len(m.Top) > 0 {
+				fmt.Fprintf(b, "      first: %s\n", ex.Explain(m.Query.Query, m.Top[0]))
+			}
+			fmt.Fprintf(b, "      wanted %s: %s\n", m.Query.Want[0], ex.Explain(m.Query.Query, m.Query.Want[0]))
+		}
 	}
 }
