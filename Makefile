@@ -214,7 +214,7 @@ bench: bench-go load
 # search-mode endpoint's first list; then the Go benchmarks of Search (300 and 1,000
 # tools) and Build (fresh, one upstream changed). SEARCH_BENCH_FLAGS=-explain says why
 # each miss scored as it did; SEARCH_BENCH_FLAGS=-tune searches the parameters on the
-# development half instead of reporting.
+# development half instead of reporting. With flags, the Go benchmarks are skipped.
 SEARCH_BENCH_FLAGS ?=
 bench-search:
 	$(GO) run ./internal/testing/searchbench $(SEARCH_BENCH_FLAGS)
