@@ -223,10 +223,11 @@ bench-search:
 # Refresh the search benchmark's corpus: install the servers pinned in
 # search/testdata/corpus/servers.json with npm (into the user cache directory), list
 # their tools through the proxy, rewrite one file per server. Needs the npm registry;
-# CI does not run it.
+# CI does not run it. SEARCH_CORPUS_CACHE=dir installs there instead.
+SEARCH_CORPUS_CACHE ?=
 search-corpus:
 	$(BUILD_PROXY)
-	$(GO) run ./internal/testing/searchcorpus -proxy $(BIN)/mcp-proxy
+	$(GO) run ./internal/testing/searchcorpus -proxy $(BIN)/mcp-proxy $(if $(SEARCH_CORPUS_CACHE),-cache $(SEARCH_CORPUS_CACHE))
 
 # The main job: the proxy on the shipped example config.
 # What running as a cluster costs a call, over HTTP: the proxy alone, then redis-server
