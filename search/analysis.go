@@ -2,7 +2,7 @@ package search
 
 import (
 	"bytes"
-	"hash/fnv"
+	"hash/maphash"
 	"slices"
 	"strings"
 )
@@ -29,6 +29,8 @@ type analysis struct {
 	key   uint64
 	terms []termFreq // sorted by term
 	lens  [numFields]uint16
+	// changing: the tool's own name holds a changing verb (intent.go).
+	changing bool
 }
 
 type termFreq struct {
@@ -40,14 +42,19 @@ type termFreq struct {
 // confirmed by comparing the content itself (sameContent), so a collision costs only
 // a fresh analysis.
 func docKey(d *Doc) uint64 {
-	h := fnv.New64a()
+	var h maphash.Hash
+	h.SetSeed(keySeed)
 	for _, s := range [...]string{d.Namespace, d.Name, d.Title, d.Description} {
-		h.Write([]byte(s))
-		h.Write([]byte{0xff})
+		h.WriteString(s)
+		h.WriteByte(0xff)
 	}
 	h.Write(d.InputSchema)
 	return h.Sum64()
 }
+
+// keySeed seeds docKey: keys are compared only within one process (an index and the
+// next one built from it).
+var keySeed = maphash.MakeSeed()
 
 func sameContent(a, b *Doc) bool {
 	return a.Name == b.Name && a.Namespace == b.Namespace && a.Title == b.Title &&
@@ -71,6 +78,7 @@ const maxFieldTerms = 4096
 func analyze(d Doc, key uint64) *analysis {
 	a := &analysis{doc: d, key: key}
 	ns, own := splitName(&d)
+	a.changing = changingName(own)
 	pnames, ptexts := params(d.InputSchema)
 	texts := [numFields]string{own, ns, d.Title, d.Description, pnames, ptexts}
 	idx := map[string]int{}

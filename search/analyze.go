@@ -85,7 +85,7 @@ func caseBoundary(prev, r rune, s string, next int) bool {
 	if unicode.IsLower(prev) {
 		return true
 	}
-	if unicode.IsUpper(prev) && next < len(s) {
+	if (unicode.IsUpper(prev) || unicode.IsDigit(prev)) && next < len(s) {
 		n, _ := decodeRune(s, next)
 		return unicode.IsLower(n)
 	}
@@ -123,7 +123,7 @@ func init() {
 		"than", "that", "the", "their", "theirs", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too",
 		"under", "until", "up", "us", "very", "via", "want", "was", "we", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "why", "will", "with", "would",
 		"you", "your", "yours", "yourself",
-		"ll", "re", "ve", "im", "id",
+		"ll", "re", "ve", "im",
 	} {
 		stopWords[w] = struct{}{}
 	}

@@ -2,8 +2,8 @@ package search
 
 import (
 	"math"
+	"math/bits"
 	"slices"
-	"strings"
 )
 
 // Field is one field's part in BM25F: its weight (how much one occurrence counts
@@ -24,6 +24,20 @@ type Params struct {
 	Desc      Field // the description
 	Param     Field // parameter names, nested ones included
 	ParamDesc Field // parameter titles, descriptions and enum values
+
+	// Related is the weight of a query word's related words (the table in related.go)
+	// against the word itself; 0 looks for the word only.
+	Related float64
+	// Prefix is the weight of the catalogue's longer words that a query word of four
+	// letters or more begins ("mongo" finds "mongodb", "config" "configuration"); 0
+	// matches whole words only.
+	Prefix float64
+	// Asking scales down the score of a tool whose name changes something (create,
+	// delete, send…) for a query that says no such verb (intent.go); 0 leaves it.
+	Asking float64
+	// Coverage favours documents that match more of the query's words: a score is
+	// multiplied by (matched words / query words found in the catalogue)^Coverage.
+	Coverage float64
 }
 
 // DefaultParams are the parameters the lexical ranker uses unless told otherwise,
@@ -31,13 +45,17 @@ type Params struct {
 // over the committed corpus of real servers' tools; docs/search.md says how.
 func DefaultParams() Params {
 	return Params{
-		K1:        1.2,
-		Name:      Field{Weight: 3, B: 0.3},
-		Namespace: Field{Weight: 1, B: 0},
+		K1:        2,
+		Name:      Field{Weight: 4, B: 0.3},
+		Namespace: Field{Weight: 3, B: 0},
 		Title:     Field{Weight: 2, B: 0.3},
 		Desc:      Field{Weight: 1, B: 0.75},
 		Param:     Field{Weight: 1, B: 0.5},
 		ParamDesc: Field{Weight: 0.5, B: 0.75},
+		Related:   0.5,
+		Prefix:    0.3,
+		Asking:    0.2,
+		Coverage:  0.5,
 	}
 }
 
@@ -55,15 +73,21 @@ var _ Ranker = BM25F{}
 
 // index is a BM25F index: immutable once built.
 type index struct {
-	k1     float64
-	fields [numFields]Field
+	k1       float64
+	fields   [numFields]Field
+	related  float64
+	prefix   float64
+	asking   float64
+	coverage float64
 
-	docs  []Doc       // sorted by name: a document's number orders ties
-	an    []*analysis // per document
-	lens  [][numFields]uint16
-	dict  map[string]int32 // term → number
-	post  [][]posting      // per term number, by document number
-	stats stats            // over all documents
+	docs   []Doc       // sorted by name: a document's number orders ties
+	an     []*analysis // per document
+	lens   [][numFields]uint16
+	voc    *vocab      // the terms, numbered (shared with the next index while it can be)
+	ids    [][]int32   // per document: its analysis's terms' numbers, in order
+	post   [][]posting // per term number, by document number
+	dfMain []int32     // per term number: documents holding it in a main field
+	stats  stats       // over all documents
 
 	cache map[uint64][]*analysis // for the next Build
 }
@@ -80,90 +104,6 @@ type stats struct {
 }
 
 var _ Index = (*index)(nil)
-
-// Build indexes docs. Documents whose content (name, namespace, title, description,
-// inputSchema) is byte-for-byte the same as one prev indexed keep prev's analysis, so
-// a change of one upstream re-reads only that upstream's tools; the postings are laid
-// out anew, which costs a few microseconds per document. The Raw of each doc is kept
-// as given (a hit hands back the current one).
-func (r BM25F) Build(docs []Doc, prev Index) Index {
-	p := r.Params
-	if p == (Params{}) {
-		p = DefaultParams()
-	}
-	var old map[uint64][]*analysis
-	switch v := prev.(type) {
-	case *index:
-		old = v.cache
-	case *view:
-		old = v.ix.cache
-	}
-	ix := &index{
-		k1:     p.K1,
-		fields: p.fields(),
-		docs:   slices.Clone(docs),
-		cache:  make(map[uint64][]*analysis, len(docs)),
-		dict:   make(map[string]int32),
-	}
-	slices.SortStableFunc(ix.docs, func(a, b Doc) int { return strings.Compare(a.Name, b.Name) })
-	ix.an = make([]*analysis, len(ix.docs))
-	ix.lens = make([][numFields]uint16, len(ix.docs))
-	for i := range ix.docs {
-		d := &ix.docs[i]
-		key := docKey(d)
-		var a *analysis
-		for _, c := range old[key] {
-			if sameContent(&c.doc, d) {
-				a = c
-				break
-			}
-		}
-		if a == nil {
-			a = analyze(*d, key)
-			a.doc.Raw = nil // the cache keeps what it compares, not the definition
-		}
-		ix.an[i] = a
-		ix.lens[i] = a.lens
-		if !slices.Contains(ix.cache[key], a) {
-			ix.cache[key] = append(ix.cache[key], a)
-		}
-	}
-	// Postings: count first so that each list is allocated once.
-	counts := []int32{}
-	for _, a := range ix.an {
-		for _, t := range a.terms {
-			id, ok := ix.dict[t.term]
-			if !ok {
-				id = int32(len(counts))
-				ix.dict[t.term] = id
-				counts = append(counts, 0)
-			}
-			counts[id]++
-		}
-	}
-	all := make([]posting, 0, sumInt32(counts))
-	ix.post = make([][]posting, len(counts))
-	for id, c := range counts {
-		ix.post[id] = all[len(all) : len(all) : len(all)+int(c)]
-		all = all[:len(all)+int(c)]
-	}
-	for d, a := range ix.an {
-		for _, t := range a.terms {
-			id := ix.dict[t.term]
-			ix.post[id] = append(ix.post[id], posting{doc: int32(d), tf: t.tf})
-		}
-	}
-	ix.stats = ix.statsOf(nil)
-	return ix
-}
-
-func sumInt32(s []int32) int {
-	n := 0
-	for _, v := range s {
-		n += int(v)
-	}
-	return n
-}
 
 // statsOf computes the statistics over the documents mask admits (all when nil).
 func (ix *index) statsOf(mask []bool) stats {
@@ -278,15 +218,7 @@ func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 	}
 	sc := getScratch(len(ix.docs))
 	defer putScratch(sc)
-	terms := sc.terms[:0]
-	sc.buf = words(query, sc.buf, func(t []byte) bool {
-		id, ok := ix.dict[string(t)]
-		if ok && !slices.Contains(terms, id) {
-			terms = append(terms, id)
-		}
-		return len(terms) < maxQueryTerms
-	})
-	sc.terms = terms
+	terms := ix.queryTerms(query, sc, mask)
 	if len(terms) == 0 {
 		return nil
 	}
@@ -298,21 +230,13 @@ func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 		norm0[f] = 1 - fp.B
 		normB[f] = fp.B * st.invAvg[f]
 	}
-	for _, id := range terms {
-		post := ix.post[id]
-		df := len(post)
-		if mask != nil {
-			df = 0
-			for i := range post {
-				if mask[post[i].doc] {
-					df++
-				}
-			}
-			if df == 0 {
-				continue
-			}
+	for _, qt := range terms {
+		post := ix.post[qt.id]
+		df := ix.dfOf(qt.id, mask)
+		if df == 0 {
+			continue
 		}
-		idf := math.Log(1 + (float64(st.n)-float64(df)+0.5)/(float64(df)+0.5))
+		idf := qt.w * math.Log(1+(float64(st.n)-float64(df)+0.5)/(float64(df)+0.5))
 		for i := range post {
 			p := &post[i]
 			if mask != nil && !mask[p.doc] {
@@ -329,14 +253,68 @@ func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 				touched = append(touched, p.doc)
 			}
 			scores[p.doc] += idf * tf * (k1 + 1) / (tf + k1)
+			sc.cover[p.doc] |= qt.src
+		}
+	}
+	if ix.coverage > 0 {
+		n := float64(bits.OnesCount32(sc.words))
+		for _, d := range touched {
+			scores[d] *= math.Pow(float64(bits.OnesCount32(sc.cover[d]))/n, ix.coverage)
+		}
+	}
+	if ix.asking > 0 && !sc.changing {
+		for _, d := range touched {
+			if ix.an[d].changing {
+				scores[d] *= 1 - ix.asking
+			}
 		}
 	}
 	hits := ix.top(scores, touched, limit)
 	for _, d := range touched {
 		scores[d] = 0
+		sc.cover[d] = 0
 	}
 	sc.touched = touched[:0]
 	return hits
+}
+
+// mainFields are the fields a term's document frequency is counted in when it occurs
+// in any of them (see dfOf).
+func mainField(tf *[numFields]uint16) bool {
+	return tf[fieldName]|tf[fieldNamespace]|tf[fieldTitle]|tf[fieldDesc] != 0
+}
+
+var idfMainOnly = true
+
+// dfOf is the number of documents mask admits that hold term id in a main field (name,
+// namespace, title, description), or, for a term that only parameters hold, in any.
+// Parameter names such as "type", "id" or "query" are common to many schemas; counting
+// them would make the same word rare-looking nowhere, so that a tool whose name is
+// "browser_type" would gain little from the query's "type".
+func (ix *index) dfOf(id int32, mask []bool) int {
+	post := ix.post[id]
+	if mask == nil && !idfMainOnly {
+		return len(post)
+	}
+	if mask == nil {
+		if n := ix.dfMain[id]; n > 0 {
+			return int(n)
+		}
+		return len(post)
+	}
+	all, main := 0, 0
+	for i := range post {
+		if mask[post[i].doc] {
+			all++
+			if idfMainOnly && mainField(&post[i].tf) {
+				main++
+			}
+		}
+	}
+	if main > 0 {
+		return main
+	}
+	return all
 }
 
 // top returns the limit best of touched, best first, ties by name (document numbers

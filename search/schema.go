@@ -131,3 +131,45 @@ func DocFromTool(raw json.RawMessage, namespace string) (Doc, error) {
 		Raw:         raw,
 	}, nil
 }
+
+// DocFromPrompt makes a Doc of one prompt definition as a prompts/list result lists
+// it: name, title and description as for a tool; its arguments' names and descriptions
+// are read as a tool's parameters (InputSchema is made of them). Raw is the definition.
+func DocFromPrompt(raw json.RawMessage, namespace string) (Doc, error) {
+	var p struct {
+		Name        string `json:"name"`
+		Title       string `json:"title"`
+		Description string `json:"description"`
+		Arguments   []struct {
+			Name        string `json:"name"`
+			Title       string `json:"title"`
+			Description string `json:"description"`
+		} `json:"arguments"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return Doc{}, fmt.Errorf("reading a prompt definition: %w", err)
+	}
+	if p.Name == "" {
+		return Doc{}, fmt.Errorf("reading a prompt definition: no name")
+	}
+	type prop struct {
+		Title       string `json:"title,omitempty"`
+		Description string `json:"description,omitempty"`
+	}
+	props := make(map[string]prop, len(p.Arguments))
+	for _, a := range p.Arguments {
+		props[a.Name] = prop{Title: a.Title, Description: a.Description}
+	}
+	schema, err := json.Marshal(map[string]any{"type": "object", "properties": props})
+	if err != nil {
+		return Doc{}, fmt.Errorf("reading a prompt definition: %w", err)
+	}
+	return Doc{
+		Name:        p.Name,
+		Namespace:   namespace,
+		Title:       p.Title,
+		Description: p.Description,
+		InputSchema: schema,
+		Raw:         raw,
+	}, nil
+}

@@ -61,6 +61,8 @@ var allowed = map[string][]string{
 	"internal/testing/otlptest":     {},
 	"internal/testing/otlpsink":     {},
 	"internal/testing/searchcorpus": {},
+	"internal/testing/searcheval":   {"search"},
+	"internal/testing/searchbench":  {"search", "internal/testing/searcheval"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -144,6 +144,8 @@ var modules = map[string][]reason{
 	"internal/testing/otlptest":     join(otlpWire, protobuf, grpc),
 	"internal/testing/otlpsink":     nil, // the standard library only
 	"internal/testing/searchcorpus": nil, // runs npm and mcp-proxy: the standard library only
+	"internal/testing/searcheval":   nil,
+	"internal/testing/searchbench":  nil,
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against

@@ -1,0 +1,182 @@
+// Command searchbench is `make bench-search`: the lexical ranker's recall@1, recall@5
+// and MRR@10 on the labelled query set (whole, development half, held-out half) over
+// the committed corpus of real servers' tools, every query whose answer is not first,
+// and the size of tools/list in mode all against a search-mode endpoint's first list.
+// With -tune it searches BM25F's parameters on the development half only and prints the
+// best settings with their held-out figures (how DefaultParams were chosen).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/searcheval"
+	"github.com/mcp-proxy/mcp-proxy/search"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "searchbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("searchbench", flag.ContinueOnError)
+	corpus := fs.String("corpus", "search/testdata/corpus", "the corpus directory")
+	queries := fs.String("queries", "search/testdata/queries.json", "the labelled queries")
+	tune := fs.Bool("tune", false, "search the parameters on the development half")
+	explain := fs.Bool("explain", false, "with each miss, why the first result and the first wanted tool scored as they did")
+	related := fs.Float64("related", -1, "override Params.Related (for comparisons)")
+	prefix := fs.Float64("prefix", -1, "override Params.Prefix (for comparisons)")
+	asking := fs.Float64("asking", -1, "override Params.Asking (for comparisons)")
+	coverage := fs.Float64("coverage", -1, "override Params.Coverage (for comparisons)")
+	k1 := fs.Float64("k1", -1, "override Params.K1 (for comparisons)")
+	wNS := fs.Float64("namespace", -1, "override Params.Namespace.Weight (for comparisons)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	servers, err := searcheval.LoadCorpus(*corpus)
+	if err != nil {
+		return err
+	}
+	docs, err := searcheval.Docs(servers)
+	if err != nil {
+		return err
+	}
+	qs, err := searcheval.LoadQueries(*queries, docs)
+	if err != nil {
+		return err
+	}
+	dev, held := searcheval.Split(qs)
+	if *tune {
+		return tuneParams(out, docs, dev, held)
+	}
+
+	p := search.DefaultParams()
+	if *related >= 0 {
+		p.Related = *related
+	}
+	if *k1 >= 0 {
+		p.K1 = *k1
+	}
+	if *wNS >= 0 {
+		p.Namespace.Weight = *wNS
+	}
+	if *coverage >= 0 {
+		p.Coverage = *coverage
+	}
+	if *asking >= 0 {
+		p.Asking = *asking
+	}
+	if *prefix >= 0 {
+		p.Prefix = *prefix
+	}
+	start := time.Now()
+	ix := search.BM25F{Params: p}.Build(docs, nil)
+	build := time.Since(start)
+	fmt.Fprintf(out, "corpus: %d tools from %d servers (index built in %v)\n", len(docs), len(servers), build.Round(time.Microsecond))
+	fmt.Fprintf(out, "queries: %d (dev %d, held-out %d)\n\n", len(qs), len(dev), len(held))
+	fmt.Fprintf(out, "%-10s %5s %9s %9s %7s\n", "set", "n", "recall@1", "recall@5", "MRR@10")
+	var all searcheval.Result
+	for _, set := range []struct {
+		name string
+		qs   []searcheval.Query
+	}{{"whole", qs}, {"dev", dev}, {"held-out", held}} {
+		r := searcheval.Evaluate(ix, set.qs)
+		if set.name == "whole" {
+			all = r
+		}
+		fmt.Fprintf(out, "%-10s %5d %9.3f %9.3f %7.3f\n", set.name, r.N, r.Recall1(), r.Recall5(), r.MRR())
+	}
+	full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes()
+	fmt.Fprintf(out, "\ntools/list bytes: mode all %d, search mode %d (search_tools + call_tool): %.2f%%\n",
+		full, small, 100*float64(small)/float64(full))
+
+	var b strings.Builder
+	var notIn5, notFirst []searcheval.Miss
+	for _, m := range all.Misses {
+		if m.Rank == 0 || m.Rank > 5 {
+			notIn5 = append(notIn5, m)
+		} else {
+			notFirst = append(notFirst, m)
+		}
+	}
+	ex, _ := ix.(search.Explainer)
+	if !*explain {
+		ex = nil
+	}
+	fmt.Fprintf(&b, "\nmissed at rank 5 (%d):\n", len(notIn5))
+	searcheval.FormatMisses(&b, notIn5, ex)
+	fmt.Fprintf(&b, "\nin the first 5 but not first (%d):\n", len(notFirst))
+	searcheval.FormatMisses(&b, notFirst, ex)
+	_, err = io.WriteString(out, b.String())
+	return err
+}
+
+// tuneParams tries a grid of parameters on dev and prints the best ten by dev MRR
+// (recall@1, then recall@5, break ties), each with its held-out figures.
+func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query) error {
+	type trial struct {
+		p         search.Params
+		dev, held searcheval.Result
+	}
+	var trials []trial
+	var prev search.Index
+	base := search.DefaultParams()
+	// The grid: the field weights that matter most, and the weights of the query
+	// expansions and adjustments. Title and the length normalisations stay as they are
+	// (few tools have a title; earlier grids moved nothing with b).
+	for _, k1 := range []float64{0.9, 1.2, 1.6, 2} {
+		for _, wName := range []float64{2, 3, 4} {
+			for _, wNS := range []float64{0.5, 1, 2, 3} {
+				if wNS >= wName {
+					continue // the namespace counts for less than the tool's own name
+				}
+				for _, wParam := range []float64{0.3, 0.6, 1} {
+					for _, wPD := range []float64{0.2, 0.5} {
+						for _, rel := range []float64{0.3, 0.5, 0.7, 1} {
+							for _, pre := range []float64{0, 0.3, 0.5} {
+								for _, ask := range []float64{0, 0.1, 0.2} {
+									for _, cov := range []float64{0, 0.5} {
+										p := base
+										p.K1 = k1
+										p.Name.Weight = wName
+										p.Namespace.Weight = wNS
+										p.Param.Weight = wParam
+										p.ParamDesc.Weight = wPD
+										p.Related, p.Prefix, p.Asking, p.Coverage = rel, pre, ask, cov
+										ix := search.BM25F{Params: p}.Build(docs, prev)
+										prev = ix
+										trials = append(trials, trial{p: p, dev: searcheval.Evaluate(ix, dev), held: searcheval.Evaluate(ix, held)})
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	sort.SliceStable(trials, func(i, j int) bool {
+		a, b := trials[i].dev, trials[j].dev
+		if a.MRR() != b.MRR() {
+			return a.MRR() > b.MRR()
+		}
+		if a.At1 != b.At1 {
+			return a.At1 > b.At1
+		}
+		return a.At5 > b.At5
+	})
+	fmt.Fprintf(out, "%d settings tried on dev (%d queries); the best ten:\n", len(trials), len(dev))
+	for _, t := range trials[:10] {
+		fmt.Fprintf(out, "dev r@1 %.3f r@5 %.3f mrr %.3f | held r@1 %.3f r@5 %.3f mrr %.3f | %+v\n",
+			t.dev.Recall1(), t.dev.Recall5(), t.dev.MRR(), t.held.Recall1(), t.held.Recall5(), t.held.MRR(), t.p)
+	}
+	return nil
+}
