@@ -65,7 +65,7 @@ func BenchmarkEndpointCall(b *testing.B) {
 // search's testdata), each server an upstream, the whole repeated copies times under
 // other namespaces (3 copies: about 1,000 tools), with an endpoint "ide" in search mode
 // and a guard that hides every delete tool from principals outside "admins".
-func corpusRouter(b *testing.B, copies int) (*Router, int) {
+func corpusRouter(b testing.TB, copies int) (*Router, int) {
 	files, err := filepath.Glob(filepath.Join("..", "search", "testdata", "corpus", "*.json"))
 	if err != nil || len(files) == 0 {
 		b.Skip("no corpus")
@@ -154,4 +154,40 @@ func (discardClient) Cork()                          {}
 func (discardClient) Uncork()                        {}
 func (discardClient) Request(context.Context, string, json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	return nil, nil
+}
+
+// TestSearchModeListSize: over the corpus of real servers (one copy: 331 tools), the
+// first tools/list of a search-mode endpoint, as the router encodes it, is at most 5%
+// of the bytes of the whole catalogue's (every page).
+func TestSearchModeListSize(t *testing.T) {
+	r, n := corpusRouter(t, 1)
+	if err := r.SetEndpoints([]Endpoint{{Name: "ide", Search: true}, {Name: "all"}}); err != nil {
+		t.Fatal(err)
+	}
+	size := func(endpoint string) int {
+		total, cursor := 0, ""
+		for {
+			params := `{}`
+			if cursor != "" {
+				params = `{"cursor":` + string(jsonrpc.AppendString(nil, cursor)) + `}`
+			}
+			res, err := r.Call(t.Context(), &Request{Method: mcp.MethodToolsList, Params: json.RawMessage(params), Endpoint: endpoint})
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += len(res)
+			var page struct {
+				NextCursor string `json:"nextCursor"`
+			}
+			json.Unmarshal(res, &page)
+			if cursor = page.NextCursor; cursor == "" {
+				return total
+			}
+		}
+	}
+	all, search := size("all"), size("ide")
+	t.Logf("%d tools: mode all lists %d bytes, search mode %d (%.2f%%)", n, all, search, 100*float64(search)/float64(all))
+	if search*20 > all {
+		t.Errorf("search mode's list is %d bytes, more than 5%% of %d", search, all)
+	}
 }

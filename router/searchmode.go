@@ -24,10 +24,12 @@ func metaTools(c *compiledEndpoint) []json.RawMessage {
 	st := map[string]any{
 		"name":  SearchToolsName,
 		"title": "Search tools",
-		"description": "Find the tools of this server that do what you need. Describe the task in a few words " +
-			"(for example \"open a pull request\" or \"read a file\"). Returns the best matches with their full definitions " +
-			"(name, description, input schema). The tools found are added to your tool list, so that you can call them by " +
-			"name; if your tool list does not change, call them with " + CallToolName + ".",
+		"description": "Find the tools of this server that do what you need. This server has many tools and lists only a few: " +
+			"search before saying a tool does not exist. Describe the task in a few words, as you would to a colleague " +
+			"(\"open a pull request\", \"read a file\", \"post to a Slack channel\"); name the service when you know it. " +
+			"Returns the best matches, best first, with their full definitions (name, description, input schema). " +
+			"The tools found join your tool list, so you can call them by name; if your tool list does not change, " +
+			"call them through " + CallToolName + ". Search again with other words if nothing fits.",
 		"inputSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{
