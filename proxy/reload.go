@@ -174,6 +174,12 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 			out.Changes = append(out.Changes, "auth")
 		}
 	}
+	endpointsChanged := !endpointsEqual(cur, next)
+	if endpointsChanged {
+		if err := router.CheckEndpoints(endpointsOf(next, nil)); err != nil {
+			return fail("endpoints", err)
+		}
+	}
 	applyTrust, trustChanges, err := e.nextTrust(cur, next)
 	if err != nil {
 		return fail("pinning", err)
@@ -207,14 +213,13 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 	}
 
 	// Switch, between two calls.
-	endpointsChanged := !endpointsEqual(cur, next)
 	if endpointsChanged || (newHost && len(next.Endpoints) > 0) {
 		h := e.host
 		if newHost {
 			h = host
 		}
-		if err := e.r.SetEndpoints(endpointsOf(next, h)); err != nil {
-			return fail("endpoints", err)
+		if err := e.r.SetEndpoints(endpointsOf(next, h)); err != nil { // checked above: not expected
+			e.log.Error().Err(err).Msg("applying the endpoints of a reload; the previous ones stay")
 		}
 		if e.paths != nil {
 			e.paths(endpointPaths(next))

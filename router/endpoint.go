@@ -172,6 +172,23 @@ type endpointSet struct {
 	byName map[string]*compiledEndpoint
 }
 
+// CheckEndpoints reports what SetEndpoints would refuse of eps (an invalid pattern, a
+// duplicate name), without installing anything: a reload checks them before it
+// switches anything.
+func CheckEndpoints(eps []Endpoint) error {
+	seen := map[string]bool{}
+	for _, ep := range eps {
+		if _, err := compileEndpoint(ep); err != nil {
+			return err
+		}
+		if seen[ep.Name] {
+			return fmt.Errorf("two endpoints named %q", ep.Name)
+		}
+		seen[ep.Name] = true
+	}
+	return nil
+}
+
 // SetEndpoints installs the endpoints (replacing those installed before) and rebuilds
 // the views: after Start, clients are told of the lists that changed for them (every
 // list is announced: an endpoint's view may differ though the merged catalogue does

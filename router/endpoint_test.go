@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/search"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // wordRanker is the tests' stand-in for a ranker (the product's is package search's):
@@ -345,5 +346,37 @@ func TestSearchToolsEscapedName(t *testing.T) {
 	res, err := r.Call(t.Context(), epRequest(mcp.MethodToolsCall, "ide", `{"name":"search\u005ftools","arguments":{"query":"read file"}}`))
 	if err != nil || !strings.Contains(string(res), "fs__read_file") {
 		t.Errorf("escaped search_tools: %v %s", err, res)
+	}
+}
+
+// TestListQueryPassedUpstream: when an endpoint's tools all come from one upstream that
+// declares tools.filtering (SEP-1821), a query goes to that upstream, and its answer,
+// mapped to exposed names and kept to the endpoint's view, is the result.
+func TestListQueryPassedUpstream(t *testing.T) {
+	fs := newFake("fs", "read_file", "write_file", "secret_file")
+	fs.info = upstream.Info{Capabilities: json.RawMessage(`{"tools":{"filtering":true}}`)}
+	fs.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"write_file","inputSchema":{"type":"object"}},{"name":"secret_file","inputSchema":{"type":"object"}},{"name":"unknown","inputSchema":{"type":"object"}}]}}`)
+	gh := newFake("gh", "list_issues")
+	r := newTestRouter(t, Options{Ranker: &wordRanker{}}, nsUp{fs, "fs"}, nsUp{gh, "gh"})
+	r.SetGuard(&countingGuard{})
+	if err := r.SetEndpoints([]Endpoint{{Name: "files", Upstreams: []string{"fs"}}, {Name: "both"}}); err != nil {
+		t.Fatal(err)
+	}
+	req := epRequest(mcp.MethodToolsList, "files", `{"query":"read"}`)
+	req.Principal = &principal.Principal{Name: "bob"}
+	res, err := r.Call(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listedNames(t, res); !slices.Equal(got, []string{"fs__write_file"}) {
+		t.Errorf("the upstream's answer: %v (the index would say fs__read_file)", got)
+	}
+	if got := string(fs.lastCall().Params); got != `{"query":"read"}` {
+		t.Errorf("the upstream got %s", got)
+	}
+	// Two upstreams: the proxy's index answers.
+	res, _ = r.Call(t.Context(), epRequest(mcp.MethodToolsList, "both", `{"query":"read"}`))
+	if got := listedNames(t, res); !slices.Equal(got, []string{"fs__read_file"}) {
+		t.Errorf("the index's answer: %v", got)
 	}
 }
