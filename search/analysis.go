@@ -15,10 +15,11 @@ const (
 	fieldDesc             // description
 	fieldParam            // parameter names, nested ones included
 	fieldParamDesc        // parameter titles, descriptions and enum values
+	fieldNameForm         // the own name's words as written (formMark terms)
 	numFields
 )
 
-var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description"}
+var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description", "name_form"}
 
 // analysis is what the index learns of one document: its distinct terms with their
 // frequency per field, and each field's length in terms. It depends on the document's
@@ -31,6 +32,9 @@ type analysis struct {
 	lens  [numFields]uint16
 	// changing: the tool's own name holds a changing verb (intent.go).
 	changing bool
+	// nameTerms: the distinct terms of the tool's own name that its namespace does not
+	// hold ("slack_post_message" in namespace "slack": post, message).
+	nameTerms uint8
 }
 
 type termFreq struct {
@@ -80,20 +84,33 @@ func analyze(d Doc, key uint64) *analysis {
 	ns, own := splitName(&d)
 	a.changing = changingName(own)
 	pnames, ptexts := params(d.InputSchema)
-	texts := [numFields]string{own, ns, d.Title, d.Description, pnames, ptexts}
+	texts := [...]string{own, ns, d.Title, d.Description, pnames, ptexts}
 	idx := map[string]int{}
+	count := func(t []byte, f int) {
+		i, ok := idx[string(t)]
+		if !ok {
+			i = len(a.terms)
+			idx[string(t)] = i
+			a.terms = append(a.terms, termFreq{term: string(t)})
+		}
+		if a.terms[i].tf[f] < 1<<16-1 {
+			a.terms[i].tf[f]++
+		}
+	}
 	buf := make([]byte, 0, maxWordBytes)
+	var form []byte
 	for f, text := range texts {
+		if f == fieldName {
+			form = make([]byte, 0, maxWordBytes+1)
+		} else {
+			form = nil
+		}
 		n := 0
-		buf = words(text, buf, func(t []byte) bool {
-			i, ok := idx[string(t)]
-			if !ok {
-				i = len(a.terms)
-				idx[string(t)] = i
-				a.terms = append(a.terms, termFreq{term: string(t)})
-			}
-			if a.terms[i].tf[f] < 1<<16-1 {
-				a.terms[i].tf[f]++
+		buf, form = wordForms(text, buf, form, func(t, fm []byte) bool {
+			count(t, f)
+			if fm != nil {
+				count(fm, fieldNameForm)
+				a.lens[fieldNameForm]++
 			}
 			n++
 			return n < maxFieldTerms
@@ -101,5 +118,10 @@ func analyze(d Doc, key uint64) *analysis {
 		a.lens[f] = uint16(n)
 	}
 	slices.SortFunc(a.terms, func(x, y termFreq) int { return strings.Compare(x.term, y.term) })
+	for _, t := range a.terms {
+		if t.tf[fieldName] != 0 && t.tf[fieldNamespace] == 0 && a.nameTerms < 255 {
+			a.nameTerms++
+		}
+	}
 	return a
 }

@@ -2,7 +2,6 @@ package search
 
 import (
 	"math"
-	"math/bits"
 	"slices"
 )
 
@@ -24,6 +23,9 @@ type Params struct {
 	Desc      Field // the description
 	Param     Field // parameter names, nested ones included
 	ParamDesc Field // parameter titles, descriptions and enum values
+	// NameForm is the tool's own name's words as written (not stemmed): a query word
+	// that says the same form ("channels" for list_channels) adds it to the name's.
+	NameForm Field
 
 	// Related is the weight of a query word's related words (the table in related.go)
 	// against the word itself; 0 looks for the word only.
@@ -38,6 +40,21 @@ type Params struct {
 	// Coverage favours documents that match more of the query's words: a score is
 	// multiplied by (matched words / query words found in the catalogue)^Coverage.
 	Coverage float64
+	// Abbrev is the weight of a noun's abbreviations and their full forms (repo,
+	// repository; the nouns of related.go).
+	Abbrev float64
+	// NameCover favours a tool whose own name's words the query says: a score is
+	// multiplied by 1 + NameCover × (the share of the name's words, those not in its
+	// namespace, that the query matched, each at the weight of the term that matched).
+	NameCover float64
+	// Shape is the weight of the words a token's shape implies ("notes.txt": file;
+	// shapes.go); 0 reads no shapes.
+	Shape float64
+	// Value is the weight of the words of a value in the query (a file's or a host's
+	// name, a quoted text, a number: shapes.go) against other words'.
+	Value float64
+	// Lexicon is the weight of the words the lexicon relates to a query word.
+	Lexicon float64
 }
 
 // DefaultParams are the parameters the lexical ranker uses unless told otherwise,
@@ -52,15 +69,21 @@ func DefaultParams() Params {
 		Desc:      Field{Weight: 1, B: 0.75},
 		Param:     Field{Weight: 1, B: 0.5},
 		ParamDesc: Field{Weight: 0.5, B: 0.75},
+		NameForm:  Field{Weight: 0, B: 0.3},
 		Related:   0.5,
 		Prefix:    0.3,
 		Asking:    0.2,
 		Coverage:  0.5,
+		Lexicon:   0.5,
+		Abbrev:    0.5,
+		NameCover: 0,
+		Shape:     0.5,
+		Value:     1,
 	}
 }
 
 func (p Params) fields() [numFields]Field {
-	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc}
+	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc, p.NameForm}
 }
 
 // BM25F is the default ranker: lexical (the analyzer's terms, see Terms), BM25F over
@@ -79,15 +102,23 @@ type index struct {
 	prefix   float64
 	asking   float64
 	coverage float64
+	lexicon  float64
+	lex      *lexTable // when lexicon > 0 (nil if the table could not be read)
+	abbrev   float64
+	nameCov  float64
+	shape    float64
+	value    float64
 
-	docs   []Doc       // sorted by name: a document's number orders ties
-	an     []*analysis // per document
-	lens   [][numFields]uint16
-	voc    *vocab      // the terms, numbered (shared with the next index while it can be)
-	ids    [][]int32   // per document: its analysis's terms' numbers, in order
-	post   [][]posting // per term number, by document number
-	dfMain []int32     // per term number: documents holding it in a main field
-	stats  stats       // over all documents
+	docs    []Doc       // sorted by name: a document's number orders ties
+	an      []*analysis // per document
+	lens    [][numFields]uint16
+	voc     *vocab      // the terms, numbered (shared with the next index while it can be)
+	ids     [][]int32   // per document: its analysis's terms' numbers, in order
+	slab    []posting   // all postings, term after term
+	post    [][]posting // per term number, by document number: its part of slab
+	postOff []int32     // per term number: where its postings begin in slab
+	dfMain  []int32     // per term number: documents holding it in a main field
+	stats   stats       // over all documents
 
 	cache map[uint64][]*analysis // for the next Build
 }
@@ -101,6 +132,10 @@ type posting struct {
 type stats struct {
 	n      int                // documents
 	invAvg [numFields]float64 // 1 / average field length (0 for a field empty everywhere)
+	// ptf, when not nil, is each posting's BM25F term frequency under these statistics,
+	// by its position in the index's slab: computed once for an index and for a view,
+	// so that their searches do not normalise field lengths per posting.
+	ptf []float32
 }
 
 var _ Index = (*index)(nil)
@@ -163,6 +198,7 @@ func (ix *index) Restrict(visible func(name string) bool) Index {
 		}
 	}
 	v.stats = ix.statsOf(v.mask)
+	v.stats.ptf = ix.postingTF(&v.stats)
 	return v
 }
 
@@ -203,11 +239,9 @@ func (v *view) Search(query string, limit int, visible func(name string) bool) [
 	return v.ix.search(query, limit, mask, &st)
 }
 
-// Query limits: the work a query costs is bounded whatever its length.
-const (
-	maxQueryBytes = 2048 // a longer query is read up to here
-	maxQueryTerms = 32   // distinct known terms used
-)
+// maxQueryBytes bounds the work a query costs whatever its length: a longer query is
+// read up to here (query.go has the other limits).
+const maxQueryBytes = 2048
 
 func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 	if st.n == 0 {
@@ -218,48 +252,170 @@ func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 	}
 	sc := getScratch(len(ix.docs))
 	defer putScratch(sc)
-	terms := ix.queryTerms(query, sc, mask)
-	if len(terms) == 0 {
+	ix.queryConcepts(query, sc, mask)
+	if len(sc.concepts) == 0 {
 		return nil
 	}
 	scores := sc.scores[:len(ix.docs)]
 	touched := sc.touched[:0]
-	k1 := ix.k1
-	var norm0, normB [numFields]float64 // norm = norm0 + normB * length
-	for f, fp := range ix.fields {
-		norm0[f] = 1 - fp.B
-		normB[f] = fp.B * st.invAvg[f]
+	norm := ix.norms(st)
+	for ci := range sc.concepts {
+		touched = ix.scoreConcept(sc, ci, mask, st, &norm, scores, touched, nil)
 	}
-	for _, qt := range terms {
-		post := ix.post[qt.id]
-		df := ix.dfOf(qt.id, mask)
-		if df == 0 {
-			continue
+	ix.adjust(sc, scores, touched)
+	hits := ix.top(scores, touched, limit)
+	for _, d := range touched {
+		scores[d] = 0
+		sc.cover[d] = 0
+		sc.named[d] = 0
+	}
+	sc.touched = touched[:0]
+	return hits
+}
+
+// norms are BM25F's length normalisations: a field's term frequency is divided by
+// n0[f] + nB[f] × its length.
+type norms struct{ n0, nB [numFields]float64 }
+
+func (ix *index) norms(st *stats) norms {
+	var n norms
+	for f, fp := range ix.fields {
+		n.n0[f] = 1 - fp.B
+		n.nB[f] = fp.B * st.invAvg[f]
+	}
+	return n
+}
+
+// postingTF computes every posting's BM25F term frequency under st (see stats.ptf).
+func (ix *index) postingTF(st *stats) []float32 {
+	norm := ix.norms(st)
+	out := make([]float32, len(ix.slab))
+	for i := range ix.slab {
+		out[i] = float32(ix.fieldTF(&ix.slab[i], &norm))
+	}
+	return out
+}
+
+// fieldTF is a posting's BM25F term frequency: each field's count, weighted and
+// normalised by the field's length.
+func (ix *index) fieldTF(p *posting, norm *norms) float64 {
+	l := &ix.lens[p.doc]
+	tf := 0.0
+	for f := range numFields {
+		if p.tf[f] != 0 {
+			tf += ix.fields[f].Weight * float64(p.tf[f]) / (norm.n0[f] + norm.nB[f]*float64(l[f]))
 		}
-		idf := qt.w * math.Log(1+(float64(st.n)-float64(df)+0.5)/(float64(df)+0.5))
+	}
+	return tf
+}
+
+// scoreConcept adds concept ci's part to the score of each document mask admits that
+// holds one of its terms, appending the documents first scored to touched. trace, when
+// not nil, is told each document's part (Explain).
+//
+// A concept is scored as one term: its frequency in a document is the sum of its
+// terms' BM25F frequencies, saturated as one term's; that part is then scaled by the
+// weight of the terms that made it (their mean weight, by frequency), so that a
+// document that holds only a related word of weight w gets about w of what the word
+// itself would have given it. Its document frequency counts each document at the
+// weight of the best term it holds there, against the concept's heaviest term (a
+// concept of related words only is as rare as they are together), and where dfOf
+// would count it: a term held in a main field somewhere is counted only where it is
+// in one.
+func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm *norms, scores []float64, touched []int32, trace func(doc int32, part, idf float64)) []int32 {
+	c := sc.concepts[ci]
+	ctf, craw, cdf, cbest, cname := sc.ctf, sc.craw, sc.cdf, sc.cbest, sc.cname
+	ct := sc.ctouched[:0]
+	maxW := 0.0
+	for _, qt := range sc.terms[c.start:c.end] {
+		post := ix.post[qt.id]
+		var ptf []float32
+		if st.ptf != nil {
+			off := ix.postOff[qt.id]
+			ptf = st.ptf[off : off+int32(len(post))]
+		}
+		mainOnly := ix.hasMain(qt.id, mask)
 		for i := range post {
 			p := &post[i]
 			if mask != nil && !mask[p.doc] {
 				continue
 			}
-			l := &ix.lens[p.doc]
-			tf := 0.0
-			for f := range numFields {
-				if p.tf[f] != 0 {
-					tf += ix.fields[f].Weight * float64(p.tf[f]) / (norm0[f] + normB[f]*float64(l[f]))
-				}
+			var x float64
+			if ptf != nil {
+				x = float64(ptf[i])
+			} else {
+				x = float64(float32(ix.fieldTF(p, norm))) // as ptf holds it: the same score either way
 			}
-			if scores[p.doc] == 0 {
-				touched = append(touched, p.doc)
+			if x <= 0 {
+				continue // a field of weight 0
 			}
-			scores[p.doc] += idf * tf * (k1 + 1) / (tf + k1)
-			sc.cover[p.doc] |= qt.src
+			if craw[p.doc] == 0 {
+				ct = append(ct, p.doc)
+			}
+			craw[p.doc] += x
+			ctf[p.doc] += qt.w * x
+			if qt.w > cbest[p.doc] {
+				cbest[p.doc] = qt.w
+			}
+			if p.tf[fieldName] != 0 && p.tf[fieldNamespace] == 0 && qt.w > cname[p.doc] {
+				cname[p.doc] = qt.w
+			}
+			if (!mainOnly || mainField(&p.tf)) && qt.w > cdf[p.doc] {
+				cdf[p.doc] = qt.w
+			}
+		}
+		maxW = max(maxW, qt.w)
+	}
+	df := 0.0
+	for _, d := range ct {
+		df += cdf[d]
+	}
+	if maxW > 0 {
+		df /= maxW
+	}
+	idf := c.w * math.Log(1+(float64(st.n)-df+0.5)/(df+0.5))
+	k1 := ix.k1
+	for _, d := range ct {
+		tf := craw[d]
+		part := ctf[d] / tf * idf * tf * (k1 + 1) / (tf + k1)
+		if scores[d] == 0 {
+			touched = append(touched, d)
+		}
+		scores[d] += part
+		sc.cover[d] += c.w * cbest[d]
+		sc.named[d] += cname[d]
+		if trace != nil {
+			trace(d, part, idf)
+		}
+		ctf[d], craw[d], cdf[d], cbest[d], cname[d] = 0, 0, 0, 0, 0
+	}
+	sc.ctouched = ct[:0]
+	return touched
+}
+
+// conceptWeight is the sum of the query's concepts' weights: what a document that
+// matched every concept with its own word would have covered.
+func (sc *scratch) conceptWeight() float64 {
+	n := 0.0
+	for _, c := range sc.concepts {
+		n += c.w
+	}
+	return n
+}
+
+// adjust applies the factors after the sum: coverage, then asking.
+func (ix *index) adjust(sc *scratch, scores []float64, touched []int32) {
+	if ix.coverage > 0 {
+		n := sc.conceptWeight()
+		for _, d := range touched {
+			scores[d] *= math.Pow(sc.cover[d]/n, ix.coverage)
 		}
 	}
-	if ix.coverage > 0 {
-		n := float64(bits.OnesCount32(sc.words))
+	if ix.nameCov > 0 {
 		for _, d := range touched {
-			scores[d] *= math.Pow(float64(bits.OnesCount32(sc.cover[d]))/n, ix.coverage)
+			if n := ix.an[d].nameTerms; n > 0 {
+				scores[d] *= 1 + ix.nameCov*min(sc.named[d]/float64(n), 1)
+			}
 		}
 	}
 	if ix.asking > 0 && !sc.changing {
@@ -269,13 +425,7 @@ func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 			}
 		}
 	}
-	hits := ix.top(scores, touched, limit)
-	for _, d := range touched {
-		scores[d] = 0
-		sc.cover[d] = 0
-	}
-	sc.touched = touched[:0]
-	return hits
+
 }
 
 // mainFields are the fields a term's document frequency is counted in when it occurs
@@ -284,37 +434,22 @@ func mainField(tf *[numFields]uint16) bool {
 	return tf[fieldName]|tf[fieldNamespace]|tf[fieldTitle]|tf[fieldDesc] != 0
 }
 
-var idfMainOnly = true
-
-// dfOf is the number of documents mask admits that hold term id in a main field (name,
-// namespace, title, description), or, for a term that only parameters hold, in any.
-// Parameter names such as "type", "id" or "query" are common to many schemas; counting
-// them would make the same word rare-looking nowhere, so that a tool whose name is
-// "browser_type" would gain little from the query's "type".
-func (ix *index) dfOf(id int32, mask []bool) int {
-	post := ix.post[id]
-	if mask == nil && !idfMainOnly {
-		return len(post)
-	}
+// hasMain says whether a document mask admits holds term id in a main field (name,
+// namespace, title, description). When one does, a term's document frequency counts
+// only the documents holding it in a main field; a term only parameters hold counts
+// them all. Parameter names such as "type", "id" or "query" are common to many
+// schemas; counting them would make the same word rare-looking nowhere, so that a tool
+// whose name is "browser_type" would gain little from the query's "type".
+func (ix *index) hasMain(id int32, mask []bool) bool {
 	if mask == nil {
-		if n := ix.dfMain[id]; n > 0 {
-			return int(n)
-		}
-		return len(post)
+		return ix.dfMain[id] > 0
 	}
-	all, main := 0, 0
-	for i := range post {
-		if mask[post[i].doc] {
-			all++
-			if idfMainOnly && mainField(&post[i].tf) {
-				main++
-			}
+	for i, post := 0, ix.post[id]; i < len(post); i++ {
+		if mask[post[i].doc] && mainField(&post[i].tf) {
+			return true
 		}
 	}
-	if main > 0 {
-		return main
-	}
-	return all
+	return false
 }
 
 // top returns the limit best of touched, best first, ties by name (document numbers

@@ -37,7 +37,14 @@ func run(args []string, out io.Writer) error {
 	asking := fs.Float64("asking", -1, "override Params.Asking (for comparisons)")
 	coverage := fs.Float64("coverage", -1, "override Params.Coverage (for comparisons)")
 	k1 := fs.Float64("k1", -1, "override Params.K1 (for comparisons)")
+	lexicon := fs.Float64("lexicon", -1, "override Params.Lexicon (for comparisons)")
+	abbrev := fs.Float64("abbrev", -1, "override Params.Abbrev (for comparisons)")
+	nameCover := fs.Float64("namecover", -1, "override Params.NameCover (for comparisons)")
+	shapeW := fs.Float64("shape", -1, "override Params.Shape (for comparisons)")
+	valueW := fs.Float64("value", -1, "override Params.Value (for comparisons)")
+	wForm := fs.Float64("nameform", -1, "override Params.NameForm.Weight (for comparisons)")
 	wNS := fs.Float64("namespace", -1, "override Params.Namespace.Weight (for comparisons)")
+	ranks := fs.Bool("ranks", false, "print each query's rank (0: not in the first 10) and first result, one a line, for diffs between settings")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,8 +81,45 @@ func run(args []string, out io.Writer) error {
 	if *asking >= 0 {
 		p.Asking = *asking
 	}
+	if *lexicon >= 0 {
+		p.Lexicon = *lexicon
+	}
+	if *abbrev >= 0 {
+		p.Abbrev = *abbrev
+	}
+	if *nameCover >= 0 {
+		p.NameCover = *nameCover
+	}
+	if *shapeW >= 0 {
+		p.Shape = *shapeW
+	}
+	if *valueW >= 0 {
+		p.Value = *valueW
+	}
+	if *wForm >= 0 {
+		p.NameForm.Weight = *wForm
+	}
 	if *prefix >= 0 {
 		p.Prefix = *prefix
+	}
+	if *ranks {
+		ix := search.BM25F{Params: p}.Build(docs, nil)
+		for i, q := range qs {
+			r := searcheval.Evaluate(ix, []searcheval.Query{q})
+			rank, first := 1, ""
+			if len(r.Misses) > 0 {
+				rank = r.Misses[0].Rank
+				if len(r.Misses[0].Top) > 0 {
+					first = r.Misses[0].Top[0]
+				}
+			}
+			set := "dev"
+			if i%2 == 1 {
+				set = "held"
+			}
+			fmt.Fprintf(out, "%3d %-4s rank %2d %-60q %s\n", i, set, rank, q.Query, first)
+		}
+		return nil
 	}
 	start := time.Now()
 	ix := search.BM25F{Params: p}.Build(docs, nil)
