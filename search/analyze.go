@@ -80,6 +80,45 @@ func wordForms(s string, buf, form []byte, emit func(term, form []byte) bool) ([
 	return buf, form
 }
 
+// joinedWords calls emit with the term of each run of letters and digits in s that
+// case splits into several words, taken whole: "JavaScript" (java, script) also gives
+// javascript, "GitHub" github, "PostgreSQL" postgresql, as people type them in lower
+// case. Documents are read this way too, queries are not (a query's "JavaScript" finds
+// the parts).
+func joinedWords(s string, buf []byte, emit func(term []byte)) []byte {
+	i := 0
+	for i < len(s) {
+		r, size := decodeRune(s, i)
+		if !isWordRune(r) {
+			i += size
+			continue
+		}
+		buf = buf[:0]
+		split := false
+		prev := rune(-1)
+		j := i
+		for j < len(s) {
+			r, size = decodeRune(s, j)
+			if !isWordRune(r) {
+				break
+			}
+			if prev >= 0 && caseBoundary(prev, r, s, j+size) {
+				split = true
+			}
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+			prev = r
+			j += size
+		}
+		i = j
+		if split && len(buf) <= maxWordBytes {
+			if term := normalize(buf); term != nil {
+				emit(term)
+			}
+		}
+	}
+	return buf
+}
+
 func decodeRune(s string, i int) (rune, int) {
 	if c := s[i]; c < utf8.RuneSelf {
 		return rune(c), 1

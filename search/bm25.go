@@ -26,6 +26,12 @@ type Params struct {
 	// NameForm is the tool's own name's words as written (not stemmed): a query word
 	// that says the same form ("channels" for list_channels) adds it to the name's.
 	NameForm Field
+	// Lead is the description's first sentence, read again: where a description says
+	// what the tool does before its details.
+	Lead Field
+	// Phrase is pairs of adjacent words of the name, the title and the lead ("pull
+	// request", "take screenshot"): two query words in a row that a tool says in a row.
+	Phrase Field
 
 	// Related is the weight of a query word's related words (the table in related.go)
 	// against the word itself; 0 looks for the word only.
@@ -70,6 +76,8 @@ func DefaultParams() Params {
 		Param:     Field{Weight: 1, B: 0.5},
 		ParamDesc: Field{Weight: 0.5, B: 0.75},
 		NameForm:  Field{Weight: 0, B: 0.3},
+		Lead:      Field{Weight: 0, B: 0.3},
+		Phrase:    Field{Weight: 0, B: 0.3},
 		Related:   0.5,
 		Prefix:    0.3,
 		Asking:    0.2,
@@ -83,7 +91,7 @@ func DefaultParams() Params {
 }
 
 func (p Params) fields() [numFields]Field {
-	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc, p.NameForm}
+	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc, p.NameForm, p.Lead, p.Phrase}
 }
 
 // BM25F is the default ranker: lexical (the analyzer's terms, see Terms), BM25F over
@@ -382,7 +390,9 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 			touched = append(touched, d)
 		}
 		scores[d] += part
-		sc.cover[d] += c.w * cbest[d]
+		if !c.extra {
+			sc.cover[d] += c.w * cbest[d]
+		}
 		sc.named[d] += cname[d]
 		if trace != nil {
 			trace(d, part, idf)
@@ -398,7 +408,9 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 func (sc *scratch) conceptWeight() float64 {
 	n := 0.0
 	for _, c := range sc.concepts {
-		n += c.w
+		if !c.extra {
+			n += c.w
+		}
 	}
 	return n
 }
@@ -418,7 +430,7 @@ func (ix *index) adjust(sc *scratch, scores []float64, touched []int32) {
 			}
 		}
 	}
-	if ix.asking > 0 && !sc.changing {
+	if ix.asking > 0 && sc.asking {
 		for _, d := range touched {
 			if ix.an[d].changing {
 				scores[d] *= 1 - ix.asking

@@ -73,7 +73,7 @@ func (ix *index) Explain(query, name string) string {
 	if n := ix.an[doc].nameTerms; ix.nameCov > 0 && n > 0 && total > 0 {
 		fmt.Fprintf(&b, "name words matched %.2f/%d: ×%.2f; ", sc.named[doc], n, 1+ix.nameCov*min(sc.named[doc]/float64(n), 1))
 	}
-	if ix.asking > 0 && !sc.changing && ix.an[doc].changing && total > 0 {
+	if ix.asking > 0 && sc.asking && ix.an[doc].changing && total > 0 {
 		fmt.Fprintf(&b, "changing tool for an asking query: ×%.2f; ", 1-ix.asking)
 	}
 	ix.adjust(sc, scores, touched)

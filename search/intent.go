@@ -1,5 +1,7 @@
 package search
 
+import "strings"
+
 // Changing and asking. A tool whose own name holds a verb that changes something
 // (create, delete, update, send…) is a "changing" tool. A query that holds no such verb,
 // nor a related word of one, asks to see or find something ("which channels do we
@@ -22,6 +24,53 @@ func init() {
 		}
 	}
 }
+
+// readingRequests are the verbs of a request to see or find ("show me", "list", "look
+// up", "tell me"): a query that says one, and no changing verb, asks.
+var readingRequests = map[string]struct{}{}
+
+// questionStarts begin a question.
+var questionStarts = []string{"what", "what's", "whats", "which", "who", "who's", "whom", "whose", "where",
+	"where's", "when", "why", "how", "is", "are", "was", "were", "do", "does", "did", "has", "have", "any"}
+
+func init() {
+	for _, w := range []string{
+		"show", "list", "get", "find", "search", "look", "read", "fetch", "view", "display",
+		"see", "check", "tell", "give", "count", "describe", "explain", "print", "dump", "lookup",
+	} {
+		for _, t := range Terms(w) {
+			readingRequests[t] = struct{}{}
+		}
+	}
+}
+
+func isReadingRequest(term []byte) bool {
+	_, ok := readingRequests[string(term)]
+	return ok
+}
+
+// isQuestion says whether a query reads as a question: a question mark, or a first
+// word that begins questions.
+func isQuestion(query string) bool {
+	if strings.IndexByte(query, '?') >= 0 {
+		return true
+	}
+	tok, _, ok := nextToken(query)
+	if !ok {
+		return false
+	}
+	for _, q := range questionStarts {
+		if strings.EqualFold(tok.bare, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// askingOnly: when true, Params.Asking applies only to queries that ask (a question or
+// a reading request, and no changing verb); when false, to any query without a
+// changing verb.
+var askingOnly = true
 
 func isChanging(term []byte) bool {
 	_, ok := changingVerbs[string(term)]

@@ -23,7 +23,8 @@ type qterm struct {
 type concept struct {
 	start, end int32
 	own        int32   // the word's own term, -1 when the catalogue does not hold it
-	w          float64 // the concept's weight: 1 for a word, Params.Related for a shape
+	w          float64 // the concept's weight: 1 for a word, Params.Shape for a shape…
+	extra      bool    // a phrase: scored, not counted in coverage
 }
 
 // maxPrefixTerms caps the catalogue words one query word finds as a prefix.
@@ -73,19 +74,39 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		return -1
 	}
 	// end closes the concept begun at start, keeping it when it found a term.
-	end := func(own int32, w float64) {
+	end := func(own int32, w float64, extra bool) {
 		if int32(len(terms)) > start && len(concepts) < maxConcepts {
-			concepts = append(concepts, concept{start: start, end: int32(len(terms)), own: own, w: w})
+			concepts = append(concepts, concept{start: start, end: int32(len(terms)), own: own, w: w, extra: extra})
 		} else {
 			terms = terms[:start]
 		}
 		start = int32(len(terms))
 	}
-	sc.changing = false
+	sc.changing, sc.reading = false, false
 	// word makes the concept of one word of the query, at weight cw.
+	pair := sc.pair[:0]
+	// phrase makes the concept of the pair the previous word and t make, when a tool
+	// says them in a row.
+	phrase := func(t []byte) {
+		if ix.fields[fieldPhrase].Weight > 0 && len(pair) > 0 {
+			pair = append(append(pair, phraseSep), t...)
+			if id, ok := ix.voc.dict[string(pair)]; ok && seen(id) < 0 {
+				add(id, 1)
+				own := int32(-1)
+				if int32(len(terms)) > start {
+					own = id
+				}
+				end(own, 1, true)
+			}
+		}
+		pair = append(pair[:0], t...)
+	}
 	word := func(t, form []byte, cw float64) {
 		if !sc.changing && isChanging(t) {
 			sc.changing = true
+		}
+		if !sc.reading && isReadingRequest(t) {
+			sc.reading = true
 		}
 		own := int32(-1)
 		if id, ok := ix.voc.dict[string(t)]; ok {
@@ -127,7 +148,7 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		if ix.prefix > 0 && len(t) >= minPrefixLen {
 			ix.prefixTerms(t, mask, func(id int32) { add(id, ix.prefix) })
 		}
-		end(own, cw)
+		end(own, cw, false)
 	}
 	full := func() bool { return len(concepts) >= maxConcepts || len(terms) >= maxConceptTerms }
 	shapes := readQuery(query, func(text string, value bool) {
@@ -140,8 +161,14 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		}
 		sc.buf, sc.form = wordForms(text, sc.buf, sc.form, func(t, form []byte) bool {
 			word(t, form, cw)
+			if !value && !full() {
+				phrase(t)
+			}
 			return !full()
 		})
+		if value {
+			pair = pair[:0]
+		}
 	})
 	if ix.shape > 0 {
 		for s := shape(1); s < 1<<numShapes && !full(); s <<= 1 {
@@ -153,7 +180,8 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 			}
 		}
 	}
-	sc.terms, sc.concepts = terms, concepts
+	sc.terms, sc.concepts, sc.pair = terms, concepts, pair
+	sc.asking = !sc.changing && (!askingOnly || sc.reading || isQuestion(query))
 }
 
 // anyVisible says whether a document mask admits holds term id.

@@ -11,6 +11,7 @@ type scratch struct {
 	terms   []qterm   // the query's terms
 	buf     []byte    // the analyzer's word
 	form    []byte    // and its form (wordForms)
+	pair    []byte    // the previous word and this one (phrases)
 	cover   []float64 // per document: the concepts it matched, each at its best term's weight
 	// One concept's working sums, per document: its frequency and its document
 	// frequency weight; ctouched lists the documents they are set for.
@@ -20,6 +21,9 @@ type scratch struct {
 	concepts                     []concept // the query's concepts
 	// changing: the query says a changing verb (intent.go).
 	changing bool
+	// reading: the query says a reading request (show, list, find…); asking: it asks
+	// (intent.go), so that Params.Asking applies.
+	reading, asking bool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

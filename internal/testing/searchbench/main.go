@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -31,6 +30,8 @@ func run(args []string, out io.Writer) error {
 	corpus := fs.String("corpus", "search/testdata/corpus", "the corpus directory")
 	queries := fs.String("queries", "search/testdata/queries.json", "the labelled queries")
 	tune := fs.Bool("tune", false, "search the parameters on the development half")
+	fs.StringVar(&objective, "objective", objective, "with -tune: mrr or recall (recall@1 + recall@5)")
+	restarts := fs.Int("restarts", 4, "with -tune: descents from random starting points besides DefaultParams")
 	explain := fs.Bool("explain", false, "with each miss, why the first result and the first wanted tool scored as they did")
 	related := fs.Float64("related", -1, "override Params.Related (for comparisons)")
 	prefix := fs.Float64("prefix", -1, "override Params.Prefix (for comparisons)")
@@ -44,6 +45,7 @@ func run(args []string, out io.Writer) error {
 	valueW := fs.Float64("value", -1, "override Params.Value (for comparisons)")
 	wForm := fs.Float64("nameform", -1, "override Params.NameForm.Weight (for comparisons)")
 	wNS := fs.Float64("namespace", -1, "override Params.Namespace.Weight (for comparisons)")
+	set := fs.String("set", "", "override parameters by the tuner's names: \"K1=2 Name.Weight=4 …\" (as -tune prints them)")
 	ranks := fs.Bool("ranks", false, "print each query's rank (0: not in the first 10) and first result, one a line, for diffs between settings")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,7 +64,7 @@ func run(args []string, out io.Writer) error {
 	}
 	dev, held := searcheval.Split(qs)
 	if *tune {
-		return tuneParams(out, docs, dev, held)
+		return tuneParams(out, docs, dev, held, *restarts)
 	}
 
 	p := search.DefaultParams()
@@ -101,6 +103,9 @@ func run(args []string, out io.Writer) error {
 	}
 	if *prefix >= 0 {
 		p.Prefix = *prefix
+	}
+	if err := setParams(&p, *set); err != nil {
+		return err
 	}
 	if *ranks {
 		ix := search.BM25F{Params: p}.Build(docs, nil)
@@ -163,64 +168,3 @@ func run(args []string, out io.Writer) error {
 	return err
 }
 
-// tuneParams tries a grid of parameters on dev and prints the best ten by dev MRR
-// (recall@1, then recall@5, break ties), each with its held-out figures.
-func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query) error {
-	type trial struct {
-		p         search.Params
-		dev, held searcheval.Result
-	}
-	var trials []trial
-	var prev search.Index
-	base := search.DefaultParams()
-	// The grid: the field weights that matter most, and the weights of the query
-	// expansions and adjustments. Title and the length normalisations stay as they are
-	// (few tools have a title; earlier grids moved nothing with b).
-	for _, k1 := range []float64{0.9, 1.2, 1.6, 2} {
-		for _, wName := range []float64{2, 3, 4} {
-			for _, wNS := range []float64{0.5, 1, 2, 3} {
-				if wNS >= wName {
-					continue // the namespace counts for less than the tool's own name
-				}
-				for _, wParam := range []float64{0.3, 0.6, 1} {
-					for _, wPD := range []float64{0.2, 0.5} {
-						for _, rel := range []float64{0.3, 0.5, 0.7, 1} {
-							for _, pre := range []float64{0, 0.3, 0.5} {
-								for _, ask := range []float64{0, 0.1, 0.2} {
-									for _, cov := range []float64{0, 0.5} {
-										p := base
-										p.K1 = k1
-										p.Name.Weight = wName
-										p.Namespace.Weight = wNS
-										p.Param.Weight = wParam
-										p.ParamDesc.Weight = wPD
-										p.Related, p.Prefix, p.Asking, p.Coverage = rel, pre, ask, cov
-										ix := search.BM25F{Params: p}.Build(docs, prev)
-										prev = ix
-										trials = append(trials, trial{p: p, dev: searcheval.Evaluate(ix, dev), held: searcheval.Evaluate(ix, held)})
-									}
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	sort.SliceStable(trials, func(i, j int) bool {
-		a, b := trials[i].dev, trials[j].dev
-		if a.MRR() != b.MRR() {
-			return a.MRR() > b.MRR()
-		}
-		if a.At1 != b.At1 {
-			return a.At1 > b.At1
-		}
-		return a.At5 > b.At5
-	})
-	fmt.Fprintf(out, "%d settings tried on dev (%d queries); the best ten:\n", len(trials), len(dev))
-	for _, t := range trials[:10] {
-		fmt.Fprintf(out, "dev r@1 %.3f r@5 %.3f mrr %.3f | held r@1 %.3f r@5 %.3f mrr %.3f | %+v\n",
-			t.dev.Recall1(), t.dev.Recall5(), t.dev.MRR(), t.held.Recall1(), t.held.Recall5(), t.held.MRR(), t.p)
-	}
-	return nil
-}
