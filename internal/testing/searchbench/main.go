@@ -167,4 +167,3 @@ func run(args []string, out io.Writer) error {
 	_, err = io.WriteString(out, b.String())
 	return err
 }
-
