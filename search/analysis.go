@@ -34,9 +34,6 @@ type analysis struct {
 	lens  [numFields]uint16
 	// changing: the tool's own name holds a changing verb (intent.go).
 	changing bool
-	// nameTerms: the distinct terms of the tool's own name that its namespace does not
-	// hold ("slack_post_message" in namespace "slack": post, message).
-	nameTerms uint8
 }
 
 type termFreq struct {
@@ -80,8 +77,6 @@ func splitName(d *Doc) (namespace, own string) {
 
 // maxFieldTerms caps the terms counted in one field of one document.
 const maxFieldTerms = 4096
-
-var joinCamel = true
 
 // phraseSep joins the two words of a phrase term (fieldPhrase): no word holds it.
 const phraseSep = ' '
@@ -155,15 +150,10 @@ func analyze(d Doc, key uint64) *analysis {
 			return n < maxFieldTerms
 		})
 		a.lens[f] = uint16(n)
-		if joinCamel && f != fieldNamespace {
+		if f != fieldNamespace {
 			buf = joinedWords(text, buf, func(t []byte) { count(t, f) }) // not counted in the length
 		}
 	}
 	slices.SortFunc(a.terms, func(x, y termFreq) int { return strings.Compare(x.term, y.term) })
-	for _, t := range a.terms {
-		if t.tf[fieldName] != 0 && t.tf[fieldNamespace] == 0 && a.nameTerms < 255 {
-			a.nameTerms++
-		}
-	}
 	return a
 }

@@ -13,10 +13,12 @@ type Field struct {
 	B      float64
 }
 
-// Params are BM25F's parameters. The zero Params means DefaultParams.
+// Params are BM25F's parameters. The zero Params means DefaultParams; in a Params
+// given otherwise, a zero weight turns its part off.
 type Params struct {
 	K1 float64 // term frequency saturation
 
+	// The fields of a tool.
 	Name      Field // the tool's own name, split into words
 	Namespace Field // the namespace (upstream) part of the exposed name
 	Title     Field
@@ -30,63 +32,59 @@ type Params struct {
 	// what the tool does before its details.
 	Lead Field
 	// Phrase is pairs of adjacent words of the name, the title and the lead ("pull
-	// request", "take screenshot"): two query words in a row that a tool says in a row.
+	// request", "take screenshot"): two query words in a row that a tool says in a row
+	// add a part of their own.
 	Phrase Field
 
-	// Related is the weight of a query word's related words (the table in related.go)
-	// against the word itself; 0 looks for the word only.
-	Related float64
-	// Prefix is the weight of the catalogue's longer words that a query word of four
-	// letters or more begins ("mongo" finds "mongodb", "config" "configuration"); 0
-	// matches whole words only.
-	Prefix float64
-	// Asking scales down the score of a tool whose name changes something (create,
-	// delete, send…) for a query that says no such verb (intent.go); 0 leaves it.
-	Asking float64
-	// Coverage favours documents that match more of the query's words: a score is
-	// multiplied by (matched words / query words found in the catalogue)^Coverage.
-	Coverage float64
-	// Abbrev is the weight of a noun's abbreviations and their full forms (repo,
-	// repository; the nouns of related.go).
-	Abbrev float64
-	// NameCover favours a tool whose own name's words the query says: a score is
-	// multiplied by 1 + NameCover × (the share of the name's words, those not in its
-	// namespace, that the query matched, each at the weight of the term that matched).
-	NameCover float64
+	// What a query word also looks for, each at this weight against the word itself
+	// (0 turns it off).
+	Related float64 // the verbs of the related-words table (related.go): make for create
+	Abbrev  float64 // its nouns, mostly abbreviations: repo for repository
+	Lexicon float64 // times the lexicon's own weights: WordNet's related words (lexicon.go)
+	Prefix  float64 // the catalogue's longer words a word of four letters or more begins: mongo, mongodb
 	// Shape is the weight of the words a token's shape implies ("notes.txt": file;
-	// shapes.go); 0 reads no shapes.
+	// "how many": count; shapes.go); 0 reads no shapes.
 	Shape float64
-	// Value is the weight of the words of a value in the query (a file's or a host's
-	// name, a quoted text, a number: shapes.go) against other words'.
+	// Value is the weight of the words inside a value (a file's or a host's name, a
+	// quoted text, a number, a SQL statement: shapes.go) against other words'.
 	Value float64
-	// Lexicon is the weight of the words the lexicon relates to a query word.
-	Lexicon float64
+
+	// Factors.
+	//
+	// Asking scales down the score of a tool whose name changes something (create,
+	// delete, send…) for a query that asks (a question, or a request to show, list or
+	// find) and says no changing verb (intent.go); 0 leaves it.
+	Asking float64
+	// Coverage favours documents that match more of the query: a score is multiplied
+	// by (the query's concepts matched / those the catalogue holds)^Coverage, a concept
+	// matched by a related word counting at that word's weight.
+	Coverage float64
 }
 
 // DefaultParams are the parameters the lexical ranker uses unless told otherwise,
 // chosen on the development half of the labelled query set (search/testdata/queries)
-// over the committed corpus of real servers' tools; docs/search.md says how.
+// over the committed corpus of real servers' tools, by `make bench-search
+// SEARCH_BENCH_FLAGS='-tune -restarts 24 -objective recall'`; docs/search.md says how.
 func DefaultParams() Params {
 	return Params{
-		K1:        2,
-		Name:      Field{Weight: 4, B: 0.3},
+		K1:        3,
+		Name:      Field{Weight: 4, B: 0},
 		Namespace: Field{Weight: 3, B: 0},
-		Title:     Field{Weight: 2, B: 0.3},
+		Title:     Field{Weight: 3, B: 0.3},
 		Desc:      Field{Weight: 1, B: 0.75},
-		Param:     Field{Weight: 1, B: 0.5},
+		Param:     Field{Weight: 0.6, B: 0.5},
 		ParamDesc: Field{Weight: 0.5, B: 0.75},
-		NameForm:  Field{Weight: 0, B: 0.3},
-		Lead:      Field{Weight: 0, B: 0.3},
-		Phrase:    Field{Weight: 0, B: 0.3},
-		Related:   0.5,
-		Prefix:    0.3,
+		NameForm:  Field{Weight: 4, B: 0.3},
+		Lead:      Field{Weight: 1, B: 0.3},
+		Phrase:    Field{Weight: 1, B: 0.3},
+		Related:   0.7,
+		Abbrev:    1,
+		Lexicon:   1,
+		Prefix:    0.5,
+		Shape:     1,
+		Value:     0.1,
 		Asking:    0.2,
-		Coverage:  0.5,
-		Lexicon:   0.5,
-		Abbrev:    0.5,
-		NameCover: 0,
-		Shape:     0.5,
-		Value:     1,
+		Coverage:  0.75,
 	}
 }
 
@@ -113,7 +111,6 @@ type index struct {
 	lexicon  float64
 	lex      *lexTable // when lexicon > 0 (nil if the table could not be read)
 	abbrev   float64
-	nameCov  float64
 	shape    float64
 	value    float64
 
@@ -275,7 +272,6 @@ func (ix *index) search(query string, limit int, mask []bool, st *stats) []Hit {
 	for _, d := range touched {
 		scores[d] = 0
 		sc.cover[d] = 0
-		sc.named[d] = 0
 	}
 	sc.touched = touched[:0]
 	return hits
@@ -332,7 +328,7 @@ func (ix *index) fieldTF(p *posting, norm *norms) float64 {
 // in one.
 func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm *norms, scores []float64, touched []int32, trace func(doc int32, part, idf float64)) []int32 {
 	c := sc.concepts[ci]
-	ctf, craw, cdf, cbest, cname := sc.ctf, sc.craw, sc.cdf, sc.cbest, sc.cname
+	ctf, craw, cdf, cbest := sc.ctf, sc.craw, sc.cdf, sc.cbest
 	ct := sc.ctouched[:0]
 	maxW := 0.0
 	for _, qt := range sc.terms[c.start:c.end] {
@@ -365,9 +361,6 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 			if qt.w > cbest[p.doc] {
 				cbest[p.doc] = qt.w
 			}
-			if p.tf[fieldName] != 0 && p.tf[fieldNamespace] == 0 && qt.w > cname[p.doc] {
-				cname[p.doc] = qt.w
-			}
 			if (!mainOnly || mainField(&p.tf)) && qt.w > cdf[p.doc] {
 				cdf[p.doc] = qt.w
 			}
@@ -393,11 +386,10 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 		if !c.extra {
 			sc.cover[d] += c.w * cbest[d]
 		}
-		sc.named[d] += cname[d]
 		if trace != nil {
 			trace(d, part, idf)
 		}
-		ctf[d], craw[d], cdf[d], cbest[d], cname[d] = 0, 0, 0, 0, 0
+		ctf[d], craw[d], cdf[d], cbest[d] = 0, 0, 0, 0
 	}
 	sc.ctouched = ct[:0]
 	return touched
@@ -421,13 +413,6 @@ func (ix *index) adjust(sc *scratch, scores []float64, touched []int32) {
 		n := sc.conceptWeight()
 		for _, d := range touched {
 			scores[d] *= math.Pow(sc.cover[d]/n, ix.coverage)
-		}
-	}
-	if ix.nameCov > 0 {
-		for _, d := range touched {
-			if n := ix.an[d].nameTerms; n > 0 {
-				scores[d] *= 1 + ix.nameCov*min(sc.named[d]/float64(n), 1)
-			}
 		}
 	}
 	if ix.asking > 0 && sc.asking {

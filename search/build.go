@@ -32,7 +32,6 @@ func (r BM25F) Build(docs []Doc, prev Index) Index {
 		coverage: p.Coverage,
 		lexicon:  p.Lexicon,
 		abbrev:   p.Abbrev,
-		nameCov:  p.NameCover,
 		shape:    p.Shape,
 		value:    p.Value,
 		cache:    make(map[uint64][]*analysis, len(docs)),

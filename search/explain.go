@@ -70,9 +70,6 @@ func (ix *index) Explain(query, name string) string {
 		c := math.Pow(got/asked, ix.coverage)
 		fmt.Fprintf(&b, "coverage %.2f/%.2f: ×%.2f; ", got, asked, c)
 	}
-	if n := ix.an[doc].nameTerms; ix.nameCov > 0 && n > 0 && total > 0 {
-		fmt.Fprintf(&b, "name words matched %.2f/%d: ×%.2f; ", sc.named[doc], n, 1+ix.nameCov*min(sc.named[doc]/float64(n), 1))
-	}
 	if ix.asking > 0 && sc.asking && ix.an[doc].changing && total > 0 {
 		fmt.Fprintf(&b, "changing tool for an asking query: ×%.2f; ", 1-ix.asking)
 	}
@@ -81,7 +78,6 @@ func (ix *index) Explain(query, name string) string {
 	for _, d := range touched {
 		scores[d] = 0
 		sc.cover[d] = 0
-		sc.named[d] = 0
 	}
 	sc.touched = touched[:0]
 	return b.String()

@@ -3,11 +3,13 @@ package search
 import "strings"
 
 // Changing and asking. A tool whose own name holds a verb that changes something
-// (create, delete, update, send…) is a "changing" tool. A query that holds no such verb,
-// nor a related word of one, asks to see or find something ("which channels do we
-// have", "how many documents are in users"): there, Params.Asking scales the changing
-// tools' scores down, so that among tools matching the same nouns the one that reads
-// comes first. A query that does say a changing verb is scored as it is.
+// (create, delete, update, send…) is a "changing" tool. A query that says no such verb
+// and asks — a question ("which channels do we have", "how many documents are in
+// users?") or a request to see or find ("show me the README", "list my pods") — wants
+// to read: there, Params.Asking scales the changing tools' scores down, so that among
+// tools matching the same nouns the one that reads comes first. Any other query is
+// scored as it is: one that says a changing verb, and a request whose verb is neither
+// ("file a bug", "open a PR", "fork the repo"), which may well change something.
 var changingVerbs = map[string]struct{}{}
 
 func init() {
@@ -66,11 +68,6 @@ func isQuestion(query string) bool {
 	}
 	return false
 }
-
-// askingOnly: when true, Params.Asking applies only to queries that ask (a question or
-// a reading request, and no changing verb); when false, to any query without a
-// changing verb.
-var askingOnly = true
 
 func isChanging(term []byte) bool {
 	_, ok := changingVerbs[string(term)]

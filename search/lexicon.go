@@ -1,13 +1,9 @@
 package search
 
 import (
-	"bytes"
-	"compress/flate"
 	_ "embed" // the lexicon's table
-	"encoding/binary"
 	"errors"
-	"fmt"
-	"io"
+	"strings"
 	"sync"
 )
 
@@ -24,13 +20,13 @@ import (
 // valued by the analyzer's terms: it must be regenerated when the analyzer changes
 // (TestLexiconTerms fails until it is).
 //
-// It is embedded compressed and decoded once, by the first Build that uses it: a
-// process that never builds an index never pays for it. Decoded it is one byte slice
-// searched in place (no map, no strings built): a lookup is a binary search over the
-// sorted terms and allocates nothing.
+// The table is embedded as it is searched: a sorted byte table read in place (no map,
+// no strings built, nothing decoded). It lives in the binary's read-only data, so an
+// idle process holds none of it in its private memory: the pages a lookup reads are
+// file-backed, and only those are read. The first Build that uses it checks it once.
 
 //go:embed wordnet.lex
-var lexiconFile []byte
+var lexiconFile string
 
 // lexiconMagic begins the table (after the file's text header and its NUL).
 const lexiconMagic = "MCPLEX1\n"
@@ -46,11 +42,11 @@ const lexiconMagic = "MCPLEX1\n"
 //	the term bytes
 type lexTable struct {
 	n       int
-	termOff []byte // u32 × (n+1)
-	relOff  []byte // u32 × (n+1)
-	rels    []byte // u32 × r
-	probes  []byte
-	terms   []byte
+	termOff string // u32 × (n+1)
+	relOff  string // u32 × (n+1)
+	rels    string // u32 × r
+	probes  string
+	terms   string
 }
 
 var (
@@ -59,39 +55,32 @@ var (
 	lexiconErr   error
 )
 
-// loadLexicon decodes the embedded table, once. An error (a damaged build) leaves the
+// loadLexicon checks the embedded table, once. An error (a damaged build) leaves the
 // lexicon empty: search works without it.
 func loadLexicon() (*lexTable, error) {
 	lexiconOnce.Do(func() {
-		lexiconTable, lexiconErr = decodeLexicon(lexiconFile)
+		lexiconTable, lexiconErr = readLexicon(lexiconFile)
 	})
 	return lexiconTable, lexiconErr
 }
 
-// decodeLexicon reads a table file: a text header up to a NUL, then the table
-// compressed with DEFLATE.
-func decodeLexicon(file []byte) (*lexTable, error) {
-	nul := bytes.IndexByte(file, 0)
+// readLexicon reads a table file: a text header up to a NUL, then the table.
+func readLexicon(file string) (*lexTable, error) {
+	nul := strings.IndexByte(file, 0)
 	if nul < 0 {
 		return nil, errors.New("lexicon: no header")
 	}
-	raw, err := io.ReadAll(flate.NewReader(bytes.NewReader(file[nul+1:])))
-	if err != nil {
-		return nil, fmt.Errorf("lexicon: %w", err)
-	}
-	return parseLexicon(raw)
+	return parseLexicon(file[nul+1:])
 }
 
-// parseLexicon checks a decompressed table and returns it.
-func parseLexicon(raw []byte) (*lexTable, error) {
+// parseLexicon checks a table and returns it.
+func parseLexicon(raw string) (*lexTable, error) {
 	bad := errors.New("lexicon: damaged table")
-	if len(raw) < len(lexiconMagic)+12 || string(raw[:len(lexiconMagic)]) != lexiconMagic {
+	if len(raw) < len(lexiconMagic)+12 || raw[:len(lexiconMagic)] != lexiconMagic {
 		return nil, bad
 	}
 	p := raw[len(lexiconMagic):]
-	n := int(binary.LittleEndian.Uint32(p))
-	r := int(binary.LittleEndian.Uint32(p[4:]))
-	pl := int(binary.LittleEndian.Uint32(p[8:]))
+	n, r, pl := int(u32(p, 0)), int(u32(p, 1)), int(u32(p, 2))
 	p = p[12:]
 	if n <= 0 || n > len(p) || r > len(p) || pl > len(p) {
 		return nil, bad
@@ -105,32 +94,36 @@ func parseLexicon(raw []byte) (*lexTable, error) {
 	// lookups need no checks.
 	prevT, prevR := uint32(0), uint32(0)
 	for i := 0; i <= n; i++ {
-		to, ro := t.u32(t.termOff, i), t.u32(t.relOff, i)
+		to, ro := u32(t.termOff, i), u32(t.relOff, i)
 		if to < prevT || int(to) > len(t.terms) || ro < prevR || int(ro) > r {
 			return nil, bad
 		}
 		prevT, prevR = to, ro
 	}
-	if t.u32(t.relOff, n) != uint32(r) || int(t.u32(t.termOff, n)) != len(t.terms) {
+	if u32(t.relOff, n) != uint32(r) || int(u32(t.termOff, n)) != len(t.terms) {
 		return nil, bad
 	}
 	for i := 0; i < r; i++ {
-		if v := t.u32(t.rels, i); int(v>>8) >= n || v&0xff == 0 {
+		if v := u32(t.rels, i); int(v>>8) >= n || v&0xff == 0 {
 			return nil, bad
 		}
 	}
 	for i := 1; i < n; i++ {
-		if string(t.term(i-1)) >= string(t.term(i)) {
+		if t.term(i-1) >= t.term(i) {
 			return nil, bad
 		}
 	}
 	return t, nil
 }
 
-func (t *lexTable) u32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[4*i:]) }
+// u32 reads the i-th little-endian uint32 of s.
+func u32(s string, i int) uint32 {
+	s = s[4*i : 4*i+4]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
 
-func (t *lexTable) term(i int) []byte {
-	return t.terms[t.u32(t.termOff, i):t.u32(t.termOff, i+1)]
+func (t *lexTable) term(i int) string {
+	return t.terms[u32(t.termOff, i):u32(t.termOff, i+1)]
 }
 
 // find returns the number of term w, or -1.
@@ -138,21 +131,20 @@ func (t *lexTable) find(w []byte) int {
 	lo, hi := 0, t.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if string(t.term(m)) < string(w) {
+		if t.term(m) < string(w) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	if lo < t.n && string(t.term(lo)) == string(w) {
+	if lo < t.n && t.term(lo) == string(w) {
 		return lo
 	}
 	return -1
 }
 
-// lookup calls f with each term related to w and its weight, heaviest first. The
-// slice passed to f is the table's own: it must not be kept or changed.
-func (t *lexTable) lookup(w []byte, f func(term []byte, weight float64)) {
+// lookup calls f with each term related to w and its weight, heaviest first.
+func (t *lexTable) lookup(w []byte, f func(term string, weight float64)) {
 	if t == nil {
 		return
 	}
@@ -160,8 +152,8 @@ func (t *lexTable) lookup(w []byte, f func(term []byte, weight float64)) {
 	if i < 0 {
 		return
 	}
-	for j := t.u32(t.relOff, i); j < t.u32(t.relOff, i+1); j++ {
-		v := t.u32(t.rels, int(j))
+	for j := u32(t.relOff, i); j < u32(t.relOff, i+1); j++ {
+		v := u32(t.rels, int(j))
 		f(t.term(int(v>>8)), float64(v&0xff)/255)
 	}
 }

@@ -13,14 +13,13 @@ import (
 
 // The quality floor on the committed benchmark (search/testdata: the corpus of real
 // servers' tools and the labelled queries), over the whole corpus with DefaultParams.
-// A regression of the ranker below these fails CI. They are the figures the lexical
-// ranker reaches (docs/search.md), a little under, not the targets (recall@1
-// 0.70, recall@5 0.90), which it does not reach: docs/search.md lists the misses and
-// why.
+// A regression of the ranker below these fails CI. Recall's floors are the issue's
+// targets (recall@1 0.70, recall@5 0.90), which the lexical ranker reaches
+// (docs/search.md: 0.747 and 0.916); MRR's is a little under what it reaches (0.813).
 const (
-	floorRecall1 = 0.58
-	floorRecall5 = 0.82
-	floorMRR     = 0.68
+	floorRecall1 = 0.70
+	floorRecall5 = 0.90
+	floorMRR     = 0.80
 )
 
 func loadBenchmark(t testing.TB) ([]searcheval.Server, []search.Doc, []searcheval.Query) {

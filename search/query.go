@@ -139,8 +139,8 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 			}
 		}
 		if ix.lexicon > 0 {
-			ix.lex.lookup(t, func(r []byte, w float64) {
-				if id, ok := ix.voc.dict[string(r)]; ok {
+			ix.lex.lookup(t, func(r string, w float64) {
+				if id, ok := ix.voc.dict[r]; ok {
 					add(id, ix.lexicon*w)
 				}
 			})
@@ -181,7 +181,7 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		}
 	}
 	sc.terms, sc.concepts, sc.pair = terms, concepts, pair
-	sc.asking = !sc.changing && (!askingOnly || sc.reading || isQuestion(query))
+	sc.asking = !sc.changing && (sc.reading || isQuestion(query))
 }
 
 // anyVisible says whether a document mask admits holds term id.

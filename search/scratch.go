@@ -15,10 +15,9 @@ type scratch struct {
 	cover   []float64 // per document: the concepts it matched, each at its best term's weight
 	// One concept's working sums, per document: its frequency and its document
 	// frequency weight; ctouched lists the documents they are set for.
-	ctf, craw, cdf, cbest, cname []float64
-	named                        []float64 // per document: the weight of its name's words matched
-	ctouched                     []int32
-	concepts                     []concept // the query's concepts
+	ctf, craw, cdf, cbest []float64
+	ctouched              []int32
+	concepts              []concept // the query's concepts
 	// changing: the query says a changing verb (intent.go).
 	changing bool
 	// reading: the query says a reading request (show, list, find…); asking: it asks
@@ -38,8 +37,6 @@ func getScratch(n int) *scratch {
 		sc.cover = make([]float64, n)
 		sc.craw = make([]float64, n)
 		sc.cbest = make([]float64, n)
-		sc.cname = make([]float64, n)
-		sc.named = make([]float64, n)
 		sc.ctf = make([]float64, n)
 		sc.cdf = make([]float64, n)
 		sc.ctouched = make([]int32, 0, n)

@@ -93,27 +93,6 @@ func lookupFold(list []shapeWord, w string) (shape, bool) {
 	return 0, false
 }
 
-// digitsShape is the shape of a number written alone ("issue 12", "port 5432").
-var digitsShape = shapeNumber
-
-// wellKnownFiles are file names without an extension that name a file on their own.
-var wellKnownFiles = []string{"readme", "license", "licence", "makefile", "dockerfile", "changelog",
-	"gemfile", "procfile", "jenkinsfile", "vagrantfile", "rakefile", "codeowners", "authors", "contributing"}
-
-var useWellKnown = true
-
-func wellKnownFile(t string) bool {
-	if !useWellKnown {
-		return false
-	}
-	for _, f := range wellKnownFiles {
-		if strings.EqualFold(t, f) {
-			return true
-		}
-	}
-	return false
-}
-
 // fileExtensions are extensions that mark a file name.
 var fileExtensions = map[string]bool{}
 
@@ -332,10 +311,7 @@ func tokenShape(t string) (shape, bool) {
 		return shapeID, true
 	}
 	if isDigits(t) {
-		return digitsShape, true
-	}
-	if wellKnownFile(t) {
-		return shapeFile, true
+		return 0, true
 	}
 	if (t[0] == 'v' || t[0] == 'V') && isVersion(t) {
 		return shapeVersion, true

@@ -33,19 +33,8 @@ func run(args []string, out io.Writer) error {
 	fs.StringVar(&objective, "objective", objective, "with -tune: mrr or recall (recall@1 + recall@5)")
 	restarts := fs.Int("restarts", 4, "with -tune: descents from random starting points besides DefaultParams")
 	explain := fs.Bool("explain", false, "with each miss, why the first result and the first wanted tool scored as they did")
-	related := fs.Float64("related", -1, "override Params.Related (for comparisons)")
-	prefix := fs.Float64("prefix", -1, "override Params.Prefix (for comparisons)")
-	asking := fs.Float64("asking", -1, "override Params.Asking (for comparisons)")
-	coverage := fs.Float64("coverage", -1, "override Params.Coverage (for comparisons)")
-	k1 := fs.Float64("k1", -1, "override Params.K1 (for comparisons)")
-	lexicon := fs.Float64("lexicon", -1, "override Params.Lexicon (for comparisons)")
-	abbrev := fs.Float64("abbrev", -1, "override Params.Abbrev (for comparisons)")
-	nameCover := fs.Float64("namecover", -1, "override Params.NameCover (for comparisons)")
-	shapeW := fs.Float64("shape", -1, "override Params.Shape (for comparisons)")
-	valueW := fs.Float64("value", -1, "override Params.Value (for comparisons)")
-	wForm := fs.Float64("nameform", -1, "override Params.NameForm.Weight (for comparisons)")
-	wNS := fs.Float64("namespace", -1, "override Params.Namespace.Weight (for comparisons)")
-	set := fs.String("set", "", "override parameters by the tuner's names: \"K1=2 Name.Weight=4 …\" (as -tune prints them)")
+	set := fs.String("set", "", "override parameters by the tuner's names: \"K1=2 Name.Weight=4 …\" (as -tune prints them); with -tune, those held fixed")
+	ablate := fs.Bool("ablate", false, "the figures with each aid turned off in turn (docs/search.md's table)")
 	ranks := fs.Bool("ranks", false, "print each query's rank (0: not in the first 10) and first result, one a line, for diffs between settings")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -64,48 +53,15 @@ func run(args []string, out io.Writer) error {
 	}
 	dev, held := searcheval.Split(qs)
 	if *tune {
-		return tuneParams(out, docs, dev, held, *restarts)
+		return tuneParams(out, docs, dev, held, *restarts, *set) // -set: parameters held fixed
 	}
 
 	p := search.DefaultParams()
-	if *related >= 0 {
-		p.Related = *related
-	}
-	if *k1 >= 0 {
-		p.K1 = *k1
-	}
-	if *wNS >= 0 {
-		p.Namespace.Weight = *wNS
-	}
-	if *coverage >= 0 {
-		p.Coverage = *coverage
-	}
-	if *asking >= 0 {
-		p.Asking = *asking
-	}
-	if *lexicon >= 0 {
-		p.Lexicon = *lexicon
-	}
-	if *abbrev >= 0 {
-		p.Abbrev = *abbrev
-	}
-	if *nameCover >= 0 {
-		p.NameCover = *nameCover
-	}
-	if *shapeW >= 0 {
-		p.Shape = *shapeW
-	}
-	if *valueW >= 0 {
-		p.Value = *valueW
-	}
-	if *wForm >= 0 {
-		p.NameForm.Weight = *wForm
-	}
-	if *prefix >= 0 {
-		p.Prefix = *prefix
-	}
 	if err := setParams(&p, *set); err != nil {
 		return err
+	}
+	if *ablate {
+		return ablation(out, docs, p, qs, dev, held)
 	}
 	if *ranks {
 		ix := search.BM25F{Params: p}.Build(docs, nil)

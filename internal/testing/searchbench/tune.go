@@ -35,10 +35,19 @@ var knobs = []knob{
 	{"Prefix", []float64{0, 0.3, 0.5}, func(p *search.Params) *float64 { return &p.Prefix }},
 	{"Asking", []float64{0, 0.1, 0.2, 0.3}, func(p *search.Params) *float64 { return &p.Asking }},
 	{"Coverage", []float64{0, 0.25, 0.5, 0.75, 1}, func(p *search.Params) *float64 { return &p.Coverage }},
-	{"NameCover", []float64{0, 0.25, 0.5}, func(p *search.Params) *float64 { return &p.NameCover }},
 	{"Shape", []float64{0.5, 0.75, 1}, func(p *search.Params) *float64 { return &p.Shape }},
 	{"Value", []float64{0.1, 0.3, 0.5}, func(p *search.Params) *float64 { return &p.Value }},
 	{"Lexicon", []float64{0, 0.25, 0.5, 0.75, 1}, func(p *search.Params) *float64 { return &p.Lexicon }},
+}
+
+// isFixed says whether the -set string names knob name.
+func isFixed(set, name string) bool {
+	for _, f := range strings.Fields(set) {
+		if n, _, _ := strings.Cut(f, "="); n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // setParams sets the knobs named in s ("K1=2 Name.Weight=4").
@@ -89,7 +98,7 @@ func better(a, b searcheval.Result) bool {
 // change helps) from DefaultParams and from random starting points, and prints each
 // descent's end with its held-out figures (reported, never used to choose). This is
 // how DefaultParams were chosen (docs/search.md).
-func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, restarts int) error {
+func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, restarts int, fixed string) error {
 	var prev search.Index
 	eval := func(p search.Params, qs []searcheval.Query) searcheval.Result {
 		ix := search.BM25F{Params: p}.Build(docs, prev)
@@ -105,10 +114,16 @@ func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, 
 				*k.ptr(&p) = k.values[rng.IntN(len(k.values))]
 			}
 		}
+		if err := setParams(&p, fixed); err != nil {
+			return err
+		}
 		best := eval(p, dev)
 		for changed := true; changed; {
 			changed = false
 			for _, k := range knobs {
+				if isFixed(fixed, k.name) {
+					continue
+				}
 				cur := *k.ptr(&p)
 				for _, v := range k.values {
 					if v == cur {
@@ -135,5 +150,52 @@ func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, 
 		fmt.Fprintln(out)
 	}
 	fmt.Fprintf(out, "%d settings tried on dev (%d queries)\n", tried, len(dev))
+	return nil
+}
+
+// aids are the parts of the ranker beyond BM25F over the name, namespace, title,
+// description and parameters, each as the setting that turns it off.
+var aids = []struct{ name, off string }{
+	{"the WordNet lexicon", "Lexicon=0"},
+	{"related verbs (related.go)", "Related=0"},
+	{"abbreviations (related.go)", "Abbrev=0"},
+	{"prefixes", "Prefix=0"},
+	{"shapes", "Shape=0"},
+	{"values weighed down", "Value=1"},
+	{"asking", "Asking=0"},
+	{"coverage", "Coverage=0"},
+	{"name forms", "NameForm.Weight=0"},
+	{"the lead", "Lead.Weight=0"},
+	{"phrases", "Phrase.Weight=0"},
+}
+
+// ablation prints the figures of p and of p with each aid turned off in turn, then
+// with all of them off (BM25F alone).
+func ablation(out io.Writer, docs []search.Doc, p search.Params, qs, dev, held []searcheval.Query) error {
+	var prev search.Index
+	row := func(name string, p search.Params) {
+		ix := search.BM25F{Params: p}.Build(docs, prev)
+		prev = ix
+		fmt.Fprintf(out, "| %s |", name)
+		for _, set := range [][]searcheval.Query{qs, dev, held} {
+			r := searcheval.Evaluate(ix, set)
+			fmt.Fprintf(out, " %.3f / %.3f / %.3f |", r.Recall1(), r.Recall5(), r.MRR())
+		}
+		fmt.Fprintln(out)
+	}
+	fmt.Fprintf(out, "| ranker | whole (%d) | dev (%d) | held-out (%d) |\n|---|---|---|---|\n", len(qs), len(dev), len(held))
+	row("all (the default)", p)
+	none := p
+	for _, a := range aids {
+		q := p
+		if err := setParams(&q, a.off); err != nil {
+			return err
+		}
+		row("all but "+a.name, q)
+		if err := setParams(&none, a.off); err != nil {
+			return err
+		}
+	}
+	row("BM25F alone (all of them off)", none)
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -10,12 +9,12 @@ import (
 )
 
 // The table file search/wordnet.lex: a text header (provenance, WordNet's licence, the
-// options), a NUL, then the table compressed with DEFLATE. search/lexicon.go reads it;
-// its comment describes the table's layout.
+// options), a NUL, then the table as search reads it in place. search/lexicon.go reads
+// it; its comment describes the table's layout.
 
 const magic = "MCPLEX1\n"
 
-// encode lays the table out and compresses it after header. probes are lemmas with the
+// encode lays the table out after header. probes are lemmas with the
 // term the analyzer made of each when the table was made (for the stale-table test).
 func encode(t map[string][]rel, probes [][2]string, header string) ([]byte, error) {
 	// Every key and every related term is a term of the table, sorted.
@@ -81,15 +80,6 @@ func encode(t map[string][]rel, probes [][2]string, header string) ([]byte, erro
 	var out bytes.Buffer
 	out.WriteString(header)
 	out.WriteByte(0)
-	zw, err := flate.NewWriter(&out, flate.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
+	out.Write(raw.Bytes())
 	return out.Bytes(), nil
 }

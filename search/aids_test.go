@@ -1,0 +1,127 @@
+package search
+
+import (
+	"slices"
+	"testing"
+)
+
+// The aids beyond BM25F, each on a small catalogue made so that the aid decides the
+// order (turning the aid's parameter off fails the test).
+
+// TestRelatedWordDoesNotOutscore: a rare related word counts as the query's word, not
+// as a rarer and so heavier one (concepts, query.go): the tool that says "create" comes
+// before the one that says "make", however rare "make" is. (Scored as separate terms,
+// make's idf would put d__make_user first.)
+func TestRelatedWordDoesNotOutscore(t *testing.T) {
+	docs := []Doc{
+		{Name: "a__create_user", Description: "Create a user"},
+		{Name: "b__create_group", Description: "Create a group"},
+		{Name: "c__create_team", Description: "Create a team"},
+		{Name: "d__make_user", Description: "Make a user"},
+	}
+	hits := BM25F{}.Build(docs, nil).Search("create user", 4, nil)
+	if got := names(hits); len(got) < 2 || got[0] != "a__create_user" || got[1] != "d__make_user" {
+		t.Errorf("%q", got)
+	}
+}
+
+// TestValuesAndShapes: the words of a value (a file's name, a host) count for little,
+// the shape's word for much.
+func TestValuesAndShapes(t *testing.T) {
+	docs := []Doc{
+		{Name: "fs__write_file", Description: "Write a file", InputSchema: []byte(`{"properties":{"path":{"description":"the file's path"}}}`)},
+		{Name: "ai__summarize", Description: "Summarize a text into a summary"},
+		{Name: "web__navigate", Description: "Go to a URL", InputSchema: []byte(`{"properties":{"url":{"description":"the URL"}}}`)},
+		{Name: "docs__example", Description: "Show an example"},
+		{Name: "geo__reverse_geocode", Description: "The address at a latitude and longitude"},
+		{Name: "pg__query", Description: "Run a read-only SQL query"},
+		{Name: "chat__list_users", Description: "List the users"},
+	}
+	ix := BM25F{}.Build(docs, nil)
+	for q, want := range map[string]string{
+		"save it to summary.md":              "fs__write_file",
+		"open example.com":                   "web__navigate",
+		"what is at 48.8584, 2.2945":         "geo__reverse_geocode",
+		"run select name from users limit 5": "pg__query",
+	} {
+		if hits := ix.Search(q, 1, nil); len(hits) == 0 || hits[0].Doc.Name != want {
+			t.Errorf("%q: %q, want %s first", q, names(hits), want)
+		}
+	}
+}
+
+// TestJoinedCamelCase: a description's "JavaScript" is found by "javascript" as well as
+// by "java script".
+func TestJoinedCamelCase(t *testing.T) {
+	docs := []Doc{
+		{Name: "web__evaluate", Description: "Evaluate a JavaScript expression"},
+		{Name: "web__run", Description: "Run some code"},
+	}
+	ix := BM25F{}.Build(docs, nil)
+	for _, q := range []string{"javascript", "JavaScript"} {
+		if hits := ix.Search(q, 2, nil); len(hits) != 1 || hits[0].Doc.Name != "web__evaluate" {
+			t.Errorf("%q: %q", q, names(hits))
+		}
+	}
+}
+
+// TestPhrasesAndForms: two query words a tool says in a row, and a word in the form the
+// tool's name has it, count more.
+func TestPhrasesAndForms(t *testing.T) {
+	docs := []Doc{
+		{Name: "gh__merge_pull_request", Description: "Merge a pull request"},
+		{Name: "gl__create_merge_request", Description: "Create a merge request"},
+		{Name: "chat__get_channel", Description: "Get a channel"},
+		{Name: "chat__list_channels", Description: "List the channels"},
+	}
+	ix := BM25F{}.Build(docs, nil)
+	if hits := ix.Search("merge request", 2, nil); len(hits) == 0 || hits[0].Doc.Name != "gl__create_merge_request" {
+		t.Errorf("merge request: %q", names(hits))
+	}
+	if hits := ix.Search("channels", 2, nil); len(hits) == 0 || hits[0].Doc.Name != "chat__list_channels" {
+		t.Errorf("channels: %q", names(hits))
+	}
+	if hits := ix.Search("channel", 2, nil); len(hits) == 0 || hits[0].Doc.Name != "chat__get_channel" {
+		t.Errorf("channel: %q", names(hits))
+	}
+}
+
+// TestAsking: a question or a request to see scales the changing tools down; a request
+// whose verb is neither ("file a bug") does not.
+func TestAsking(t *testing.T) {
+	ix := BM25F{}.Build([]Doc{{Name: "x__y", Description: "y"}}, nil).(*index)
+	sc := getScratch(1)
+	defer putScratch(sc)
+	for q, want := range map[string]bool{
+		"which bugs are open":      true,
+		"show me the bugs":         true,
+		"bugs in the repo?":        true,
+		"file a bug about a crash": false,
+		"open a PR":                false,
+		"what should I delete":     false, // a changing verb
+		"create an issue":          false,
+	} {
+		ix.queryConcepts(q, sc, nil)
+		if sc.asking != want {
+			t.Errorf("%q: asking %v, want %v", q, sc.asking, want)
+		}
+	}
+}
+
+// TestLead: the description's first sentence.
+func TestLead(t *testing.T) {
+	for desc, want := range map[string]string{
+		"Navigate to a URL. Waits for the page to load.": "Navigate to a URL",
+		"One line\nThe rest":                             "One line",
+		"No sentence end":                                "No sentence end",
+		"v1.2 is supported. Then":                        "v1.2 is supported",
+	} {
+		if got := lead(desc); got != want {
+			t.Errorf("lead(%q) = %q, want %q", desc, got, want)
+		}
+	}
+	long := slices.Repeat([]byte("word "), 100)
+	if got := lead(string(long)); len(got) > maxLead {
+		t.Errorf("lead of %d bytes", len(got))
+	}
+}
