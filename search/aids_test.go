@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math"
 	"slices"
 	"testing"
 )
@@ -123,5 +124,15 @@ func TestLead(t *testing.T) {
 	long := slices.Repeat([]byte("word "), 100)
 	if got := lead(string(long)); len(got) > maxLead {
 		t.Errorf("lead of %d bytes", len(got))
+	}
+}
+
+func TestPowFrac(t *testing.T) {
+	for _, e := range []float64{0.25, 0.5, 0.75, 1, 0.3, 2} {
+		for _, x := range []float64{0, 0.01, 0.3, 0.5, 0.99, 1} {
+			if got, want := powFrac(x, e), math.Pow(x, e); math.Abs(got-want) > 1e-12 {
+				t.Errorf("powFrac(%v, %v) = %v, want %v", x, e, got, want)
+			}
+		}
 	}
 }

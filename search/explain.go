@@ -2,7 +2,6 @@ package search
 
 import (
 	"fmt"
-	"math"
 	"strings"
 )
 
@@ -67,7 +66,7 @@ func (ix *index) Explain(query, name string) string {
 	total := scores[doc]
 	if ix.coverage > 0 && total > 0 {
 		got, asked := sc.cover[doc], sc.conceptWeight()
-		c := math.Pow(got/asked, ix.coverage)
+		c := powFrac(got/asked, ix.coverage)
 		fmt.Fprintf(&b, "coverage %.2f/%.2f: ×%.2f; ", got, asked, c)
 	}
 	if ix.asking > 0 && sc.asking && ix.an[doc].changing && total > 0 {
