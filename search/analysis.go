@@ -38,7 +38,7 @@ type analysis struct {
 
 type termFreq struct {
 	term string
-	tf   [numFields]uint16
+	tf   [numFields]uint8 // per field, capped at 255 (BM25 saturates long before)
 }
 
 // docKey hashes the content the analysis reads. A hit in the previous index's cache is
@@ -117,7 +117,7 @@ func analyze(d Doc, key uint64) *analysis {
 			idx[string(t)] = i
 			a.terms = append(a.terms, termFreq{term: string(t)})
 		}
-		if a.terms[i].tf[f] < 1<<16-1 {
+		if a.terms[i].tf[f] < 1<<8-1 {
 			a.terms[i].tf[f]++
 		}
 	}

@@ -130,7 +130,7 @@ type index struct {
 
 type posting struct {
 	doc int32
-	tf  [numFields]uint16
+	tf  [numFields]uint8
 }
 
 // stats are the collection statistics BM25 needs, over the documents a search may see.
@@ -444,7 +444,7 @@ func (ix *index) adjust(sc *scratch, scores []float64, touched []int32) {
 
 // mainFields are the fields a term's document frequency is counted in when it occurs
 // in any of them (see dfOf).
-func mainField(tf *[numFields]uint16) bool {
+func mainField(tf *[numFields]uint8) bool {
 	return tf[fieldName]|tf[fieldNamespace]|tf[fieldTitle]|tf[fieldDesc] != 0
 }
 
