@@ -87,28 +87,6 @@ func TestPhrasesAndForms(t *testing.T) {
 	}
 }
 
-// TestAsking: a question or a request to see scales the changing tools down; a request
-// whose verb is neither ("file a bug") does not.
-func TestAsking(t *testing.T) {
-	ix := BM25F{}.Build([]Doc{{Name: "x__y", Description: "y"}}, nil).(*index)
-	sc := getScratch(1)
-	defer putScratch(sc)
-	for q, want := range map[string]bool{
-		"which bugs are open":      true,
-		"show me the bugs":         true,
-		"bugs in the repo?":        true,
-		"file a bug about a crash": false,
-		"open a PR":                false,
-		"what should I delete":     false, // a changing verb
-		"create an issue":          false,
-	} {
-		ix.queryConcepts(q, sc, nil)
-		if sc.asking != want {
-			t.Errorf("%q: asking %v, want %v", q, sc.asking, want)
-		}
-	}
-}
-
 // TestLead: the description's first sentence.
 func TestLead(t *testing.T) {
 	for desc, want := range map[string]string{

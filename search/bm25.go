@@ -52,8 +52,7 @@ type Params struct {
 	// Factors.
 	//
 	// Asking scales down the score of a tool whose name changes something (create,
-	// delete, send…) for a query that asks (a question, or a request to show, list or
-	// find) and says no changing verb (intent.go); 0 leaves it.
+	// delete, send…) for a query that says no such verb (intent.go); 0 leaves it.
 	Asking float64
 	// Coverage favours documents that match more of the query: a score is multiplied
 	// by (the query's concepts matched / those the catalogue holds)^Coverage, a concept
@@ -68,22 +67,22 @@ type Params struct {
 func DefaultParams() Params {
 	return Params{
 		K1:        3,
-		Name:      Field{Weight: 4, B: 0},
-		Namespace: Field{Weight: 3, B: 0},
-		Title:     Field{Weight: 3, B: 0.3},
-		Desc:      Field{Weight: 1, B: 0.75},
-		Param:     Field{Weight: 0.6, B: 0.5},
-		ParamDesc: Field{Weight: 0.5, B: 0.75},
+		Name:      Field{Weight: 3, B: 0},
+		Namespace: Field{Weight: 1, B: 0},
+		Title:     Field{Weight: 1, B: 0.3},
+		Desc:      Field{Weight: 1, B: 0.5},
+		Param:     Field{Weight: 1, B: 0.5},
+		ParamDesc: Field{Weight: 0.7, B: 0.75},
 		NameForm:  Field{Weight: 4, B: 0.3},
 		Lead:      Field{Weight: 1, B: 0.3},
-		Phrase:    Field{Weight: 1, B: 0.3},
+		Phrase:    Field{Weight: 0.5, B: 0.3},
 		Related:   0.7,
-		Abbrev:    1,
+		Abbrev:    0.85,
 		Lexicon:   1,
 		Prefix:    0.5,
-		Shape:     1,
+		Shape:     0.75,
 		Value:     0.1,
-		Asking:    0.2,
+		Asking:    0.1,
 		Coverage:  0.75,
 	}
 }
@@ -432,7 +431,7 @@ func (ix *index) adjust(sc *scratch, scores []float64, touched []int32) {
 			scores[d] *= powFrac(sc.cover[d]/n, ix.coverage)
 		}
 	}
-	if ix.asking > 0 && sc.asking {
+	if ix.asking > 0 && !sc.changing {
 		for _, d := range touched {
 			if ix.an[d].changing {
 				scores[d] *= 1 - ix.asking

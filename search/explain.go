@@ -69,7 +69,7 @@ func (ix *index) Explain(query, name string) string {
 		c := powFrac(got/asked, ix.coverage)
 		fmt.Fprintf(&b, "coverage %.2f/%.2f: ×%.2f; ", got, asked, c)
 	}
-	if ix.asking > 0 && sc.asking && ix.an[doc].changing && total > 0 {
+	if ix.asking > 0 && !sc.changing && ix.an[doc].changing && total > 0 {
 		fmt.Fprintf(&b, "changing tool for an asking query: ×%.2f; ", 1-ix.asking)
 	}
 	ix.adjust(sc, scores, touched)

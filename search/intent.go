@@ -1,15 +1,11 @@
 package search
 
-import "strings"
-
 // Changing and asking. A tool whose own name holds a verb that changes something
-// (create, delete, update, send…) is a "changing" tool. A query that says no such verb
-// and asks — a question ("which channels do we have", "how many documents are in
-// users?") or a request to see or find ("show me the README", "list my pods") — wants
-// to read: there, Params.Asking scales the changing tools' scores down, so that among
-// tools matching the same nouns the one that reads comes first. Any other query is
-// scored as it is: one that says a changing verb, and a request whose verb is neither
-// ("file a bug", "open a PR", "fork the repo"), which may well change something.
+// (create, delete, update, send…) is a "changing" tool. A query that holds no such verb,
+// nor a related word of one, asks to see or find something ("which channels do we
+// have", "how many documents are in users"): there, Params.Asking scales the changing
+// tools' scores down, so that among tools matching the same nouns the one that reads
+// comes first. A query that does say a changing verb is scored as it is.
 var changingVerbs = map[string]struct{}{}
 
 func init() {
@@ -25,48 +21,6 @@ func init() {
 			changingVerbs[t] = struct{}{}
 		}
 	}
-}
-
-// readingRequests are the verbs of a request to see or find ("show me", "list", "look
-// up", "tell me"): a query that says one, and no changing verb, asks.
-var readingRequests = map[string]struct{}{}
-
-// questionStarts begin a question.
-var questionStarts = []string{"what", "what's", "whats", "which", "who", "who's", "whom", "whose", "where",
-	"where's", "when", "why", "how", "is", "are", "was", "were", "do", "does", "did", "has", "have", "any"}
-
-func init() {
-	for _, w := range []string{
-		"show", "list", "get", "find", "search", "look", "read", "fetch", "view", "display",
-		"see", "check", "tell", "give", "count", "describe", "explain", "print", "dump", "lookup",
-	} {
-		for _, t := range Terms(w) {
-			readingRequests[t] = struct{}{}
-		}
-	}
-}
-
-func isReadingRequest(term []byte) bool {
-	_, ok := readingRequests[string(term)]
-	return ok
-}
-
-// isQuestion says whether a query reads as a question: a question mark, or a first
-// word that begins questions.
-func isQuestion(query string) bool {
-	if strings.IndexByte(query, '?') >= 0 {
-		return true
-	}
-	tok, _, ok := nextToken(query)
-	if !ok {
-		return false
-	}
-	for _, q := range questionStarts {
-		if strings.EqualFold(tok.bare, q) {
-			return true
-		}
-	}
-	return false
 }
 
 func isChanging(term []byte) bool {

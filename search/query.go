@@ -82,7 +82,7 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		}
 		start = int32(len(terms))
 	}
-	sc.changing, sc.reading = false, false
+	sc.changing = false
 	// word makes the concept of one word of the query, at weight cw.
 	pair := sc.pair[:0]
 	// phrase makes the concept of the pair the previous word and t make, when a tool
@@ -104,9 +104,6 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 	word := func(t, form []byte, cw float64) {
 		if !sc.changing && isChanging(t) {
 			sc.changing = true
-		}
-		if !sc.reading && isReadingRequest(t) {
-			sc.reading = true
 		}
 		own := int32(-1)
 		if id, ok := ix.voc.dict[string(t)]; ok {
@@ -181,7 +178,6 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		}
 	}
 	sc.terms, sc.concepts, sc.pair = terms, concepts, pair
-	sc.asking = !sc.changing && (sc.reading || isQuestion(query))
 }
 
 // anyVisible says whether a document mask admits holds term id.

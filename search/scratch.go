@@ -20,9 +20,6 @@ type scratch struct {
 	concepts              []concept // the query's concepts
 	// changing: the query says a changing verb (intent.go).
 	changing bool
-	// reading: the query says a reading request (show, list, find…); asking: it asks
-	// (intent.go), so that Params.Asking applies.
-	reading, asking bool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -13,9 +13,8 @@ import "strings"
 //
 // The rules are few and general (docs/search.md lists them): they read the shape of a
 // token (a known file extension or top-level domain, a scheme, a leading "/", "~/",
-// "@" or "#", digits and dots), a few fixed phrases of English (the questions "how
-// many", "how far", "when", "where"…, whose answers are a count, a distance, a time, a
-// place) and the keywords of SQL statements. Only the query is read this way.
+// "@" or "#", digits and dots, quotes and braces) and the keywords of SQL statements.
+// Only the query is read this way.
 
 // shape is a set of token shapes found in a query.
 type shape uint32
@@ -36,21 +35,6 @@ const (
 	shapeJSON    // {…}
 	shapeSQL     // select … from, insert into…
 	shapeCommand // a command-line flag, a `backquoted` command
-	// Questions: what the answer is.
-	askCount     // how many
-	askAmount    // how much
-	askDistance  // how far
-	askDuration  // how long
-	askHeight    // how high, how tall
-	askAge       // how old
-	askSize      // how big, how large
-	askFrequency // how often
-	askSpeed     // how fast
-	askDepth     // how deep
-	askTime      // when
-	askPlace     // where
-	askPerson    // who, whom
-	askReason    // why
 	numShapes    = iota
 )
 
@@ -61,36 +45,22 @@ func init() {
 	for s, ws := range [numShapes]string{
 		"file", "url", "path", "email", "user", "channel", "number", "latitude longitude coordinates",
 		"version", "date", "time", "id", "json", "sql query", "command",
-		"count number", "amount", "distance", "duration length", "height", "age", "size",
-		"frequency", "speed", "depth", "time date", "location place", "person user", "reason cause",
 	} {
 		shapeWords[s] = Terms(ws)
 	}
 }
 
-type shapeWord struct {
-	word  string
-	shape shape
-}
+// wellKnownFiles are file names that say they are files without an extension.
+var wellKnownFiles = []string{"readme", "license", "licence", "makefile", "dockerfile", "changelog",
+	"gemfile", "procfile", "jenkinsfile", "vagrantfile", "rakefile", "codeowners", "authors", "contributing"}
 
-// howWords: "how X" asks for …
-var howWords = []shapeWord{
-	{"many", askCount}, {"much", askAmount}, {"far", askDistance}, {"long", askDuration},
-	{"high", askHeight}, {"tall", askHeight}, {"old", askAge}, {"big", askSize}, {"large", askSize},
-	{"often", askFrequency}, {"fast", askSpeed}, {"deep", askDepth},
-}
-
-// whWords: a question word alone asks for …
-var whWords = []shapeWord{{"when", askTime}, {"where", askPlace}, {"who", askPerson}, {"whom", askPerson}, {"why", askReason}}
-
-// lookupFold returns the shape of the entry of list equal to w (ASCII case folded).
-func lookupFold(list []shapeWord, w string) (shape, bool) {
-	for _, e := range list {
-		if strings.EqualFold(e.word, w) {
-			return e.shape, true
+func wellKnownFile(t string) bool {
+	for _, f := range wellKnownFiles {
+		if strings.EqualFold(t, f) {
+			return true
 		}
 	}
-	return 0, false
+	return false
 }
 
 // fileExtensions are extensions that mark a file name.
@@ -179,7 +149,6 @@ func readQuery(query string, word func(text string, value bool)) shape {
 	}
 	var closer byte // inside a quoted span: what closes it
 	prevDecimal := false
-	prevHow := false
 	i := 0
 	for rest := query; ; i++ {
 		tok, r, ok := nextToken(rest)
@@ -192,7 +161,7 @@ func readQuery(query string, word func(text string, value bool)) shape {
 			if spanCloses(tok.raw, closer) {
 				closer = 0
 			}
-			prevDecimal, prevHow = false, false
+			prevDecimal = false
 			continue
 		}
 		if c, open := spanOpen(tok.raw); open && spanEnds(tok.raw, rest, c) {
@@ -206,24 +175,12 @@ func readQuery(query string, word func(text string, value bool)) shape {
 			if !spanCloses(tok.raw[1:], c) {
 				closer = c
 			}
-			prevDecimal, prevHow = false, false
+			prevDecimal = false
 			continue
 		}
 		if sqlAt >= 0 && i >= sqlAt {
 			word(tok.raw, true)
 			continue
-		}
-		// Questions.
-		if prevHow {
-			if s, ok := lookupFold(howWords, tok.bare); ok {
-				found |= s
-				prevHow = false
-				continue // "how many": the question is its shape, not the word
-			}
-		}
-		prevHow = strings.EqualFold(tok.bare, "how")
-		if s, ok := lookupFold(whWords, tok.bare); ok {
-			found |= s
 		}
 		// Coordinates: two decimal numbers, the first followed by a comma.
 		if isDecimal(tok.bare) {
@@ -312,6 +269,9 @@ func tokenShape(t string) (shape, bool) {
 	}
 	if isDigits(t) {
 		return 0, true
+	}
+	if wellKnownFile(t) {
+		return shapeFile, true
 	}
 	if (t[0] == 'v' || t[0] == 'V') && isVersion(t) {
 		return shapeVersion, true

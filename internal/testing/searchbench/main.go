@@ -99,6 +99,10 @@ func run(args []string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "%-10s %5d %9.3f %9.3f %7.3f\n", set.name, r.N, r.Recall1(), r.Recall5(), r.MRR())
 	}
+	fmt.Fprintf(out, "\nwhat each aid adds (recall@1 / recall@5 / MRR@10 with it turned off):\n\n")
+	if err := ablation(out, docs, p, qs, dev, held); err != nil {
+		return err
+	}
 	full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes()
 	fmt.Fprintf(out, "\ntools/list bytes: mode all %d, search mode %d (search_tools + call_tool): %.2f%%\n",
 		full, small, 100*float64(small)/float64(full))

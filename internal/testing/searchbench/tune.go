@@ -107,6 +107,9 @@ func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, 
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	tried := 0
+	var chosen search.Params
+	var chosenDev searcheval.Result
+	chosenAt := -1
 	for r := 0; r <= restarts; r++ {
 		p := search.DefaultParams()
 		if r > 0 {
@@ -141,6 +144,9 @@ func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, 
 				}
 			}
 		}
+		if chosenAt < 0 || better(best, chosenDev) {
+			chosen, chosenDev, chosenAt = p, best, r
+		}
 		h := eval(p, held)
 		fmt.Fprintf(out, "start %d: dev r@1 %.3f r@5 %.3f mrr %.3f | held r@1 %.3f r@5 %.3f mrr %.3f\n", r,
 			best.Recall1(), best.Recall5(), best.MRR(), h.Recall1(), h.Recall5(), h.MRR())
@@ -149,7 +155,11 @@ func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query, 
 		}
 		fmt.Fprintln(out)
 	}
-	fmt.Fprintf(out, "%d settings tried on dev (%d queries)\n", tried, len(dev))
+	fmt.Fprintf(out, "%d settings tried on dev (%d queries); the best on dev is start %d:\n", tried, len(dev), chosenAt)
+	for _, k := range knobs {
+		fmt.Fprintf(out, " %s=%g", k.name, *k.ptr(&chosen))
+	}
+	fmt.Fprintln(out)
 	return nil
 }
 
