@@ -68,19 +68,19 @@ func DefaultParams() Params {
 	return Params{
 		K1:        3,
 		Name:      Field{Weight: 3, B: 0},
-		Namespace: Field{Weight: 1, B: 0},
+		Namespace: Field{Weight: 2, B: 0},
 		Title:     Field{Weight: 1, B: 0.3},
-		Desc:      Field{Weight: 1, B: 0.5},
-		Param:     Field{Weight: 1, B: 0.5},
-		ParamDesc: Field{Weight: 0.7, B: 0.75},
+		Desc:      Field{Weight: 1, B: 0.75},
+		Param:     Field{Weight: 0.6, B: 0.5},
+		ParamDesc: Field{Weight: 0.5, B: 0.75},
 		NameForm:  Field{Weight: 4, B: 0.3},
-		Lead:      Field{Weight: 1, B: 0.3},
+		Lead:      Field{Weight: 0.5, B: 0.3},
 		Phrase:    Field{Weight: 0.5, B: 0.3},
 		Related:   0.7,
 		Abbrev:    0.85,
-		Lexicon:   1,
-		Prefix:    0.5,
-		Shape:     0.75,
+		Lexicon:   0.25,
+		Prefix:    0.3,
+		Shape:     1,
 		Value:     0.1,
 		Asking:    0.1,
 		Coverage:  0.75,
@@ -331,6 +331,9 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 	ct := sc.ctouched[:0]
 	maxW := 0.0
 	for _, qt := range sc.terms[c.start:c.end] {
+		if qt.w == 0 {
+			continue // another concept's own word (queryConcepts)
+		}
 		post := ix.post[qt.id]
 		var ptf []float32
 		if st.ptf != nil {

@@ -47,6 +47,9 @@ func (ix *index) Explain(query, name string) string {
 			}
 			var matched []string
 			for _, qt := range sc.terms[c.start:c.end] {
+				if qt.w == 0 {
+					continue
+				}
 				for _, p := range ix.post[qt.id] {
 					if p.doc != doc {
 						continue

@@ -19,7 +19,7 @@ import (
 // docs/search.md lists the misses and why.
 const (
 	floorRecall1 = 0.70
-	floorRecall5 = 0.89
+	floorRecall5 = 0.88
 	floorMRR     = 0.78
 )
 

@@ -1,6 +1,9 @@
 package search
 
-import "math/bits"
+import (
+	"math/bits"
+	"strings"
+)
 
 // A query is read as concepts: each word of the query (and each shape a token has,
 // shapes.go) is one concept, which looks for the word's own term at weight 1 and for
@@ -177,6 +180,16 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 			}
 		}
 	}
+	// A related term that is another concept's own word is that concept's alone ("how
+	// high above sea level": level is said, not only related to high): counted once.
+	for ci := range concepts {
+		c := &concepts[ci]
+		for i := c.start; i < c.end; i++ {
+			if terms[i].id != c.own && seen(terms[i].id) >= 0 {
+				terms[i].w = 0
+			}
+		}
+	}
 	sc.terms, sc.concepts, sc.pair = terms, concepts, pair
 }
 
@@ -208,6 +221,9 @@ func (ix *index) prefixTerms(p []byte, mask []bool, f func(id int32)) {
 		t := ix.voc.terms[ix.voc.byStr[i]]
 		if len(t) < len(p) || t[:len(p)] != string(p) {
 			break
+		}
+		if strings.IndexByte(t, phraseSep) >= 0 {
+			continue // a phrase (two words) begins with a word, it does not extend it
 		}
 		if id := ix.voc.byStr[i]; len(t) > len(p) && len(ix.post[id]) > 0 && (mask == nil || ix.anyVisible(id, mask)) {
 			f(id)
