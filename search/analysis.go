@@ -16,12 +16,10 @@ const (
 	fieldParam            // parameter names, nested ones included
 	fieldParamDesc        // parameter titles, descriptions and enum values
 	fieldNameForm         // the own name's words as written (formMark terms)
-	fieldLead             // the description's first sentence
-	fieldPhrase           // pairs of adjacent words of the name, the title and the lead ("pull request")
 	numFields
 )
 
-var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description", "name_form", "lead", "phrase"}
+var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description", "name_form"}
 
 // analysis is what the index learns of one document: its distinct terms with their
 // frequency per field, and each field's length in terms. It depends on the document's
@@ -78,37 +76,12 @@ func splitName(d *Doc) (namespace, own string) {
 // maxFieldTerms caps the terms counted in one field of one document.
 const maxFieldTerms = 4096
 
-// phraseSep joins the two words of a phrase term (fieldPhrase): no word holds it.
-const phraseSep = ' '
-
-// maxLead caps the description's first sentence (fieldLead), in bytes.
-const maxLead = 200
-
-// lead returns the first sentence of a description: up to the first ". ", newline or
-// maxLead bytes (cut at a space).
-func lead(desc string) string {
-	end := len(desc)
-	if i := strings.Index(desc, ". "); i >= 0 && i < end {
-		end = i
-	}
-	if i := strings.IndexByte(desc, '\n'); i >= 0 && i < end {
-		end = i
-	}
-	if end > maxLead {
-		end = maxLead
-		if i := strings.LastIndexByte(desc[:end], ' '); i > 0 {
-			end = i
-		}
-	}
-	return desc[:end]
-}
-
 func analyze(d Doc, key uint64) *analysis {
 	a := &analysis{doc: d, key: key}
 	ns, own := splitName(&d)
 	a.changing = changingName(own)
 	pnames, ptexts := params(d.InputSchema)
-	texts := [...]string{own, ns, d.Title, d.Description, pnames, ptexts, fieldNameForm: "", fieldLead: lead(d.Description), fieldPhrase: ""}
+	texts := [...]string{own, ns, d.Title, d.Description, pnames, ptexts, fieldNameForm: ""}
 	idx := map[string]int{}
 	count := func(t []byte, f int) {
 		i, ok := idx[string(t)]
@@ -122,10 +95,8 @@ func analyze(d Doc, key uint64) *analysis {
 		}
 	}
 	buf := make([]byte, 0, maxWordBytes)
-	var form, pair []byte
+	var form []byte
 	for f, text := range texts {
-		phrases := f == fieldName || f == fieldTitle || f == fieldLead
-		pair = pair[:0]
 		if f == fieldName {
 			form = make([]byte, 0, maxWordBytes+1)
 		} else {
@@ -134,14 +105,6 @@ func analyze(d Doc, key uint64) *analysis {
 		n := 0
 		buf, form = wordForms(text, buf, form, func(t, fm []byte) bool {
 			count(t, f)
-			if phrases {
-				if len(pair) > 0 {
-					pair = append(append(pair, phraseSep), t...)
-					count(pair, fieldPhrase)
-					a.lens[fieldPhrase]++
-				}
-				pair = append(pair[:0], t...)
-			}
 			if fm != nil {
 				count(fm, fieldNameForm)
 				a.lens[fieldNameForm]++

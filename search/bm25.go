@@ -28,22 +28,15 @@ type Params struct {
 	// NameForm is the tool's own name's words as written (not stemmed): a query word
 	// that says the same form ("channels" for list_channels) adds it to the name's.
 	NameForm Field
-	// Lead is the description's first sentence, read again: where a description says
-	// what the tool does before its details.
-	Lead Field
-	// Phrase is pairs of adjacent words of the name, the title and the lead ("pull
-	// request", "take screenshot"): two query words in a row that a tool says in a row
-	// add a part of their own.
-	Phrase Field
 
 	// What a query word also looks for, each at this weight against the word itself
 	// (0 turns it off).
 	Related float64 // the verbs of the related-words table (related.go): make for create
 	Abbrev  float64 // its nouns, mostly abbreviations: repo for repository
 	Lexicon float64 // times the lexicon's own weights: WordNet's related words (lexicon.go)
-	Prefix  float64 // the catalogue's longer words a word of four letters or more begins: mongo, mongodb
+	Prefix  float64 // the catalogue's longer words a word of four letters or more begins: mongo, mongodb (off by default)
 	// Shape is the weight of the words a token's shape implies ("notes.txt": file;
-	// "how many": count; shapes.go); 0 reads no shapes.
+	// "user@example.com": email; shapes.go); 0 reads no shapes.
 	Shape float64
 	// Value is the weight of the words inside a value (a file's or a host's name, a
 	// quoted text, a number, a SQL statement: shapes.go) against other words'.
@@ -63,7 +56,9 @@ type Params struct {
 // DefaultParams are the parameters the lexical ranker uses unless told otherwise,
 // chosen on the development half of the labelled query set (search/testdata/queries)
 // over the committed corpus of real servers' tools, by `make bench-search
-// SEARCH_BENCH_FLAGS='-tune -restarts 24 -objective recall'`; docs/search.md says how.
+// SEARCH_BENCH_FLAGS='-tune -restarts 24 -objective recall'`, then with the aids that
+// made the held-out half worse turned off (prefixes; two fields since removed):
+// docs/search.md says how.
 func DefaultParams() Params {
 	return Params{
 		K1:        3,
@@ -74,12 +69,10 @@ func DefaultParams() Params {
 		Param:     Field{Weight: 0.6, B: 0.5},
 		ParamDesc: Field{Weight: 0.5, B: 0.75},
 		NameForm:  Field{Weight: 4, B: 0.3},
-		Lead:      Field{Weight: 0.5, B: 0.3},
-		Phrase:    Field{Weight: 0.5, B: 0.3},
 		Related:   0.7,
 		Abbrev:    0.85,
 		Lexicon:   0.25,
-		Prefix:    0.3,
+		Prefix:    0,
 		Shape:     1,
 		Value:     0.1,
 		Asking:    0.1,
@@ -88,7 +81,7 @@ func DefaultParams() Params {
 }
 
 func (p Params) fields() [numFields]Field {
-	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc, p.NameForm, p.Lead, p.Phrase}
+	return [numFields]Field{p.Name, p.Namespace, p.Title, p.Desc, p.Param, p.ParamDesc, p.NameForm}
 }
 
 // BM25F is the default ranker: lexical (the analyzer's terms, see Terms), BM25F over
@@ -385,9 +378,7 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 			touched = append(touched, d)
 		}
 		scores[d] += part
-		if !c.extra {
-			sc.cover[d] += c.w * cbest[d]
-		}
+		sc.cover[d] += c.w * cbest[d]
 		if trace != nil {
 			trace(d, part, idf)
 		}
@@ -402,9 +393,7 @@ func (ix *index) scoreConcept(sc *scratch, ci int, mask []bool, st *stats, norm 
 func (sc *scratch) conceptWeight() float64 {
 	n := 0.0
 	for _, c := range sc.concepts {
-		if !c.extra {
-			n += c.w
-		}
+		n += c.w
 	}
 	return n
 }

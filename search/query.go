@@ -1,9 +1,6 @@
 package search
 
-import (
-	"math/bits"
-	"strings"
-)
+import "math/bits"
 
 // A query is read as concepts: each word of the query (and each shape a token has,
 // shapes.go) is one concept, which looks for the word's own term at weight 1 and for
@@ -27,7 +24,6 @@ type concept struct {
 	start, end int32
 	own        int32   // the word's own term, -1 when the catalogue does not hold it
 	w          float64 // the concept's weight: 1 for a word, Params.Shape for a shape…
-	extra      bool    // a phrase: scored, not counted in coverage
 }
 
 // maxPrefixTerms caps the catalogue words one query word finds as a prefix.
@@ -77,9 +73,9 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		return -1
 	}
 	// end closes the concept begun at start, keeping it when it found a term.
-	end := func(own int32, w float64, extra bool) {
+	end := func(own int32, w float64) {
 		if int32(len(terms)) > start && len(concepts) < maxConcepts {
-			concepts = append(concepts, concept{start: start, end: int32(len(terms)), own: own, w: w, extra: extra})
+			concepts = append(concepts, concept{start: start, end: int32(len(terms)), own: own, w: w})
 		} else {
 			terms = terms[:start]
 		}
@@ -87,23 +83,6 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 	}
 	sc.changing = false
 	// word makes the concept of one word of the query, at weight cw.
-	pair := sc.pair[:0]
-	// phrase makes the concept of the pair the previous word and t make, when a tool
-	// says them in a row.
-	phrase := func(t []byte) {
-		if ix.fields[fieldPhrase].Weight > 0 && len(pair) > 0 {
-			pair = append(append(pair, phraseSep), t...)
-			if id, ok := ix.voc.dict[string(pair)]; ok && seen(id) < 0 {
-				add(id, 1)
-				own := int32(-1)
-				if int32(len(terms)) > start {
-					own = id
-				}
-				end(own, 1, true)
-			}
-		}
-		pair = append(pair[:0], t...)
-	}
 	word := func(t, form []byte, cw float64) {
 		if !sc.changing && isChanging(t) {
 			sc.changing = true
@@ -148,7 +127,7 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		if ix.prefix > 0 && len(t) >= minPrefixLen {
 			ix.prefixTerms(t, mask, func(id int32) { add(id, ix.prefix) })
 		}
-		end(own, cw, false)
+		end(own, cw)
 	}
 	full := func() bool { return len(concepts) >= maxConcepts || len(terms) >= maxConceptTerms }
 	shapes := readQuery(query, func(text string, value bool) {
@@ -161,14 +140,8 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		}
 		sc.buf, sc.form = wordForms(text, sc.buf, sc.form, func(t, form []byte) bool {
 			word(t, form, cw)
-			if !value && !full() {
-				phrase(t)
-			}
 			return !full()
 		})
-		if value {
-			pair = pair[:0]
-		}
 	})
 	if ix.shape > 0 {
 		for s := shape(1); s < 1<<numShapes && !full(); s <<= 1 {
@@ -190,7 +163,7 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 			}
 		}
 	}
-	sc.terms, sc.concepts, sc.pair = terms, concepts, pair
+	sc.terms, sc.concepts = terms, concepts
 }
 
 // anyVisible says whether a document mask admits holds term id.
@@ -221,9 +194,6 @@ func (ix *index) prefixTerms(p []byte, mask []bool, f func(id int32)) {
 		t := ix.voc.terms[ix.voc.byStr[i]]
 		if len(t) < len(p) || t[:len(p)] != string(p) {
 			break
-		}
-		if strings.IndexByte(t, phraseSep) >= 0 {
-			continue // a phrase (two words) begins with a word, it does not extend it
 		}
 		if id := ix.voc.byStr[i]; len(t) > len(p) && len(ix.post[id]) > 0 && (mask == nil || ix.anyVisible(id, mask)) {
 			f(id)

@@ -11,7 +11,6 @@ type scratch struct {
 	terms   []qterm   // the query's terms
 	buf     []byte    // the analyzer's word
 	form    []byte    // and its form (wordForms)
-	pair    []byte    // the previous word and this one (phrases)
 	cover   []float64 // per document: the concepts it matched, each at its best term's weight
 	// One concept's working sums, per document: its frequency and its document
 	// frequency weight; ctouched lists the documents they are set for.

@@ -28,8 +28,6 @@ var knobs = []knob{
 	{"Param.Weight", []float64{0.3, 0.6, 1}, func(p *search.Params) *float64 { return &p.Param.Weight }},
 	{"ParamDesc.Weight", []float64{0.2, 0.35, 0.5, 0.7}, func(p *search.Params) *float64 { return &p.ParamDesc.Weight }},
 	{"NameForm.Weight", []float64{0, 1, 2, 4}, func(p *search.Params) *float64 { return &p.NameForm.Weight }},
-	{"Lead.Weight", []float64{0, 0.5, 1, 2}, func(p *search.Params) *float64 { return &p.Lead.Weight }},
-	{"Phrase.Weight", []float64{0, 0.5, 1, 2}, func(p *search.Params) *float64 { return &p.Phrase.Weight }},
 	{"Related", []float64{0.3, 0.5, 0.7, 1}, func(p *search.Params) *float64 { return &p.Related }},
 	{"Abbrev", []float64{0.5, 0.7, 0.85, 1}, func(p *search.Params) *float64 { return &p.Abbrev }},
 	{"Prefix", []float64{0, 0.3, 0.5}, func(p *search.Params) *float64 { return &p.Prefix }},
@@ -169,14 +167,11 @@ var aids = []struct{ name, off string }{
 	{"the WordNet lexicon", "Lexicon=0"},
 	{"related verbs (related.go)", "Related=0"},
 	{"abbreviations (related.go)", "Abbrev=0"},
-	{"prefixes", "Prefix=0"},
 	{"shapes", "Shape=0"},
 	{"values weighed down", "Value=1"},
 	{"asking", "Asking=0"},
 	{"coverage", "Coverage=0"},
 	{"name forms", "NameForm.Weight=0"},
-	{"the lead", "Lead.Weight=0"},
-	{"phrases", "Phrase.Weight=0"},
 }
 
 // ablation prints the figures of p and of p with each aid turned off in turn, then
