@@ -15,10 +15,11 @@ const (
 	fieldDesc             // description
 	fieldParam            // parameter names, nested ones included
 	fieldParamDesc        // parameter titles, descriptions and enum values
+	fieldNameForm         // the own name's words as written (formMark terms)
 	numFields
 )
 
-var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description"}
+var fieldNames = [numFields]string{"name", "namespace", "title", "description", "param", "param_description", "name_form"}
 
 // analysis is what the index learns of one document: its distinct terms with their
 // frequency per field, and each field's length in terms. It depends on the document's
@@ -35,7 +36,7 @@ type analysis struct {
 
 type termFreq struct {
 	term string
-	tf   [numFields]uint16
+	tf   [numFields]uint8 // per field, capped at 255 (BM25 saturates long before)
 }
 
 // docKey hashes the content the analysis reads. A hit in the previous index's cache is
@@ -80,25 +81,41 @@ func analyze(d Doc, key uint64) *analysis {
 	ns, own := splitName(&d)
 	a.changing = changingName(own)
 	pnames, ptexts := params(d.InputSchema)
-	texts := [numFields]string{own, ns, d.Title, d.Description, pnames, ptexts}
+	texts := [...]string{own, ns, d.Title, d.Description, pnames, ptexts, fieldNameForm: ""}
 	idx := map[string]int{}
+	count := func(t []byte, f int) {
+		i, ok := idx[string(t)]
+		if !ok {
+			i = len(a.terms)
+			idx[string(t)] = i
+			a.terms = append(a.terms, termFreq{term: string(t)})
+		}
+		if a.terms[i].tf[f] < 1<<8-1 {
+			a.terms[i].tf[f]++
+		}
+	}
 	buf := make([]byte, 0, maxWordBytes)
+	var form []byte
 	for f, text := range texts {
+		if f == fieldName {
+			form = make([]byte, 0, maxWordBytes+1)
+		} else {
+			form = nil
+		}
 		n := 0
-		buf = words(text, buf, func(t []byte) bool {
-			i, ok := idx[string(t)]
-			if !ok {
-				i = len(a.terms)
-				idx[string(t)] = i
-				a.terms = append(a.terms, termFreq{term: string(t)})
-			}
-			if a.terms[i].tf[f] < 1<<16-1 {
-				a.terms[i].tf[f]++
+		buf, form = wordForms(text, buf, form, func(t, fm []byte) bool {
+			count(t, f)
+			if fm != nil {
+				count(fm, fieldNameForm)
+				a.lens[fieldNameForm]++
 			}
 			n++
 			return n < maxFieldTerms
 		})
 		a.lens[f] = uint16(n)
+		if f != fieldNamespace {
+			buf = joinedWords(text, buf, func(t []byte) { count(t, f) }) // not counted in the length
+		}
 	}
 	slices.SortFunc(a.terms, func(x, y termFreq) int { return strings.Compare(x.term, y.term) })
 	return a

@@ -25,6 +25,18 @@ const maxWordBytes = 48
 // (lower-cased and stemmed); the slice passed to emit is only valid during the call.
 // emit returns false to stop early.
 func words(s string, buf []byte, emit func(term []byte) bool) []byte {
+	buf, _ = wordForms(s, buf, nil, func(term, _ []byte) bool { return emit(term) })
+	return buf
+}
+
+// formMark begins a word's form term: the word as written (lower-cased, not stemmed),
+// indexed for tools' own names so that the form a query says ("channels") counts more
+// than another form of the same word ("channel").
+const formMark = '='
+
+// wordForms is words, also passing each term's form: formMark and the word lower-cased
+// but not stemmed, in form (scratch space like buf). With a nil form it passes nil.
+func wordForms(s string, buf, form []byte, emit func(term, form []byte) bool) ([]byte, []byte) {
 	i := 0
 	for i < len(s) {
 		// Skip separators.
@@ -52,9 +64,55 @@ func words(s string, buf []byte, emit func(term []byte) bool) []byte {
 			j += size
 		}
 		i = j
+		if form != nil {
+			form = append(append(form[:0], formMark), buf...)
+		}
 		if term := normalize(buf); term != nil {
-			if !emit(term) {
-				return buf
+			var f []byte
+			if form != nil {
+				f = form
+			}
+			if !emit(term, f) {
+				return buf, form
+			}
+		}
+	}
+	return buf, form
+}
+
+// joinedWords calls emit with the term of each run of letters and digits in s that
+// case splits into several words, taken whole: "JavaScript" (java, script) also gives
+// javascript, "GitHub" github, "PostgreSQL" postgresql, as people type them in lower
+// case. Documents are read this way too, queries are not (a query's "JavaScript" finds
+// the parts).
+func joinedWords(s string, buf []byte, emit func(term []byte)) []byte {
+	i := 0
+	for i < len(s) {
+		r, size := decodeRune(s, i)
+		if !isWordRune(r) {
+			i += size
+			continue
+		}
+		buf = buf[:0]
+		split := false
+		prev := rune(-1)
+		j := i
+		for j < len(s) {
+			r, size = decodeRune(s, j)
+			if !isWordRune(r) {
+				break
+			}
+			if prev >= 0 && caseBoundary(prev, r, s, j+size) {
+				split = true
+			}
+			buf = utf8.AppendRune(buf, unicode.ToLower(r))
+			prev = r
+			j += size
+		}
+		i = j
+		if split && len(buf) <= maxWordBytes {
+			if term := normalize(buf); term != nil {
+				emit(term)
 			}
 		}
 	}
@@ -107,9 +165,8 @@ func normalize(w []byte) []byte {
 // stopWords are English function words and the filler of requests to a model ("please",
 // "can you", "my"). They carry no meaning about which tool to use. Kept small and
 // generic: words that name things (file, page, user) are never stop words.
-var stopWords = map[string]struct{}{}
-
-func init() {
+var stopWords = func() map[string]struct{} {
+	stop := map[string]struct{}{}
 	for _, w := range []string{
 		"a", "about", "above", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
 		"be", "been", "before", "being", "below", "between", "both", "but", "by",
@@ -125,9 +182,10 @@ func init() {
 		"you", "your", "yours", "yourself",
 		"ll", "re", "ve", "im",
 	} {
-		stopWords[w] = struct{}{}
+		stop[w] = struct{}{}
 	}
-}
+	return stop
+}()
 
 func isStopWord(w []byte) bool {
 	_, ok := stopWords[string(w)] // no allocation: the compiler's map-index form
@@ -176,7 +234,7 @@ func stem(w []byte) []byte {
 		w = append(w[:n-3], 'y')
 	case hasSuffix(w, "ation") && n-5 >= 3:
 		w = append(w[:n-5], 'a', 't', 'e')
-	case hasSuffix(w, "tion") && n-4 >= 3:
+	case hasSuffix(w, "tion") && n-4 >= 4:
 		w = append(w[:n-4], 't', 'e')
 	case hasSuffix(w, "ing") && n-3 >= 3:
 		w = undouble(w[:n-3])

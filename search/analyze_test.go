@@ -2,6 +2,7 @@ package search
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -97,25 +98,48 @@ func TestParams(t *testing.T) {
 
 func TestShapes(t *testing.T) {
 	for _, tt := range []struct {
-		q    string
-		want []string
+		q      string
+		want   shape
+		values string // the words read as values, space-separated
 	}{
-		{"show me notes.txt", []string{fileTerm}},
-		{"open a.go, b.go and (c.py)", []string{fileTerm}},
-		{"go to example.com", []string{urlTerm}},
-		{"fetch https://x.test/a", []string{urlTerm}},
-		{"www.example", []string{urlTerm}},
-		{"what's in ~/Documents?", []string{pathTerm}},
-		{"cat /etc/hosts.conf", []string{fileTerm, pathTerm}},
-		{"mail john@acme.com", nil},
-		{"version 1.2 and e.g. this", nil},
-		{"end with a dot.", nil},
-		{"", nil},
+		{"show me notes.txt", shapeFile, "notes.txt"},
+		{"open a.go, b.go and (c.py)", shapeFile, "a.go, b.go (c.py)"},
+		{"go to example.com", shapeURL, "example.com"},
+		{"fetch https://x.test/a", shapeURL, "https://x.test/a"},
+		{"connect to mongodb://localhost:27017", shapeURL, "mongodb://localhost:27017"},
+		{"www.example", shapeURL, "www.example"},
+		{"what's in ~/Documents?", shapePath, "~/Documents?"},
+		{"cat /etc/hosts.conf", shapeFile | shapePath, "/etc/hosts.conf"},
+		{"mail john@acme.com", shapeEmail, "john@acme.com"},
+		{"ping @alice in #general", shapeUser | shapeChannel, "@alice #general"},
+		{"what changed in PR #17?", shapeNumber, "#17?"},
+		{"what is at 48.8584, 2.2945", shapeCoord, "48.8584 2.2945"},
+		{"what is at 48.85,2.29", shapeCoord, "48.85,2.29"},
+		{"fixed in 1.2 or v2", shapeVersion, "1.2 v2"},
+		{"logs since 2024-05-01 14:30", shapeDate | shapeTime, "2024-05-01 14:30"},
+		{"show commit 9fceb02d and 123e4567-e89b-12d3-a456-426614174000", shapeID, "9fceb02d 123e4567-e89b-12d3-a456-426614174000"},
+		{`send {"a": 1, "b": [2]} to it`, shapeJSON, `{"a": 1, "b": [2]}`},
+		{"run select * from users limit 10", shapeSQL, "select * from users limit 10"},
+		{"INSERT INTO t VALUES (1)", shapeSQL, "INSERT INTO t VALUES (1)"},
+		{"insert these records into the collection", 0, ""},
+		{"run `ls -la` there with --force", shapeCommand, "`ls -la` --force"},
+		{"wait until 'Order complete' shows", 0, "'Order complete'"},
+		{"what's Jane's title, isn't it", 0, ""},
+		{"echo \"hello world\"", 0, "\"hello world\""},
+		{"add 17 and 25", 0, "17 25"},
+		{"show me the README and the Dockerfile", shapeFile, "README Dockerfile"},
+		{"version and e.g. this", 0, ""},
+		{"end with a dot.", 0, ""},
+		{"", 0, ""},
 	} {
-		var got []string
-		shapeWords(tt.q, func(w string) { got = append(got, w) })
-		if !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%q: %q, want %q", tt.q, got, tt.want)
+		var values []string
+		got := readQuery(tt.q, func(text string, value bool) {
+			if value {
+				values = append(values, text)
+			}
+		})
+		if got != tt.want || strings.Join(values, " ") != tt.values {
+			t.Errorf("%q: shapes %b, values %q; want %b, %q", tt.q, got, strings.Join(values, " "), tt.want, tt.values)
 		}
 	}
 }

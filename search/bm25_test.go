@@ -65,6 +65,9 @@ var probeQueries = []string{
 	"delete the stuck pod",
 	"post a message to slack",
 	"mongo collection count",
+	"go to example.com and take a screenshot of the pull request",
+	"how many rows are in the users table?",
+	"remember that Alice leads the JavaScript team",
 }
 
 // TestHiddenToolsLeaveNoTrace: a search with visible over the whole catalogue gives

@@ -30,6 +30,10 @@ func (r BM25F) Build(docs []Doc, prev Index) Index {
 		prefix:   p.Prefix,
 		asking:   p.Asking,
 		coverage: p.Coverage,
+		lexicon:  p.Lexicon,
+		abbrev:   p.Abbrev,
+		shape:    p.Shape,
+		value:    p.Value,
 		cache:    make(map[uint64][]*analysis, len(docs)),
 	}
 	// Documents in name order (equal names in the given order): sort their positions,
@@ -44,6 +48,9 @@ func (r BM25F) Build(docs []Doc, prev Index) Index {
 		}
 		return int(a - b)
 	})
+	if ix.lexicon > 0 {
+		ix.lex, _ = loadLexicon() // a table that cannot be read leaves it out (TestLexiconTerms reads it)
+	}
 	ix.docs = make([]Doc, len(docs))
 	for i, o := range order {
 		ix.docs[i] = docs[o]
@@ -52,6 +59,7 @@ func (r BM25F) Build(docs []Doc, prev Index) Index {
 	ix.number(pix)
 	ix.layOut()
 	ix.stats = ix.statsOf(nil)
+	ix.stats.ptf = ix.postingTF(&ix.stats)
 	return ix
 }
 
@@ -228,10 +236,13 @@ func (ix *index) layOut() {
 		total += len(ids)
 	}
 	all := make([]posting, total)
+	ix.slab = all
 	ix.post = make([][]posting, len(counts))
+	ix.postOff = make([]int32, len(counts))
 	off := 0
 	for id, c := range counts {
 		ix.post[id] = all[off : off : off+int(c)]
+		ix.postOff[id] = int32(off)
 		off += int(c)
 	}
 	ix.dfMain = make([]int32, len(counts))

@@ -13,14 +13,14 @@ import (
 
 // The quality floor on the committed benchmark (search/testdata: the corpus of real
 // servers' tools and the labelled queries), over the whole corpus with DefaultParams.
-// A regression of the ranker below these fails CI. They are the figures the lexical
-// ranker reaches (docs/search.md), a little under, not the targets (recall@1
-// 0.70, recall@5 0.90), which it does not reach: docs/search.md lists the misses and
-// why.
+// A regression of the ranker below these fails CI. Recall@1's floor is the issue's
+// target (0.70; the lexical ranker reaches 0.713); recall@5's and MRR's are a little
+// under what it reaches (0.888, two queries short of the target 0.90, and 0.787):
+// docs/search.md lists the misses and why.
 const (
-	floorRecall1 = 0.58
-	floorRecall5 = 0.82
-	floorMRR     = 0.68
+	floorRecall1 = 0.70
+	floorRecall5 = 0.88
+	floorMRR     = 0.78
 )
 
 func loadBenchmark(t testing.TB) ([]searcheval.Server, []search.Doc, []searcheval.Query) {

@@ -8,7 +8,9 @@ package search
 // out rather than guessed.
 //
 // Each line is one group: every word of a group looks for every other. A member of
-// several words ("pull request") is matched as its words.
+// several words ("pull request") is matched as its words. Verbs look for each other at
+// Params.Related; the nouns, mostly a word and its abbreviations (the same word
+// written shorter), at Params.Abbrev.
 var relatedGroups = [][]string{
 	// Verbs of tool names.
 	{"create", "make", "new"},
@@ -22,6 +24,9 @@ var relatedGroups = [][]string{
 	{"move", "rename", "mv"},
 	{"copy", "duplicate", "cp"},
 	{"send", "post"},
+}
+
+var abbrevGroups = [][]string{
 	// Nouns and their abbreviations.
 	{"directory", "folder", "dir"},
 	{"repository", "repo"},
@@ -53,11 +58,13 @@ var relatedGroups = [][]string{
 	{"postgresql", "postgres", "psql"},
 }
 
-// related maps a term to the terms it also looks for (analyzed as documents are).
-var related = map[string][]string{}
+// related maps a term to the terms it also looks for (analyzed as documents are):
+// relatedVerbs at Params.Related, relatedNouns at Params.Abbrev.
+var relatedVerbs, relatedNouns = groupTable(relatedGroups), groupTable(abbrevGroups)
 
-func init() {
-	for _, g := range relatedGroups {
+func groupTable(groups [][]string) map[string][]string {
+	related := map[string][]string{}
+	for _, g := range groups {
 		members := make([][]string, len(g))
 		for i, m := range g {
 			members[i] = Terms(m)
@@ -78,6 +85,7 @@ func init() {
 			}
 		}
 	}
+	return related
 }
 
 func containsString(s []string, v string) bool {

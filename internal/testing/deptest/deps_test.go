@@ -63,6 +63,7 @@ var allowed = map[string][]string{
 	"internal/testing/searchcorpus": {},
 	"internal/testing/searcheval":   {"search"},
 	"internal/testing/searchbench":  {"search", "internal/testing/searcheval"},
+	"internal/testing/searchlex":    {"search"},
 }
 
 func TestImportGraph(t *testing.T) {

@@ -146,6 +146,7 @@ var modules = map[string][]reason{
 	"internal/testing/searchcorpus": nil, // runs npm and mcp-proxy: the standard library only
 	"internal/testing/searcheval":   nil,
 	"internal/testing/searchbench":  nil,
+	"internal/testing/searchlex":    nil, // runs npm pack for WordNet: the standard library only
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against

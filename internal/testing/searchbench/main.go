@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -31,13 +30,12 @@ func run(args []string, out io.Writer) error {
 	corpus := fs.String("corpus", "search/testdata/corpus", "the corpus directory")
 	queries := fs.String("queries", "search/testdata/queries.json", "the labelled queries")
 	tune := fs.Bool("tune", false, "search the parameters on the development half")
+	fs.StringVar(&objective, "objective", objective, "with -tune: mrr or recall (recall@1 + recall@5)")
+	restarts := fs.Int("restarts", 4, "with -tune: descents from random starting points besides DefaultParams")
 	explain := fs.Bool("explain", false, "with each miss, why the first result and the first wanted tool scored as they did")
-	related := fs.Float64("related", -1, "override Params.Related (for comparisons)")
-	prefix := fs.Float64("prefix", -1, "override Params.Prefix (for comparisons)")
-	asking := fs.Float64("asking", -1, "override Params.Asking (for comparisons)")
-	coverage := fs.Float64("coverage", -1, "override Params.Coverage (for comparisons)")
-	k1 := fs.Float64("k1", -1, "override Params.K1 (for comparisons)")
-	wNS := fs.Float64("namespace", -1, "override Params.Namespace.Weight (for comparisons)")
+	set := fs.String("set", "", "override parameters by the tuner's names: \"K1=2 Name.Weight=4 …\" (as -tune prints them); with -tune, those held fixed")
+	ablate := fs.Bool("ablate", false, "the figures with each aid turned off in turn (docs/search.md's table)")
+	ranks := fs.Bool("ranks", false, "print each query's rank (0: not in the first 10) and first result, one a line, for diffs between settings")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,27 +53,34 @@ func run(args []string, out io.Writer) error {
 	}
 	dev, held := searcheval.Split(qs)
 	if *tune {
-		return tuneParams(out, docs, dev, held)
+		return tuneParams(out, docs, dev, held, *restarts, *set) // -set: parameters held fixed
 	}
 
 	p := search.DefaultParams()
-	if *related >= 0 {
-		p.Related = *related
+	if err := setParams(&p, *set); err != nil {
+		return err
 	}
-	if *k1 >= 0 {
-		p.K1 = *k1
+	if *ablate {
+		return ablation(out, docs, p, qs, dev, held)
 	}
-	if *wNS >= 0 {
-		p.Namespace.Weight = *wNS
-	}
-	if *coverage >= 0 {
-		p.Coverage = *coverage
-	}
-	if *asking >= 0 {
-		p.Asking = *asking
-	}
-	if *prefix >= 0 {
-		p.Prefix = *prefix
+	if *ranks {
+		ix := search.BM25F{Params: p}.Build(docs, nil)
+		for i, q := range qs {
+			r := searcheval.Evaluate(ix, []searcheval.Query{q})
+			rank, first := 1, ""
+			if len(r.Misses) > 0 {
+				rank = r.Misses[0].Rank
+				if len(r.Misses[0].Top) > 0 {
+					first = r.Misses[0].Top[0]
+				}
+			}
+			set := "dev"
+			if i%2 == 1 {
+				set = "held"
+			}
+			fmt.Fprintf(out, "%3d %-4s rank %2d %-60q %s\n", i, set, rank, q.Query, first)
+		}
+		return nil
 	}
 	start := time.Now()
 	ix := search.BM25F{Params: p}.Build(docs, nil)
@@ -93,6 +98,10 @@ func run(args []string, out io.Writer) error {
 			all = r
 		}
 		fmt.Fprintf(out, "%-10s %5d %9.3f %9.3f %7.3f\n", set.name, r.N, r.Recall1(), r.Recall5(), r.MRR())
+	}
+	fmt.Fprintf(out, "\nwhat each aid adds (recall@1 / recall@5 / MRR@10 with it turned off):\n\n")
+	if err := ablation(out, docs, p, qs, dev, held); err != nil {
+		return err
 	}
 	full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes()
 	fmt.Fprintf(out, "\ntools/list bytes: mode all %d, search mode %d (search_tools + call_tool): %.2f%%\n",
@@ -117,66 +126,4 @@ func run(args []string, out io.Writer) error {
 	searcheval.FormatMisses(&b, notFirst, ex)
 	_, err = io.WriteString(out, b.String())
 	return err
-}
-
-// tuneParams tries a grid of parameters on dev and prints the best ten by dev MRR
-// (recall@1, then recall@5, break ties), each with its held-out figures.
-func tuneParams(out io.Writer, docs []search.Doc, dev, held []searcheval.Query) error {
-	type trial struct {
-		p         search.Params
-		dev, held searcheval.Result
-	}
-	var trials []trial
-	var prev search.Index
-	base := search.DefaultParams()
-	// The grid: the field weights that matter most, and the weights of the query
-	// expansions and adjustments. Title and the length normalisations stay as they are
-	// (few tools have a title; earlier grids moved nothing with b).
-	for _, k1 := range []float64{0.9, 1.2, 1.6, 2} {
-		for _, wName := range []float64{2, 3, 4} {
-			for _, wNS := range []float64{0.5, 1, 2, 3} {
-				if wNS >= wName {
-					continue // the namespace counts for less than the tool's own name
-				}
-				for _, wParam := range []float64{0.3, 0.6, 1} {
-					for _, wPD := range []float64{0.2, 0.5} {
-						for _, rel := range []float64{0.3, 0.5, 0.7, 1} {
-							for _, pre := range []float64{0, 0.3, 0.5} {
-								for _, ask := range []float64{0, 0.1, 0.2} {
-									for _, cov := range []float64{0, 0.5} {
-										p := base
-										p.K1 = k1
-										p.Name.Weight = wName
-										p.Namespace.Weight = wNS
-										p.Param.Weight = wParam
-										p.ParamDesc.Weight = wPD
-										p.Related, p.Prefix, p.Asking, p.Coverage = rel, pre, ask, cov
-										ix := search.BM25F{Params: p}.Build(docs, prev)
-										prev = ix
-										trials = append(trials, trial{p: p, dev: searcheval.Evaluate(ix, dev), held: searcheval.Evaluate(ix, held)})
-									}
-								}
-							}
-						}
-					}
-				}
-			}
-		}
-	}
-	sort.SliceStable(trials, func(i, j int) bool {
-		a, b := trials[i].dev, trials[j].dev
-		if a.MRR() != b.MRR() {
-			return a.MRR() > b.MRR()
-		}
-		if a.At1 != b.At1 {
-			return a.At1 > b.At1
-		}
-		return a.At5 > b.At5
-	})
-	fmt.Fprintf(out, "%d settings tried on dev (%d queries); the best ten:\n", len(trials), len(dev))
-	for _, t := range trials[:10] {
-		fmt.Fprintf(out, "dev r@1 %.3f r@5 %.3f mrr %.3f | held r@1 %.3f r@5 %.3f mrr %.3f | %+v\n",
-			t.dev.Recall1(), t.dev.Recall5(), t.dev.MRR(), t.held.Recall1(), t.held.Recall5(), t.held.MRR(), t.p)
-	}
-	return nil
 }
