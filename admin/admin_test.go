@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -307,4 +308,54 @@ func TestWaitingForFirstClient(t *testing.T) {
 	if st := s.Status(); st.Upstreams[0].State != metrics.StateStarting {
 		t.Errorf("state while starting: %s", st.Upstreams[0].State)
 	}
+}
+
+// epEngine is a fakeEngine with endpoints.
+type epEngine struct{ *fakeEngine }
+
+func (epEngine) Endpoints() []router.EndpointInfo {
+	return []router.EndpointInfo{
+		{Name: "review", Path: "/mcp/review", Upstreams: []string{"fast"}, Search: true, Always: []string{"fast__read"}},
+		{Name: "ops", Upstreams: []string{"fast", "opt"}},
+	}
+}
+
+func (epEngine) EndpointTools(name string) ([]router.Tool, bool) {
+	if name == "review" {
+		return []router.Tool{{Name: "fast__read"}, {Name: "fast__write"}}, true
+	}
+	return nil, true
+}
+
+// TestStatusEndpoints: /status shows each endpoint, where it is served and its
+// catalogue, in JSON and in HTML.
+func TestStatusEndpoints(t *testing.T) {
+	s, eng, _ := testServer(t, nil)
+	s.opts.Engine = epEngine{eng}
+	rec := get(t, s.Handler(), "/status?format=json", nil)
+	var st Status
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	want := []EndpointStatus{
+		{Name: "review", Path: "/mcp/review", Mode: "search", Upstreams: []string{"fast"}, Always: []string{"fast__read"}, Tools: []string{"fast__read", "fast__write"}},
+		{Name: "ops", Mode: "all", Upstreams: []string{"fast", "opt"}, Tools: []string{}},
+	}
+	if !reflect.DeepEqual(st.Endpoints, want) {
+		t.Errorf("endpoints %+v", st.Endpoints)
+	}
+	html := get(t, s.Handler(), "/status", nil).Body.String()
+	for _, w := range []string{`id="endpoint-review"`, "<code>/mcp/review</code>", "2 tools", "fast__read, fast__write", "always: fast__read", `id="endpoint-ops"`} {
+		if !strings.Contains(html, w) {
+			t.Errorf("the page lacks %q", w)
+		}
+	}
+	if strings.Contains(get(t, eng2(t), "/status", nil).Body.String(), "Endpoints") {
+		t.Error("a proxy without endpoints shows an Endpoints section")
+	}
+}
+
+func eng2(t *testing.T) http.Handler {
+	s, _, _ := testServer(t, nil)
+	return s.Handler()
 }

@@ -118,6 +118,19 @@ func writeText(w *strings.Builder, st *Status) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	if len(st.Endpoints) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENDPOINT\tPATH\tMODE\tUPSTREAMS\tTOOLS")
+		for _, e := range st.Endpoints {
+			path := e.Path
+			if path == "" {
+				path = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", e.Name, path, e.Mode, strings.Join(e.Upstreams, ","), len(e.Tools))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
 	if len(st.Sessions) == 0 {
 		fmt.Fprintln(w, "no client sessions")
 		return

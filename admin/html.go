@@ -131,7 +131,22 @@ Configuration <code id="config-path">{{.Config.Path}}</code>, sha256 <code id="c
 </table>
 <p><small>Calls, p50 and p99: calls that ended in the last five minutes, as clients saw them.</small></p>
 
-<h2>Client sessions</h2>
+{{if .Endpoints}}<h2>Endpoints</h2>
+<table id="endpoints">
+<thead><tr><th>Endpoint</th><th>Path</th><th>Mode</th><th>Upstreams</th><th>Tools</th></tr></thead>
+<tbody>
+{{range .Endpoints}}<tr id="endpoint-{{.Name}}" class="endpoint">
+<td>{{.Name}}</td>
+<td>{{if .Path}}<code>{{.Path}}</code> <small>(HTTP+SSE <code>{{.Path}}/sse</code>)</small>{{else}}—{{end}}</td>
+<td>{{.Mode}}{{if .Always}}<br><small>always: {{range $i, $n := .Always}}{{if $i}}, {{end}}{{$n}}{{end}}</small>{{end}}</td>
+<td>{{range $i, $n := .Upstreams}}{{if $i}}, {{end}}{{$n}}{{end}}</td>
+<td><details><summary>{{len .Tools}} tools</summary><small>{{range $i, $n := .Tools}}{{if $i}}, {{end}}{{$n}}{{end}}</small></details></td>
+</tr>
+{{end}}</tbody>
+</table>
+<p><small>In search mode a client lists search_tools and call_tool (and the always tools); the tools shown are what its search may find.</small></p>
+
+{{end}}<h2>Client sessions</h2>
 {{if .Sessions}}<table id="sessions">
 <thead><tr><th>Era</th><th>Transport</th><th>Open</th></tr></thead>
 <tbody>

@@ -31,6 +31,19 @@ type Status struct {
 	// Trust is what pinning and screening decided of the upstreams' definitions (see
 	// package trust); nil when the proxy does not pin or screen.
 	Trust any `json:"trust,omitempty"`
+	// Endpoints are the endpoint blocks, each with its catalogue; none without any.
+	Endpoints []EndpointStatus `json:"endpoints,omitempty"`
+}
+
+// EndpointStatus is one endpoint in Status: where it is served and its catalogue (in
+// search mode, every tool its search may find).
+type EndpointStatus struct {
+	Name      string   `json:"name"`
+	Path      string   `json:"path,omitempty"` // HTTP: Streamable HTTP; the HTTP+SSE stream is Path+"/sse"
+	Mode      string   `json:"mode"`           // all or search
+	Upstreams []string `json:"upstreams"`
+	Always    []string `json:"always,omitempty"`
+	Tools     []string `json:"tools"` // exposed names, in catalogue order
 }
 
 // UpstreamStatus is one upstream in Status.
@@ -139,7 +152,40 @@ func (s *Server) Status() *Status {
 		}
 		st.Upstreams = append(st.Upstreams, us)
 	}
+	st.Endpoints = endpointStatus(s.opts.Engine)
 	return st
+}
+
+// endpointer is an Engine with endpoints (the router).
+type endpointer interface {
+	Endpoints() []router.EndpointInfo
+	EndpointTools(name string) ([]router.Tool, bool)
+}
+
+var _ endpointer = (*router.Router)(nil)
+
+// endpointStatus describes the engine's endpoints; nil without any.
+func endpointStatus(e Engine) []EndpointStatus {
+	ep, ok := e.(endpointer)
+	if !ok {
+		return nil
+	}
+	var out []EndpointStatus
+	for _, info := range ep.Endpoints() {
+		es := EndpointStatus{Name: info.Name, Path: info.Path, Mode: "all", Upstreams: info.Upstreams, Always: info.Always, Tools: []string{}}
+		if info.Search {
+			es.Mode = "search"
+		}
+		if es.Upstreams == nil {
+			es.Upstreams = []string{}
+		}
+		tools, _ := ep.EndpointTools(info.Name)
+		for _, t := range tools {
+			es.Tools = append(es.Tools, t.Name)
+		}
+		out = append(out, es)
+	}
+	return out
 }
 
 // upstreamConfigs is Options.Upstreams, or (without them) every running upstream as

@@ -33,18 +33,18 @@ func TestRedisRestartedEmpty(t *testing.T) {
 	holderF, holder := newSessions(t, r, server("holder"), time.Minute)
 	held := holder.NewID([]byte(`{"v":"2025-11-25"}`))
 	holder.Opened(t.Context(), held)
-	holder.Changed(held, "debug", []string{"test://a"})
+	holder.Changed(held, "debug", []string{"test://a"}, []string{"fs__read_file"})
 
 	_, gone := newSessions(t, r, "127.0.0.1:1", time.Minute) // nothing listens there
 	orphan := gone.NewID([]byte(`{"v":"2025-11-25"}`))
 	gone.Opened(t.Context(), orphan)
-	gone.Changed(orphan, "info", nil)
+	gone.Changed(orphan, "info", nil, nil)
 	gone.f.Close() // stopped: it registers and restores nothing any more
 	adopterF, adopter := newSessions(t, r, server("adopter"), time.Minute)
 	if h, err := adopter.claim(t.Context(), orphan, gone.f.id); err != nil || h != adopterF.id {
 		t.Fatalf("claim = %q %v", h, err)
 	}
-	if _, level, _, err := adopter.Adopt(t.Context(), orphan); err != nil || level != "info" {
+	if _, level, _, _, err := adopter.Adopt(t.Context(), orphan); err != nil || level != "info" {
 		t.Fatalf("Adopt = %q %v", level, err)
 	}
 	adopter.Opened(t.Context(), orphan)

@@ -22,6 +22,8 @@ import (
 //	PREFIX session:H   o = the replica that holds the session (its owner, or its adopter)
 //	                   l = the log level the client set ("" : none)
 //	                   s = the URIs the client subscribed to, a JSON array
+//	                   a = the tools the session's searches activated (an endpoint in
+//	                       search mode), most recent first, a JSON array
 //
 // H is a digest of the session id. The hash is written when the session is opened and
 // when its state changes, never on a call's path; it expires after the listener's
@@ -54,8 +56,9 @@ type Sessions struct {
 // write the session's hash again when Redis has lost it (a restart without
 // persistence, a failover to a replica that had not had the write).
 type heldState struct {
-	level string
-	subs  []byte // JSON array
+	level  string
+	subs   []byte // JSON array
+	active []byte // JSON array
 }
 
 type adoptedState struct {
@@ -132,12 +135,21 @@ func (s *Sessions) open(id string) (owner, addr string, desc []byte, err error) 
 
 var emptySubs = []byte("[]")
 
+// jsonList encodes a list of strings for a hash field ("[]" for none).
+func jsonList(list []string) []byte {
+	if len(list) == 0 {
+		return emptySubs
+	}
+	b, _ := json.Marshal(list)
+	return b
+}
+
 // Opened records session id, just opened here (or just adopted), in Redis. A failure is
 // logged: the session works, and its hash is written when Redis answers again (until
 // then no other replica can adopt it).
 func (s *Sessions) Opened(ctx context.Context, id string) {
 	s.mu.Lock()
-	st := heldState{subs: emptySubs}
+	st := heldState{subs: emptySubs, active: emptySubs}
 	if a, ok := s.adopting[id]; ok {
 		st = a.heldState
 		delete(s.adopting, id)
@@ -159,27 +171,25 @@ func (s *Sessions) Opened(ctx context.Context, id string) {
 }
 
 // Changed records session id's state after a change (the whole state: the last write
-// wins). Called from a goroutine of the caller's; failures are logged.
-func (s *Sessions) Changed(id, level string, subscriptions []string) {
-	subs, _ := json.Marshal(subscriptions)
-	if subscriptions == nil {
-		subs = emptySubs
-	}
+// wins): its log level, its subscriptions and its activated tools. Called from a
+// goroutine of the caller's; failures are logged.
+func (s *Sessions) Changed(id, level string, subscriptions, active []string) {
+	subs, act := jsonList(subscriptions), jsonList(active)
 	s.mu.Lock()
 	if _, ok := s.held[id]; ok {
-		s.held[id] = heldState{level: level, subs: subs}
+		s.held[id] = heldState{level: level, subs: subs, active: act}
 	}
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.f.timeout)
 	defer cancel()
 	key := s.Key(id)
 	_, err := s.f.redis.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, "l", level, "s", subs)
+		p.HSet(ctx, key, "l", level, "s", subs, "a", act)
 		p.PExpire(ctx, key, s.ttl)
 		return nil
 	})
 	if err != nil {
-		s.log.Warn().Err(err).Msg("cluster: cannot record a session's log level and subscriptions in redis; a replica that adopts it will not have them")
+		s.log.Warn().Err(err).Msg("cluster: cannot record a session's log level, subscriptions and activated tools in redis; a replica that adopts it will not have them")
 	}
 }
 
@@ -203,29 +213,31 @@ var ErrNotAdoptable = errors.New("the session cannot be adopted")
 // replica has claimed the session (the forwarder does, when its holder is gone). The
 // caller that then rebuilds the session calls Opened, so that this replica keeps it
 // alive in Redis; one that does not (another principal's request) leaves it to expire.
-func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions []string, err error) {
+func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions, active []string, err error) {
 	_, _, desc, err = s.open(id)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.f.timeout)
 	defer cancel()
 	h, err := s.f.redis.HGetAll(ctx, s.Key(id)).Result()
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("reading the session's state: %w", err)
+		return nil, "", nil, nil, fmt.Errorf("reading the session's state: %w", err)
 	}
 	if h["o"] != s.f.id {
-		return nil, "", nil, ErrNotAdoptable
+		return nil, "", nil, nil, ErrNotAdoptable
 	}
 	if v := h["s"]; v != "" {
 		if err := json.Unmarshal([]byte(v), &subscriptions); err != nil {
-			return nil, "", nil, fmt.Errorf("reading the session's subscriptions: %w", err)
+			return nil, "", nil, nil, fmt.Errorf("reading the session's subscriptions: %w", err)
 		}
 	}
-	st := heldState{level: h["l"], subs: emptySubs}
-	if len(subscriptions) > 0 {
-		st.subs = []byte(h["s"])
+	if v := h["a"]; v != "" {
+		if err := json.Unmarshal([]byte(v), &active); err != nil {
+			return nil, "", nil, nil, fmt.Errorf("reading the session's activated tools: %w", err)
+		}
 	}
+	st := heldState{level: h["l"], subs: jsonList(subscriptions), active: jsonList(active)}
 	now := time.Now()
 	s.mu.Lock()
 	for k, a := range s.adopting { // an adoption not completed (another principal's request) is forgotten
@@ -235,7 +247,7 @@ func (s *Sessions) Adopt(ctx context.Context, id string) (desc []byte, level str
 	}
 	s.adopting[id] = adoptedState{heldState: st, at: now}
 	s.mu.Unlock()
-	return desc, h["l"], subscriptions, nil
+	return desc, h["l"], subscriptions, active, nil
 }
 
 // claimScript hands session KEYS[1] to replica ARGV[1] when its holder is ARGV[2] (known
@@ -292,13 +304,13 @@ func (s *Sessions) renew() {
 }
 
 // restoreScript writes session KEYS[1]'s hash as its holder ARGV[1] keeps it (level
-// ARGV[2], subscriptions ARGV[3]) when Redis has none, and renews it (ARGV[4] ms) when it
-// names ARGV[1]; it never touches a hash that names another replica (one that adopted
-// the session). It returns 1 when it wrote the hash.
+// ARGV[2], subscriptions ARGV[3], activated tools ARGV[5]) when Redis has none, and
+// renews it (ARGV[4] ms) when it names ARGV[1]; it never touches a hash that names
+// another replica (one that adopted the session). It returns 1 when it wrote the hash.
 var restoreScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], 'o')
 if not cur then
-  redis.call('HSET', KEYS[1], 'o', ARGV[1], 'l', ARGV[2], 's', ARGV[3])
+  redis.call('HSET', KEYS[1], 'o', ARGV[1], 'l', ARGV[2], 's', ARGV[3], 'a', ARGV[5])
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   return 1
 end
@@ -327,7 +339,7 @@ func (s *Sessions) restoreAll(ctx context.Context) (int, error) {
 		cctx, cancel := context.WithTimeout(ctx, s.f.timeout+time.Duration(n)*10*time.Microsecond)
 		cmds, err := s.f.redis.Pipelined(cctx, func(p redis.Pipeliner) error {
 			for i := range n {
-				restoreScript.Eval(cctx, p, []string{s.Key(ids[i])}, s.f.id, states[i].level, states[i].subs, s.ttl.Milliseconds())
+				restoreScript.Eval(cctx, p, []string{s.Key(ids[i])}, s.f.id, states[i].level, states[i].subs, s.ttl.Milliseconds(), states[i].active)
 			}
 			return nil
 		})

@@ -152,7 +152,7 @@ func TestClaimRace(t *testing.T) {
 	owner, first := newSessions(t, r, "127.0.0.1:1", time.Minute)
 	id := first.NewID([]byte(`{"v":"2025-11-25"}`))
 	first.Opened(t.Context(), id)
-	first.Changed(id, "debug", []string{"test://static/resource/1"})
+	first.Changed(id, "debug", []string{"test://static/resource/1"}, []string{"fs__read_file", "github__list_issues"})
 
 	const n = 8
 	var replicas []*Sessions
@@ -195,7 +195,7 @@ func TestClaimRace(t *testing.T) {
 		}
 	}
 	for _, s := range replicas {
-		_, _, _, err := s.Adopt(t.Context(), id)
+		_, _, _, _, err := s.Adopt(t.Context(), id)
 		if s == winner && err != nil {
 			t.Errorf("the winner cannot adopt: %v", err)
 		}
@@ -203,9 +203,10 @@ func TestClaimRace(t *testing.T) {
 			t.Errorf("a loser adopts: %v", err)
 		}
 	}
-	desc, level, subs, err := winner.Adopt(t.Context(), id)
-	if err != nil || string(desc) != `{"v":"2025-11-25"}` || level != "debug" || len(subs) != 1 || subs[0] != "test://static/resource/1" {
-		t.Errorf("Adopt = %s %q %q %v", desc, level, subs, err)
+	desc, level, subs, active, err := winner.Adopt(t.Context(), id)
+	if err != nil || string(desc) != `{"v":"2025-11-25"}` || level != "debug" || len(subs) != 1 || subs[0] != "test://static/resource/1" ||
+		len(active) != 2 || active[0] != "fs__read_file" || active[1] != "github__list_issues" {
+		t.Errorf("Adopt = %s %q %q %q %v", desc, level, subs, active, err)
 	}
 	// The gone owner's claim is stale: claiming against it again names the winner.
 	if h, _ := replicas[0].claim(t.Context(), id, owner.ID()); h != winner.f.id {
@@ -224,7 +225,7 @@ func TestClaimRace(t *testing.T) {
 		t.Errorf("claim of an ended session = %q %v, want nothing", h, err)
 	}
 	forged := "deadbeef-" + strings.Repeat("A", 40)
-	if _, _, _, err := winner.Adopt(t.Context(), forged); !errors.Is(err, ErrNotSealed) {
+	if _, _, _, _, err := winner.Adopt(t.Context(), forged); !errors.Is(err, ErrNotSealed) {
 		t.Errorf("Adopt of a forged id: %v", err)
 	}
 }

@@ -61,6 +61,7 @@ type Config struct {
 	Telemetry *Telemetry // nil: no telemetry block (the OTEL_* environment may still trace)
 	Admin     *Admin     // nil: no admin listener (see admin.go)
 	Cluster   *Cluster   // nil: no shared state, every replica on its own (see cluster.go)
+	Endpoints []Endpoint // in file order; none: the proxy is one face (see endpoint.go)
 }
 
 // Proxy holds the settings of the optional proxy block.

@@ -366,6 +366,7 @@ func FuzzParse(f *testing.F) {
 		"proxy {}\nproxy {}\nupstream \"a\" { command = [format(\"%s\", upper(\"x\"))] }\n",
 		`upstream "a" { command = ["Bearer ${env("X")}"] }`,
 		"upstream \"a\" {\n  command = [\"a\"]\n  env { A = 1 }\n  max_message_size = 1e100\n}\n",
+		"upstream \"gh\" { command = [\"a\"] }\nlisten \"http\" {}\nendpoint \"e\" {\n  path = \"/mcp/e\"\n  upstreams = [\"gh\", \"x\"]\n  mode = \"search\"\n  always = [\"gh__a\", \"zz__b\"]\n  tools { include = [\"gh__*\", \"q*\"] }\n  search {\n    limit = 3\n    max_limit = 2\n    ranker = \"p\"\n  }\n}\nendpoint \"default\" { path = \"/sse\" }\npolicy {\n  rule \"r\" {\n    effect = \"deny\"\n    endpoints = [\"e\", \"\"]\n  }\n}\n",
 		"upstream \"a\" {\n  command = [\"a\"]\n  namespace = \"\"\n  tools {\n    include = [\"x*\", \"y\\\\\"]\n    exclude = []\n  }\n  tool \"x\" {\n    name = \"y\"\n    title = \"t\"\n  }\n  tool \"y\" {\n  }\n  prompt \"p\" { description = \"d\" }\n}\nupstream \"b\" {\n  command = [\"b\"]\n  namespace = \"\"\n  tool \"z\" { name = \"y\" }\n}\n",
 	}
 	for _, s := range seeds {

@@ -113,6 +113,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Plugins:   decodePlugins(e, raw.Plugins, absBase),
 		Telemetry: decodeTelemetry(e, raw.Telemetry),
 		Cluster:   decodeCluster(e, raw.Clusters),
+		Endpoints: decodeEndpoints(e, raw.Endpoints),
 	}
 	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
 	if cfg.Proxy.LockFile == "" {
@@ -122,6 +123,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 	}
 	checkExposedOverrides(e, cfg)
 	checkListen(e, cfg)
+	checkEndpoints(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

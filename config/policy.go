@@ -59,6 +59,7 @@ type Rule struct {
 	Upstreams   []string
 	Principals  []string
 	Groups      []string
+	Endpoints   []string // endpoint names (patterns); "default" is the proxy's own face
 	Annotations map[string]bool
 	Condition   hcl.Expression // nil when not set
 	// Ranges of the attributes, for diagnostics found later (unknown upstreams, bad
@@ -133,6 +134,7 @@ type rawRule struct {
 	Upstreams   *hcl.Attribute `hcl:"upstreams,optional"`
 	Principals  *hcl.Attribute `hcl:"principals,optional"`
 	Groups      *hcl.Attribute `hcl:"groups,optional"`
+	Endpoints   *hcl.Attribute `hcl:"endpoints,optional"`
 	Annotations *hcl.Attribute `hcl:"annotations,optional"`
 	Condition   *hcl.Attribute `hcl:"condition,optional"`
 	DefRange    hcl.Range      `hcl:",def_range"`
@@ -329,6 +331,7 @@ func decodePolicyBlock(e *evaluator, raw *rawPolicy) *Policy {
 		r.Resources = patterns(e, rr.Resources, r.Ranges)
 		r.Upstreams = patterns(e, rr.Upstreams, r.Ranges)
 		r.Principals = patterns(e, rr.Principals, r.Ranges)
+		r.Endpoints = patterns(e, rr.Endpoints, r.Ranges)
 		if list, ok := e.stringList(rr.Groups); ok {
 			r.Groups = list
 		}

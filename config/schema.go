@@ -23,6 +23,7 @@ type rawFile struct {
 	Telemetry []rawTelemetry `hcl:"telemetry,block"` // see telemetry.go
 	Admins    []rawAdmin     `hcl:"admin,block"`     // see admin.go
 	Clusters  []rawCluster   `hcl:"cluster,block"`   // see cluster.go
+	Endpoints []rawEndpoint  `hcl:"endpoint,block"`  // see endpoint.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be

@@ -48,7 +48,11 @@ var outcomeNames = [numOutcomes]string{OutcomeOK, OutcomeToolError, OutcomeDenie
 
 // callKey is a routed call's label set before capping: the tool is the exposed name for
 // tools/call and empty otherwise (a resource URI or a task id would be unbounded).
-type callKey struct{ method, upstream, tool string }
+type callKey struct {
+	method, upstream, tool string
+	endpoint               string // the endpoint the call came through ("": none); search: it is a search
+	search                 bool
+}
 
 // series is what one label set counts into, bound once so that a call only adds.
 type series struct {
@@ -57,6 +61,7 @@ type series struct {
 	up       *upstreamStats
 	latency  prometheus.Observer
 	outcomes [numOutcomes]atomic.Pointer[prometheus.Counter] // bound on first use
+	ep       *epSeries                                       // the call's endpoint's series; nil for none
 }
 
 func (s *series) count(m *Metrics, o outcome) {
@@ -80,6 +85,9 @@ func (m *Metrics) seriesOf(call *router.Call) *series {
 		if call.Method == mcp.MethodToolsCall {
 			k.tool = call.Target.Name
 		}
+	}
+	if call.Request != nil && call.Request.Endpoint != "" {
+		k.endpoint, k.search = call.Request.Endpoint, isSearch(call)
 	}
 	if s, ok := m.calls.Load(k); ok {
 		return s.(*series)
@@ -110,6 +118,12 @@ func (m *Metrics) seriesOf(call *router.Call) *series {
 	}
 	s := &series{isCall: k.method == mcp.MethodToolsCall, labels: [3]string{k.method, k.upstream, k.tool},
 		latency: m.latency.WithLabelValues(k.method, k.upstream)}
+	if k.endpoint != "" {
+		s.ep = &epSeries{labels: [2]string{k.endpoint, k.method}}
+		if k.search {
+			s.ep.search = m.searchLatency.WithLabelValues(k.endpoint)
+		}
+	}
 	if k.upstream != "" {
 		s.up = m.upstreamLocked(k.upstream)
 	}
@@ -144,6 +158,12 @@ func (p *pending) finish(res json.RawMessage, err error) {
 	o, code := classify(s.isCall, res, err)
 	s.count(m, o)
 	s.latency.Observe(d.Seconds())
+	if s.ep != nil {
+		s.ep.count(m, o)
+		if s.ep.search != nil {
+			s.ep.search.Observe(d.Seconds())
+		}
+	}
 	if s.up != nil {
 		s.up.inFlight.Add(-1)
 		s.up.window.observe(m.minuteAt(end), d)

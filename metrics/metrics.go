@@ -82,6 +82,9 @@ type Metrics struct {
 	configLoaded   prometheus.Gauge
 	reloads        reloadMetrics
 
+	endpointRequests *prometheus.CounterVec   // endpoints.go
+	searchLatency    *prometheus.HistogramVec // endpoints.go
+
 	calls     sync.Map           // callKey → *series
 	legs      sync.Map           // legKey → prometheus.Observer
 	tools     sync.Map           // tool label values in use → struct{}
@@ -164,6 +167,7 @@ func New(opts Options) *Metrics {
 		m.pluginLatency, m.pluginFailures, m.configLoaded, build,
 		stateCollector{m},
 	)
+	m.reg.MustRegister(m.newEndpointSeries()...)
 	return m
 }
 

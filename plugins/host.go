@@ -2,7 +2,8 @@
 // over gRPC): it starts each configured plugin's program after checking its sha256,
 // learns what it hooks and its config schema (Describe), decodes and passes its config
 // block (Configure), and makes it a stage of the router's middleware chain (request
-// hooks) and a presenter of the catalogue (catalogue hook). It restarts a plugin that
+// hooks), a presenter of the catalogue (catalogue hook) and a ranker of endpoints'
+// searches (rank hook, with the built-in ranker as its fallback). It restarts a plugin that
 // exits or hangs, with backoff, and never leaves a plugin process behind: each runs in
 // its own process group and dies with the proxy (parent-death signal).
 //
@@ -30,15 +31,17 @@ type Host struct {
 	instances []*instance
 	represent func()
 	pool      *pool
-	observer  Observer  // see SetObserver
-	calls     *inflight // the calls in its plugins' hooks
-	sockets   bool      // it holds the process's socket directory (acquireSockets)
+	observer  Observer      // see SetObserver
+	calls     *inflight     // the calls in its plugins' hooks
+	loads     *loads        // the rankers' index loads (rank.go)
+	indexSeq  atomic.Uint64 // numbers the rankers' indexes: an index's id is unique in the host
+	sockets   bool          // it holds the process's socket directory (acquireSockets)
 	closeOnce sync.Once
 }
 
 // New returns a host for the plugins in specs (in file order); nothing starts yet.
 func New(specs []Spec, log zerolog.Logger) *Host {
-	return &Host{specs: specs, log: log, calls: newInflight()}
+	return &Host{specs: specs, log: log, calls: newInflight(), loads: newLoads()}
 }
 
 // OnRestart sets what runs when a plugin restarted (pass the router's Represent, so that
@@ -166,6 +169,7 @@ func (h *Host) Retire(grace time.Duration) {
 }
 
 func (h *Host) close() {
+	h.loads.close() // before the plugins stop: a load under way ends first
 	var wg sync.WaitGroup
 	for _, in := range h.instances {
 		wg.Add(1)

@@ -55,6 +55,7 @@ const (
 	hookBefore hooks = 1 << iota
 	hookAfter
 	hookCatalogue
+	hookRank
 )
 
 // instance is one running plugin: its process, its client, and the supervisor that
@@ -358,6 +359,8 @@ func hookSet(list []pb.Hook) (hooks, error) {
 			hs |= hookAfter
 		case pb.Hook_HOOK_CATALOGUE:
 			hs |= hookCatalogue
+		case pb.Hook_HOOK_RANK:
+			hs |= hookRank
 		default:
 			return 0, fmt.Errorf("it names hook %v, which this proxy does not know (a newer plugin?)", h)
 		}
@@ -370,7 +373,7 @@ func hookNames(hs hooks) []string {
 	for _, h := range []struct {
 		h    hooks
 		name string
-	}{{hookBefore, "before"}, {hookAfter, "after"}, {hookCatalogue, "catalogue"}} {
+	}{{hookBefore, "before"}, {hookAfter, "after"}, {hookCatalogue, "catalogue"}, {hookRank, "rank"}} {
 		if hs&h.h != 0 {
 			out = append(out, h.name)
 		}

@@ -21,7 +21,7 @@ const (
 // not reported.
 type HookEvent struct {
 	Plugin   string
-	Hook     string        // HookBefore, HookAfter or HookCatalogue
+	Hook     string        // HookBefore, HookAfter, HookCatalogue or HookRank
 	Duration time.Duration // from the crossing to the checked answer (or the failure)
 	// Err is why the hook failed: the plugin was down, timed out, or answered something
 	// the proxy cannot apply (whatever the failure mode then did with the call). Nil

@@ -28,6 +28,8 @@ type fakePlugin struct {
 	before    func(*pb.BeforeRequest) (*pb.BeforeResponse, error)
 	after     func(*pb.AfterRequest) (*pb.AfterResponse, error)
 	catalogue func(*pb.CatalogueRequest) (*pb.CatalogueResponse, error)
+	index     func(*pb.IndexRequest) (*pb.IndexResponse, error)
+	rank      func(*pb.RankRequest) (*pb.RankResponse, error)
 }
 
 func (f *fakePlugin) Describe(context.Context, *pb.DescribeRequest, ...grpc.CallOption) (*pb.DescribeResponse, error) {
@@ -68,6 +70,14 @@ func (f *fakePlugin) close() {}
 
 func (f *fakePlugin) Catalogue(ctx context.Context, r *pb.CatalogueRequest, _ ...grpc.CallOption) (*pb.CatalogueResponse, error) {
 	return wait(ctx, func() (*pb.CatalogueResponse, error) { return f.catalogue(r) })
+}
+
+func (f *fakePlugin) Index(ctx context.Context, r *pb.IndexRequest, _ ...grpc.CallOption) (*pb.IndexResponse, error) {
+	return wait(ctx, func() (*pb.IndexResponse, error) { return f.index(r) })
+}
+
+func (f *fakePlugin) Rank(ctx context.Context, r *pb.RankRequest, _ ...grpc.CallOption) (*pb.RankResponse, error) {
+	return wait(ctx, func() (*pb.RankResponse, error) { return f.rank(r) })
 }
 
 // wait runs f but gives up, as gRPC does, when ctx ends first.

@@ -41,6 +41,7 @@ type Record struct {
 	Time       time.Time       `json:"time"`
 	Principal  string          `json:"principal"`
 	Client     string          `json:"client,omitempty"`
+	Endpoint   string          `json:"endpoint,omitempty"` // the endpoint the call came through; none: the listen path or plain stdio
 	Method     string          `json:"method"`
 	Kind       string          `json:"kind"`
 	Upstream   string          `json:"upstream"`

@@ -126,6 +126,7 @@ func (c *Chain) Visible(req *router.Request, t *router.Target) bool {
 		return true
 	}
 	it := itemOf(t)
+	it.Endpoint = req.Endpoint
 	return c.Rules.Visible(req.Principal, &it)
 }
 
@@ -152,7 +153,7 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 		start := time.Now()
 		t, req := call.Target, call.Request
 		rec := &Record{Time: start, Method: call.Method, Kind: kindOf(t.Kind).String(), Upstream: t.Upstream,
-			Exposed: t.Name, Rule: "none", Decision: "allow"}
+			Exposed: t.Name, Rule: "none", Decision: "allow", Endpoint: req.Endpoint}
 		if t.Original != t.Name {
 			rec.Original = t.Original
 		}
@@ -261,6 +262,7 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 	}
 	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		it := itemOf(call.Target)
+		it.Endpoint = call.Request.Endpoint
 		p := call.Request.Principal
 		var d Decision
 		if call.Method == mcp.MethodCompletionComplete {
@@ -311,6 +313,7 @@ func (c *Chain) LimitsStage(next router.Handler) router.Handler {
 	}
 	return policedOnly(next, func(ctx context.Context, call *router.Call, reply router.Reply) {
 		it := itemOf(call.Target)
+		it.Endpoint = call.Request.Endpoint
 		release, refusal := c.Limits.AdmitContext(ctx, call.Request.Principal, &it)
 		if refusal != nil && refusal.Err != nil && ctx.Err() != nil {
 			reply(nil, router.ErrCancelled) // the client went away while the store was asked

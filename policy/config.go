@@ -58,12 +58,26 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 	if cfg.Policy == nil {
 		return diags
 	}
+	endpoints := map[string]bool{DefaultEndpoint: true}
+	known := []string{DefaultEndpoint}
+	for _, ep := range cfg.Endpoints {
+		endpoints[ep.Name] = true
+		known = append(known, ep.Name)
+	}
 	for _, r := range cfg.Policy.Rules {
 		for attr, pats := range map[string][]string{"tools": r.Tools, "prompts": r.Prompts, "resources": r.Resources,
-			"upstreams": r.Upstreams, "principals": r.Principals} {
+			"upstreams": r.Upstreams, "principals": r.Principals, "endpoints": r.Endpoints} {
 			checkPatterns("rule", r.Name, r.Ranges, r.DeclRange, attr, pats)
 		}
 		checkUpstreams("rule", r.Name, r.Ranges, r.DeclRange, r.Upstreams)
+		for _, p := range r.Endpoints {
+			if !strings.ContainsAny(p, "*?\\") && !endpoints[p] {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown endpoint",
+					Detail: fmt.Sprintf("rule %q names endpoint %q, which is not configured (endpoints: %s; %q is the listen path and stdio without --endpoint).",
+						r.Name, p, strings.Join(known, ", "), DefaultEndpoint),
+					Subject: at(r.Ranges, "endpoints", r.DeclRange)})
+			}
+		}
 		if r.Condition != nil {
 			diags = append(diags, CheckCondition(r.Condition)...)
 		}
@@ -113,8 +127,8 @@ func BuildWith(cfg *config.Config, log zerolog.Logger, opts BuildOptions) (*Chai
 		rules := make([]Rule, len(p.Rules))
 		for i, r := range p.Rules {
 			rules[i] = Rule{Name: r.Name, Deny: r.Deny, Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources,
-				Upstreams: r.Upstreams, Principals: r.Principals, Groups: r.Groups, Annotations: r.Annotations,
-				Condition: r.Condition}
+				Upstreams: r.Upstreams, Principals: r.Principals, Groups: r.Groups, Endpoints: r.Endpoints,
+				Annotations: r.Annotations, Condition: r.Condition}
 		}
 		e, err := NewEngine(rules, p.DefaultAllow)
 		if err != nil {

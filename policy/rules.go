@@ -64,7 +64,14 @@ type Item struct {
 	// Aliases are other spellings of a resource's URI (the original of a rewritten URI,
 	// normal forms): a resource pattern matches the item when it matches any of them.
 	Aliases []string
+	// Endpoint is the endpoint the request came through; "" for none (the listen path,
+	// stdio without --endpoint), which rules name DefaultEndpoint.
+	Endpoint string
 }
+
+// DefaultEndpoint is how a rule's endpoints name the proxy's own face: requests through
+// no endpoint block.
+const DefaultEndpoint = "default"
 
 // Rule is one allow or deny rule, as configured. Empty matchers match everything; the
 // kinds a rule is about are those whose pattern list is set (all when none is).
@@ -77,6 +84,9 @@ type Rule struct {
 	Upstreams  []string
 	Principals []string
 	Groups     []string
+	// Endpoints the request must come through (patterns over endpoint names;
+	// DefaultEndpoint for none); nil: any.
+	Endpoints []string
 	// Annotations the tool must declare with these values (readOnlyHint = true, ...). A
 	// tool that does not declare one counts as having the spec's default for it.
 	Annotations map[string]bool
@@ -99,6 +109,7 @@ type compiledRule struct {
 	kinds                     Kind
 	tools, prompts, resources globs
 	upstreams                 globs
+	endpoints                 globs
 	who                       who
 }
 
@@ -140,7 +151,8 @@ func compileMatchers(r Rule) (compiledRule, error) {
 		dst  *globs
 		pats []string
 		kind Kind
-	}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, normalizedPatterns(r.Resources), KindResource}, {&c.upstreams, r.Upstreams, 0}} {
+	}{{&c.tools, r.Tools, KindTool}, {&c.prompts, r.Prompts, KindPrompt}, {&c.resources, normalizedPatterns(r.Resources), KindResource},
+		{&c.upstreams, r.Upstreams, 0}, {&c.endpoints, r.Endpoints, 0}} {
 		if *set.dst, err = compileGlobs(set.pats); err != nil {
 			return c, fmt.Errorf("rule %q: %v", r.Name, err)
 		}
@@ -218,6 +230,15 @@ func (e *Engine) noteArgs(expr hcl.Expression) {
 func (c *compiledRule) applies(p *principal.Principal, it *Item) bool {
 	if c.kinds&it.Kind == 0 || !c.upstreams.match(it.Upstream) {
 		return false
+	}
+	if c.endpoints != nil {
+		ep := it.Endpoint
+		if ep == "" {
+			ep = DefaultEndpoint
+		}
+		if !c.endpoints.match(ep) {
+			return false
+		}
 	}
 	switch it.Kind {
 	case KindTool:

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
@@ -244,5 +245,55 @@ func TestDecideRefusesArgumentsConditionsCannotSee(t *testing.T) {
 	}
 	if d := e.Decide(alice, read, json.RawMessage(`{"note":"n","path":"/srv/cafe\u0301/a"}`)); d.Allow {
 		t.Errorf("an NFD twin of the directory (another directory on disk) was allowed: %+v", d)
+	}
+}
+
+// TestRuleEndpoints: a rule with endpoints applies to requests through them only, and
+// "default" names requests through no endpoint block.
+func TestRuleEndpoints(t *testing.T) {
+	e, err := NewEngine([]Rule{
+		{Name: "no-writes-on-review", Deny: true, Tools: []string{"*write*"}, Endpoints: []string{"review"}},
+		{Name: "ide-only", Tools: []string{"*"}, Endpoints: []string{"ide", "review"}},
+		{Name: "default-reads", Tools: []string{"*read*"}, Endpoints: []string{DefaultEndpoint}},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &principal.Principal{Name: "alice"}
+	for _, c := range []struct {
+		tool, endpoint string
+		allow          bool
+		rule           string
+	}{
+		{"fs__write_file", "review", false, "no-writes-on-review"},
+		{"fs__write_file", "ide", true, "ide-only"},
+		{"fs__read_file", "review", true, "ide-only"},
+		{"fs__read_file", "", true, "default-reads"},
+		{"fs__write_file", "", false, "default"},
+		{"fs__read_file", "other", false, "default"},
+	} {
+		it := &Item{Kind: KindTool, Name: c.tool, Upstream: "fs", Endpoint: c.endpoint}
+		d := e.Decide(p, it, nil)
+		if d.Allow != c.allow || d.Rule != c.rule {
+			t.Errorf("%s through %q: %+v, want allow %v by %s", c.tool, c.endpoint, d, c.allow, c.rule)
+		}
+		if e.Visible(p, it) != c.allow {
+			t.Errorf("%s through %q: visible %v", c.tool, c.endpoint, !c.allow)
+		}
+	}
+}
+
+// TestCheckEndpoints: a rule naming an endpoint that is not configured is an error at
+// its endpoints attribute; "default" and patterns are fine.
+func TestCheckEndpoints(t *testing.T) {
+	at := hcl.Range{Filename: "p.hcl", Start: hcl.Pos{Line: 7}}
+	cfg := &config.Config{Endpoints: []config.Endpoint{{Name: "review"}}, Policy: &config.Policy{Rules: []config.Rule{
+		{Name: "ok", Endpoints: []string{"review", "default", "re*"}},
+		{Name: "typo", Endpoints: []string{"reveiw"}, Ranges: map[string]hcl.Range{"endpoints": at}},
+	}}}
+	diags := Check(cfg)
+	if len(diags) != 1 || !strings.Contains(diags[0].Detail, `names endpoint "reveiw", which is not configured (endpoints: default, review`) ||
+		diags[0].Subject.Start.Line != 7 {
+		t.Errorf("diagnostics: %v", diags)
 	}
 }

@@ -44,7 +44,19 @@ func newAuthenticator(cfg *config.Config, l config.Listen, log zerolog.Logger) (
 // block's API key of that name, and the proxy block's principal_groups when name is its
 // principal.
 func (p *Proxy) VisibleTools(name string, groups ...string) []router.Tool {
-	return visibleTools(p.e.r, principalFor(p.cfg, name, groups), p.e.r.Tools())
+	return visibleTools(p.e.r, principalFor(p.cfg, name, groups), "", p.e.r.Tools())
+}
+
+// EndpointTools is the catalogue of the endpoint named endpoint (in search mode: every
+// tool its search may find, not what a session lists), as the principal name sees it
+// under the policy ("": everything), as VisibleTools finds the principal's groups. Nil
+// for an endpoint the configuration does not have.
+func (p *Proxy) EndpointTools(endpoint, name string, groups ...string) []router.Tool {
+	tools, ok := p.e.r.EndpointTools(endpoint)
+	if !ok || name == "" {
+		return tools
+	}
+	return visibleTools(p.e.r, principalFor(p.cfg, name, groups), endpoint, tools)
 }
 
 // principalFor is the principal `tools --as NAME` shows the catalogue for: an API key's
@@ -64,13 +76,14 @@ func principalFor(cfg *config.Config, name string, groups []string) *principal.P
 	return p
 }
 
-// visibleTools filters the catalogue to what p may see under r's policy.
-func visibleTools(r *router.Router, p *principal.Principal, tools []router.Tool) []router.Tool {
+// visibleTools filters the catalogue to what p may see under r's policy, through
+// endpoint ("": none).
+func visibleTools(r *router.Router, p *principal.Principal, endpoint string, tools []router.Tool) []router.Tool {
 	g := r.Guard()
 	if g == nil {
 		return tools
 	}
-	req := &router.Request{Principal: p}
+	req := &router.Request{Principal: p, Endpoint: endpoint}
 	out := tools[:0:0]
 	for _, t := range tools {
 		if g.Visible(req, &router.Target{Kind: router.TargetTool, Name: t.Name, Original: t.OriginalName, Upstream: t.Upstream, Raw: t.Raw}) {

@@ -45,6 +45,8 @@ type build struct {
 	// configuration the engine runs; dial opens their links, by name.
 	own  []config.Upstream
 	dial map[string]func(context.Context) (transport.Link, error)
+	// endpoint is the endpoint the stdio front end serves ("": the whole catalogue).
+	endpoint string
 }
 
 // withOwn is cfg with the in-process upstreams own added after its upstream blocks; an
@@ -80,6 +82,7 @@ type engine struct {
 	auth    *auth.Switch              // the front end's authenticator (nil without one)
 	srv     *server.Server            // the front end, whose live settings a reload changes
 	listen  config.Listen             // the front end's listen block (HTTP mode)
+	paths   func(map[string]string)   // serves the endpoints at their paths (HTTP mode); nil before serving
 	admin   *admin.Server             // nil without an admin listener
 	source  string                    // the configuration file
 	retired map[*sync.Once]func()     // closes what reloads replaced, at the latest when the engine closes
@@ -134,6 +137,12 @@ func buildEngine(ctx context.Context, cfg *config.Config, b build) (*engine, err
 	if host != nil {
 		if p := host.Presenter(); p != nil {
 			r.SetPresenter(p)
+		}
+	}
+	if len(cfg.Endpoints) > 0 {
+		if err := r.SetEndpoints(endpointsOf(cfg, host)); err != nil { // config has vetted them: not expected
+			r.Close()
+			return nil, fmt.Errorf("endpoints: %w", err)
 		}
 	}
 	e.install()
@@ -218,6 +227,7 @@ func (e *engine) newRouter(cfg *config.Config) (*router.Router, error) {
 		CursorKey:     clusterCursorKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
 		StartWait:     maxStartup(cfg) + 5*time.Second,
 		Tasks:         e.tasks, // shared by the replicas in a cluster (http.go); nil in memory
+		Ranker:        builtinRanker,
 	}, e.log)
 	var setupErrs []error
 	for _, uc := range cfg.Upstreams {
@@ -388,6 +398,7 @@ func (e *engine) newServer(cfg *config.Config) *server.Server {
 		Instructions: l.Instructions,
 		ReadyTimeout: l.ReadyTimeout,
 		StateKey:     clusterStateKey(cfg), // cluster.go: shared by the replicas; nil without a cluster key
+		Endpoint:     e.endpoint,
 
 		MaxClientBuffer:   l.MaxClientBuffer,
 		MaxClientInFlight: l.MaxClientInFlight,

@@ -35,10 +35,32 @@ func BenchmarkHTTPFrontCall(b *testing.B) {
 	for _, up := range []string{"child", "http-upstream"} {
 		for _, c := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/c%d", up, c), func(b *testing.B) {
-				addr := startBenchProxy(b, bin, up)
+				addr := startBenchProxy(b, bin, up, "")
 				benchwire.Calls(b, addr, "/mcp", c, "tools/call", params)
 			})
 		}
+	}
+}
+
+// BenchmarkHTTPEndpointCall is BenchmarkHTTPFrontCall's call through an endpoint: the
+// same proxy and upstream, with two endpoint blocks (a filtered view, and one in search
+// mode, whose tool is called by name), against the listen path of a proxy without
+// endpoints, in one run so that the ratio holds on a noisy machine. An endpoint must
+// cost nothing measurable on a call: its view is a map lookup.
+func BenchmarkHTTPEndpointCall(b *testing.B) {
+	bin := benchwire.TestServer(b)
+	params := []byte(`{"name":"echo","arguments":{"text":"hello"}}`)
+	endpoints := "endpoint \"view\" {\n  tools {\n    include = [\"e*\"]\n  }\n}\nendpoint \"find\" {\n  mode = \"search\"\n}\n"
+	for _, c := range []struct{ name, extra, path string }{
+		{"no-endpoints", "", "/mcp"},
+		{"listen-path", endpoints, "/mcp"},
+		{"endpoint", endpoints, "/mcp/view"},
+		{"search-endpoint", endpoints, "/mcp/find"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			addr := startBenchProxy(b, bin, "child", c.extra)
+			benchwire.Calls(b, addr, c.path, 1, "tools/call", params)
+		})
 	}
 }
 
@@ -46,14 +68,14 @@ func BenchmarkHTTPFrontCall(b *testing.B) {
 // the test server as its one upstream (a child over its pipes, or a child serving HTTP
 // when up is "http-upstream"), and returns the address it listens on. It stops when the
 // benchmark ends.
-func startBenchProxy(b *testing.B, bin, up string) string {
+func startBenchProxy(b *testing.B, bin, up, extra string) string {
 	dir := b.TempDir()
 	upstream := fmt.Sprintf("  command   = [%q, \"-fast\"]\n", bin)
 	if up == "http-upstream" {
 		upstream = fmt.Sprintf("  url       = %q\n", "http://"+benchwire.HTTPTestServer(b, bin)+"/mcp")
 	}
 	cfg := "listen \"http\" {\n  address = \"127.0.0.1:0\"\n  path    = \"/mcp\"\n}\n\n" +
-		"upstream \"bench\" {\n" + upstream + "  namespace = \"\"\n}\n"
+		"upstream \"bench\" {\n" + upstream + "  namespace = \"\"\n}\n" + extra
 	path := filepath.Join(dir, "proxy.hcl")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		b.Fatal(err)

@@ -38,9 +38,11 @@ func (p *Proxy) ListenAndServe(ctx context.Context) error {
 		Path: l.Path, AllowedOrigins: l.AllowedOrigins, Loopback: loopback, MaxBody: l.MaxBodySize,
 		KeepAlive: l.KeepAlive, SessionIdle: l.SessionIdle, MaxSessions: l.MaxSessions,
 		RequestContext: httpTraceContext(tr),
+		Endpoints:      endpointPaths(cfg),
 	}
 	forwarding(fwd, &ho) // cluster.go
 	h := srv.NewHTTPHandler(base, ho)
+	p.e.servePaths(h.SetEndpoints) // a reload moves them
 	ln, err := net.Listen("tcp", l.Address)
 	if err != nil {
 		return err
@@ -63,6 +65,9 @@ func (p *Proxy) ListenAndServe(ctx context.Context) error {
 	}
 	log.Info().Str("config", cfg.Filename).Str("address", ln.Addr().String()).Str("path", l.Path).
 		Int("upstreams", len(cfg.Upstreams)).Str("version", p.version).Msg("mcp-proxy serving on HTTP")
+	for _, ep := range cfg.Endpoints {
+		log.Info().Str("endpoint", ep.Name).Str("path", ep.Path).Str("sse", ep.Path+"/sse").Str("mode", ep.Mode).Msg("serving endpoint")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -72,7 +72,8 @@ type options struct {
 	middleware []router.Middleware
 	upstreams  []config.Upstream
 	dial       map[string]func(context.Context) (transport.Link, error)
-	err        error // the first bad option, reported by New
+	endpoint   string // ServeEndpoint
+	err        error  // the first bad option, reported by New
 }
 
 // WithLogger makes log the proxy's logger (the default discards everything). mcp-proxy
@@ -203,8 +204,11 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 	if len(cfg.Upstreams) == 0 {
 		return nil, errors.New("no upstreams: the configuration has no upstream block and no in-process upstream was given")
 	}
+	if err := checkEndpoint(cfg, o.endpoint, o.oneshot); err != nil {
+		return nil, err
+	}
 	p := &Proxy{cfg: cfg, log: o.log, version: o.version, onSignal: o.onSignal, oneshot: o.oneshot}
-	b := build{log: o.log, version: o.version, inner: o.middleware, own: o.upstreams, dial: o.dial}
+	b := build{log: o.log, version: o.version, inner: o.middleware, own: o.upstreams, dial: o.dial, endpoint: o.endpoint}
 	if o.oneshot {
 		if p.e, err = buildEngine(ctx, cfg, b); err != nil {
 			return nil, err

@@ -45,6 +45,13 @@ import (
 // What cannot change live (the listen block, the admin and telemetry blocks, the proxy
 // block's names and paging) is reported as needing a restart, and the rest applies.
 
+// servePaths tells the engine how to move the HTTP front end's endpoint paths.
+func (e *engine) servePaths(set func(map[string]string)) {
+	e.mu.Lock()
+	e.paths = set
+	e.mu.Unlock()
+}
+
 // attach tells the engine what a reload needs to know of the proxy it runs in: the
 // configuration file, the front end's authenticator and listen block, and the admin
 // listener (nil for none).
@@ -167,6 +174,12 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 			out.Changes = append(out.Changes, "auth")
 		}
 	}
+	endpointsChanged := !endpointsEqual(cur, next)
+	if endpointsChanged {
+		if err := router.CheckEndpoints(endpointsOf(next, nil)); err != nil {
+			return fail("endpoints", err)
+		}
+	}
 	applyTrust, trustChanges, err := e.nextTrust(cur, next)
 	if err != nil {
 		return fail("pinning", err)
@@ -200,6 +213,19 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 	}
 
 	// Switch, between two calls.
+	if endpointsChanged || (newHost && len(next.Endpoints) > 0) {
+		h := e.host
+		if newHost {
+			h = host
+		}
+		if err := e.r.SetEndpoints(endpointsOf(next, h)); err != nil { // checked above: not expected
+			e.log.Error().Err(err).Msg("applying the endpoints of a reload; the previous ones stay")
+		}
+		if e.paths != nil {
+			e.paths(endpointPaths(next))
+		}
+		out.Changes = append(out.Changes, endpointChanges(cur, next)...)
+	}
 	if newChain || newHost {
 		oldChain, oldHost := e.chain, e.host
 		e.chain = chain

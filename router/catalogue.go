@@ -78,6 +78,9 @@ type snapshot struct {
 	hidden map[string]bool
 	// hints are the merged caching hints of each list (indexed by list id).
 	hints [listTemplates + 1]upstream.CacheHint
+	// eps are the endpoints' views of this catalogue, by endpoint name; nil without
+	// endpoints.
+	eps map[string]*epView
 }
 
 type ownerURI struct {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,12 @@ type Request struct {
 	// hints, and input_required results reach it as they are (a legacy client's input is
 	// obtained through Input instead, and the upstream retried).
 	Modern bool
+	// Endpoint is the endpoint the request came through (see SetEndpoints): its lists
+	// and calls are served from that endpoint's view. "": none, the whole catalogue.
+	Endpoint string
+	// Active is the client session's activated tools (an endpoint in search mode); nil
+	// for requests without a session, which list no activated tools.
+	Active *Active
 }
 
 // ClientID identifies a client to the router; the front end mints them.
@@ -94,9 +101,14 @@ func (r *Router) Dispatch(ctx context.Context, req *Request, reply Reply) {
 	case mcp.MethodResourcesTemplatesList:
 		r.Local(ctx, req, r.answerTemplates, reply)
 	case mcp.MethodToolsCall:
-		r.callNamed(ctx, req, r.snap.Load().toolByName, "tool", reply)
+		snap := r.snap.Load()
+		if req.Endpoint != "" {
+			r.callEndpointTool(ctx, snap, req, reply)
+			return
+		}
+		r.callNamed(ctx, req, snap.toolByName, "tool", reply)
 	case mcp.MethodPromptsGet:
-		r.callNamed(ctx, req, r.snap.Load().promptByName, "prompt", reply)
+		r.callNamed(ctx, req, r.snap.Load().promptIndex(req), "prompt", reply)
 	case mcp.MethodResourcesRead, mcp.MethodResourcesSubscribe, mcp.MethodResourcesUnsubscribe:
 		r.callByURI(ctx, req, reply)
 	case mcp.MethodCompletionComplete:
@@ -123,7 +135,13 @@ type InlineHook = upstream.InlineHook
 type InlineContext = upstream.InlineContext
 
 // The lists' answers (Local).
-func (r *Router) answerTools(_ context.Context, req *Request) (json.RawMessage, error) {
+func (r *Router) answerTools(ctx context.Context, req *Request) (json.RawMessage, error) {
+	if req.Endpoint != "" {
+		if q, ok, _ := jsonx.GetString(req.Params, "query"); ok && q != "" { // SEP-1821
+			snap := r.snap.Load()
+			return r.listQuery(ctx, snap, req, snap.viewOf(req), q), nil
+		}
+	}
 	return r.listPage(req, listTools)
 }
 
@@ -252,6 +270,31 @@ func upstreamError(ctx context.Context, b *backend, err error) error {
 	return mcp.ProxyError(mcp.CodeUpstreamFailed, b.name, err.Error())
 }
 
+// callEndpointTool routes a tools/call through an endpoint: in its view, where search
+// mode adds search_tools and call_tool.
+func (r *Router) callEndpointTool(ctx context.Context, snap *snapshot, req *Request, reply Reply) {
+	v := snap.viewOf(req)
+	if v.ep != nil && v.ep.Search {
+		// The raw name, compared as it is (no allocation for the calls of every other
+		// tool), unquoted only when it holds an escape.
+		raw, _, _ := jsonx.Get(req.Params, "name")
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			if s, err := jsonx.Unquote(raw); err == nil {
+				raw = jsonrpc.AppendString(nil, s)
+			}
+		}
+		switch string(raw) {
+		case `"` + SearchToolsName + `"`:
+			r.searchTools(ctx, snap, req, v, reply)
+			return
+		case `"` + CallToolName + `"`:
+			r.callTool(ctx, req, v, reply)
+			return
+		}
+	}
+	r.callNamed(ctx, req, v.toolByName, "tool", reply)
+}
+
 // callNamed routes tools/call and prompts/get by exposed name.
 func (r *Router) callNamed(ctx context.Context, req *Request, index map[string]*entry, what string, reply Reply) {
 	name, ok, err := jsonx.GetString(req.Params, "name")
@@ -310,8 +353,8 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 		r.refuse(ctx, req, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri is required"), reply)
 		return
 	}
-	if !r.Settled() && !r.listsURI(uri) {
-		go r.whenStarted(ctx, "resource", uri, func() bool { return r.listsURI(uri) }, func() { r.routeByURI(ctx, req, uri, reply) }, reply)
+	if !r.Settled() && !r.listsURI(req, uri) {
+		go r.whenStarted(ctx, "resource", uri, func() bool { return r.listsURI(req, uri) }, func() { r.routeByURI(ctx, req, uri, reply) }, reply)
 		return
 	}
 	r.routeByURI(ctx, req, uri, reply)
@@ -319,7 +362,7 @@ func (r *Router) callByURI(ctx context.Context, req *Request, reply Reply) {
 
 // routeByURI is callByURI for a URI as the catalogue stands.
 func (r *Router) routeByURI(ctx context.Context, req *Request, uri string, reply Reply) {
-	t, owner, err := r.resolveResource(uri)
+	t, owner, err := r.resolveResource(req, uri)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -353,7 +396,7 @@ func (r *Router) routeByURI(ctx context.Context, req *Request, uri string, reply
 // A URI that cannot be normalized unambiguously is refused with -32602; one that nobody
 // lists and no template matches goes to the only upstream that serves resources (a
 // resource link in a tool result names such URIs), or is not found.
-func (r *Router) resolveResource(uri string) (*Target, *backend, error) {
+func (r *Router) resolveResource(req *Request, uri string) (*Target, *backend, error) {
 	canon, err := mcp.NormalizeURI(uri)
 	if err != nil {
 		return nil, nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Invalid params: uri: %v", err)
@@ -361,7 +404,7 @@ func (r *Router) resolveResource(uri string) (*Target, *backend, error) {
 	snap := r.snap.Load()
 	owner, orig, res := snap.resolveURI(uri, canon)
 	if owner == nil {
-		owner, orig = r.soleResourceServer(), canon
+		owner, orig = r.soleResourceServer(snap.viewOf(req)), canon
 	}
 	if owner == nil {
 		return nil, nil, UnknownError(TargetResource, uri)
@@ -375,14 +418,21 @@ func (r *Router) resolveResource(uri string) (*Target, *backend, error) {
 	if uri != t.Name && uri != t.Original && !slices.Contains(t.Forms, uri) {
 		t.Forms = append(slices.Clip(t.Forms), uri)
 	}
+	if !snap.servesResource(req, t, owner) {
+		return nil, nil, UnknownError(TargetResource, uri) // outside the request's endpoint
+	}
 	return t, owner, nil
 }
 
-// soleResourceServer returns the only ready upstream that serves resources, so that URIs
-// it did not list (dynamic ones) still reach it; nil when there are none or several.
-func (r *Router) soleResourceServer() *backend {
+// soleResourceServer returns the only ready upstream that serves resources (of those
+// view serves, when it is not nil), so that URIs it did not list (dynamic ones) still
+// reach it; nil when there are none or several.
+func (r *Router) soleResourceServer(view *epView) *backend {
 	var found *backend
 	for _, b := range r.all() {
+		if view != nil && !view.servesBackend(b) {
+			continue
+		}
 		if st, _ := b.up.State(); st == upstream.StateReady && b.up.Info().HasResources() {
 			if found != nil {
 				return nil
@@ -431,7 +481,7 @@ func (r *Router) complete(ctx context.Context, req *Request, reply Reply) {
 		return
 	}
 	if !r.Settled() {
-		known := func() bool { return r.knowsRef(ref) }
+		known := func() bool { return r.knowsRef(req, ref) }
 		if !known() {
 			name, _, _ := jsonx.GetString(ref, "name")
 			if name == "" {
@@ -455,7 +505,7 @@ func (r *Router) completeRef(ctx context.Context, req *Request, ref json.RawMess
 	switch typ {
 	case "ref/prompt":
 		name, _, _ := jsonx.GetString(ref, "name")
-		e := snap.promptByName[name]
+		e := snap.promptIndex(req)[name]
 		if e == nil {
 			reply(nil, UnknownError(TargetPrompt, name))
 			return
@@ -469,10 +519,16 @@ func (r *Router) completeRef(ctx context.Context, req *Request, ref json.RawMess
 		uri, _, _ := jsonx.GetString(ref, "uri")
 		if owner = snap.templateOwner(uri); owner != nil {
 			target = &Target{Kind: TargetResource, Name: uri, Original: uri, Upstream: owner.name}
-		} else if t, o, err := r.resolveResource(uri); err == nil {
-			target, owner = t, o
-			if t.Original != uri {
-				newRef, _ = jsonx.Set(ref, "uri", jsonrpc.AppendString(nil, t.Original))
+			if !snap.servesResource(req, target, owner) {
+				owner = nil // a template outside the request's endpoint
+			}
+		}
+		if owner == nil {
+			if t, o, err := r.resolveResource(req, uri); err == nil {
+				target, owner = t, o
+				if t.Original != uri {
+					newRef, _ = jsonx.Set(ref, "uri", jsonrpc.AppendString(nil, t.Original))
+				}
 			}
 		}
 		if owner == nil {

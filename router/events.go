@@ -45,6 +45,7 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	if r.presenter != nil {
 		s.present(r.presenter, r)
 	}
+	s.eps = endpointViews(s, old, r.endpoints.Load(), r.opts.Ranker, r.Settled(), r.log)
 	r.snap.Store(s)
 	rawE := func(e *entry) json.RawMessage { return e.raw }
 	rawR := func(x *resource) json.RawMessage { return x.raw }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,14 +40,21 @@ func (r *Router) listPage(req *Request, list byte) (json.RawMessage, error) {
 		}
 	}
 	snap := r.snap.Load()
-	key := pageKey{view: viewKey{list: list}, offset: offset, modern: req.Modern}
+	key := pageKey{view: viewKey{list: list, endpoint: req.Endpoint}, offset: offset, modern: req.Modern}
 	if g := r.Guard(); g != nil {
 		key.view.class, key.guarded = principalClass(req), true
+	}
+	if list == listTools && req.Endpoint != "" {
+		if v := snap.viewOf(req); v.ep != nil && v.ep.Search {
+			if items, personal := r.searchModeTools(snap, req, v); personal {
+				return r.encodeItems(snap, items, key), nil // a session's own: not cached
+			}
+		}
 	}
 	if p, ok := snap.pages.Load(key); ok {
 		return p.(json.RawMessage), nil
 	}
-	page := r.encodePage(snap, req, key)
+	page := r.encodeItems(snap, snap.view(r, req, list), key)
 	if snap.npages.Add(1) <= maxPages {
 		snap.pages.Store(key, page)
 	}
@@ -66,12 +74,11 @@ type pageKey struct {
 	guarded bool // a guard was installed: the page is never public
 }
 
-// encodePage encodes the page of the view key names. The result is shared by
-// every request for that page of that snapshot: nobody may modify it (its capacity is
-// its length, so an append copies).
-func (r *Router) encodePage(snap *snapshot, req *Request, key pageKey) json.RawMessage {
+// encodeItems encodes the page of items key names. A page of a view is shared by every
+// request for that page of that snapshot: nobody may modify it (its capacity is its
+// length, so an append copies).
+func (r *Router) encodeItems(snap *snapshot, items []json.RawMessage, key pageKey) json.RawMessage {
 	list, offset := key.view.list, key.offset
-	items := snap.view(r, req, list)
 	if offset > len(items) {
 		offset = len(items) // the list shrank since the cursor was minted
 	}
@@ -82,7 +89,7 @@ func (r *Router) encodePage(snap *snapshot, req *Request, key pageKey) json.RawM
 	}
 	out := make([]byte, 0, size+128)
 	out = append(out, '{')
-	if req.Modern {
+	if key.modern {
 		// The modern era's fields come first, so that the front end, which adds
 		// resultType, ttlMs and cacheScope to results that lack them, finds them without
 		// scanning the items.
@@ -119,8 +126,9 @@ const maxViews = 4096
 
 // viewKey names one cached view: a list, as seen by one class of principal.
 type viewKey struct {
-	list  byte
-	class string
+	list     byte
+	class    string
+	endpoint string // the endpoint whose view it is; "" for the whole catalogue
 }
 
 // principalClass is what visibility depends on (see Guard): the principal's name and
@@ -140,29 +148,40 @@ func principalClass(req *Request) string {
 // is asked once per item for each catalogue change and principal class, not on every
 // list request: views are cached in the snapshot, which a change replaces.
 func (s *snapshot) view(r *Router, req *Request, list byte) []json.RawMessage {
-	key := viewKey{list, ""}
+	key := viewKey{list: list, endpoint: req.Endpoint}
 	if r.Guard() != nil {
 		key.class = principalClass(req)
 	}
 	if v, ok := s.views.Load(key); ok {
 		return v.([]json.RawMessage)
 	}
+	tools, prompts, resources, templates := s.tools, s.prompts, s.resources, s.templates
+	var meta []json.RawMessage
+	if v := s.viewOf(req); v != nil {
+		tools, prompts, resources, templates = v.tools, v.prompts, v.resources, v.templates
+		if v.ep != nil && v.ep.Search {
+			tools, meta = v.always, v.meta // the rest is found by searching
+		}
+	}
 	var items []json.RawMessage
 	switch list {
 	case listTools:
-		items = visibleOf(r, req, s.tools, func(e *entry) (json.RawMessage, Target) {
+		items = visibleOf(r, req, tools, func(e *entry) (json.RawMessage, Target) {
 			return e.raw, Target{Kind: TargetTool, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
 		})
+		if meta != nil {
+			items = append(slices.Clip(meta), items...)
+		}
 	case listPrompts:
-		items = visibleOf(r, req, s.prompts, func(e *entry) (json.RawMessage, Target) {
+		items = visibleOf(r, req, prompts, func(e *entry) (json.RawMessage, Target) {
 			return e.raw, Target{Kind: TargetPrompt, Name: e.exposed, Original: e.original, Upstream: e.owner.name, Raw: e.raw}
 		})
 	case listResources:
-		items = visibleOf(r, req, s.resources, func(x *resource) (json.RawMessage, Target) {
+		items = visibleOf(r, req, resources, func(x *resource) (json.RawMessage, Target) {
 			return x.raw, Target{Kind: TargetResource, Name: x.exposed, Original: x.original, Upstream: x.owner.name, Raw: x.raw, Forms: x.forms}
 		})
 	case listTemplates:
-		items = visibleOf(r, req, s.templates, func(x *template) (json.RawMessage, Target) {
+		items = visibleOf(r, req, templates, func(x *template) (json.RawMessage, Target) {
 			return x.raw, Target{Kind: TargetResource, Name: x.tmpl.raw, Original: x.tmpl.raw, Upstream: x.owner.name, Raw: x.raw}
 		})
 	}

@@ -99,6 +99,19 @@ func (r *Router) Local(ctx context.Context, req *Request, answer Answer, reply R
 	(*h)(ctx, &Call{Method: req.Method, Params: req.Params, Request: req, local: answer}, reply)
 }
 
+// localTool answers a tools/call of a tool the proxy itself serves (an endpoint's
+// search_tools) like Local, with the tool as the call's Target so that what counts and
+// traces the call names it.
+func (r *Router) localTool(ctx context.Context, req *Request, name string, answer Answer, reply Reply) {
+	h := r.local.Load()
+	if h == nil {
+		reply(answer(ctx, req))
+		return
+	}
+	(*h)(ctx, &Call{Method: req.Method, Params: req.Params, Request: req, local: answer,
+		Target: &Target{Kind: TargetTool, Name: name, Original: name}}, reply)
+}
+
 // answerLocal is the end of the local chain.
 func answerLocal(ctx context.Context, c *Call, reply Reply) {
 	reply(c.local(ctx, c.Request))

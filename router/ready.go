@@ -103,9 +103,9 @@ func (r *Router) callWhenStarted(ctx context.Context, req *Request, what string,
 	name, _, _ := jsonx.GetString(req.Params, "name")
 	index := func() map[string]*entry {
 		if what == "tool" {
-			return r.snap.Load().toolByName
+			return r.snap.Load().toolIndex(req)
 		}
-		return r.snap.Load().promptByName
+		return r.snap.Load().promptIndex(req)
 	}
 	r.whenStarted(ctx, what, name, func() bool { return index()[name] != nil },
 		func() { r.callEntry(ctx, req, index()[name], name, what, reply) }, reply)
@@ -126,26 +126,30 @@ func (r *Router) whenStarted(ctx context.Context, what, name string, known func(
 
 // listsURI reports whether an upstream lists uri, or a template of one matches it (a URI
 // that cannot be normalised counts as listed: the routing refuses it at once).
-func (r *Router) listsURI(uri string) bool {
+func (r *Router) listsURI(req *Request, uri string) bool {
 	canon, err := mcp.NormalizeURI(uri)
 	if err != nil {
 		return true
 	}
-	owner, _, _ := r.snap.Load().resolveURI(uri, canon)
+	snap := r.snap.Load()
+	owner, _, _ := snap.resolveURI(uri, canon)
+	if v := snap.viewOf(req); owner != nil && v != nil {
+		return v.servesBackend(owner)
+	}
 	return owner != nil
 }
 
 // knowsRef reports whether the catalogue has what a completion reference names (a
 // malformed or unknown kind of reference counts as known: the routing refuses it).
-func (r *Router) knowsRef(ref json.RawMessage) bool {
+func (r *Router) knowsRef(req *Request, ref json.RawMessage) bool {
 	typ, _, _ := jsonx.GetString(ref, "type")
 	switch typ {
 	case "ref/prompt":
 		name, _, _ := jsonx.GetString(ref, "name")
-		return r.snap.Load().promptByName[name] != nil
+		return r.snap.Load().promptIndex(req)[name] != nil
 	case "ref/resource":
 		uri, _, _ := jsonx.GetString(ref, "uri")
-		return r.snap.Load().templateOwner(uri) != nil || r.listsURI(uri)
+		return r.snap.Load().templateOwner(uri) != nil || r.listsURI(req, uri)
 	}
 	return true
 }

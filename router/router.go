@@ -19,9 +19,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/clock"
-	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/search"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -100,6 +100,9 @@ type Options struct {
 	// Tasks keeps which upstream owns each task; nil keeps it in memory
 	// (NewMemoryTasks). Replicas share one store to route a task's requests anywhere.
 	Tasks TaskStore
+	// Ranker builds the endpoints' search indexes (an endpoint may have its own); nil:
+	// endpoints find nothing when searched.
+	Ranker search.Ranker
 }
 
 // backend is one upstream and its place in the merged namespace.
@@ -184,6 +187,7 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
+	endpoints atomic.Pointer[endpointSet] // the endpoints (SetEndpoints); nil: none
 	guard     atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
 	presenter Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
 	vetter    Vetter                      // which items are served (pinning, screening); nil: all; guarded by rebuildMu
@@ -491,13 +495,7 @@ type Tool struct {
 
 // Tools lists the merged tools in catalogue order.
 func (r *Router) Tools() []Tool {
-	snap := r.snap.Load()
-	out := make([]Tool, len(snap.tools))
-	for i, e := range snap.tools {
-		desc, _, _ := jsonx.GetString(e.raw, "description")
-		out[i] = Tool{Name: e.exposed, Upstream: e.owner.name, OriginalName: e.original, Description: desc, Raw: e.raw}
-	}
-	return out
+	return toolsOf(r.snap.Load().tools)
 }
 
 // ToolHeaders returns the x-mcp-header annotations of an exposed tool (nil when it has

@@ -203,12 +203,12 @@ func TestURIRouting(t *testing.T) {
 	// Other spellings of a listed URI reach its owner as the owner listed it, and every
 	// spelling is a form the policy sees.
 	for _, uri := range []string{"FILE:///same", "file:///x/../same", "file:///./s%61me"} {
-		tg, o, err := r.resolveResource(uri)
+		tg, o, err := r.resolveResource(&Request{}, uri)
 		if err != nil || o.name != "a" || tg.Original != "file:///same" || tg.Name != "file:///same" || !slices.Contains(tg.Forms, uri) {
 			t.Errorf("resolveResource(%s) = %+v, %v, %v", uri, tg, o, err)
 		}
 	}
-	if _, _, err := r.resolveResource("file:///x%2F..%2Fsame"); err == nil {
+	if _, _, err := r.resolveResource(&Request{}, "file:///x%2F..%2Fsame"); err == nil {
 		t.Errorf("a dot segment behind %%2F was resolved")
 	}
 	// b's duplicate URI is exposed under a proxy URI that routes back to b's original.
@@ -225,7 +225,7 @@ func TestURIRouting(t *testing.T) {
 		t.Errorf("rewritten URI routes to %v %q", o, orig)
 	}
 	// Rules see the original URI of a rewritten one (and a deny on it hides it).
-	tg, _, err := r.resolveResource(exposed)
+	tg, _, err := r.resolveResource(&Request{}, exposed)
 	if err != nil || tg.Name != exposed || !slices.Contains(tg.Forms, "file:///same") {
 		t.Errorf("resolveResource(%s) = %+v, %v; want the original among its forms", exposed, tg, err)
 	}

@@ -31,16 +31,17 @@ type SessionShare interface {
 	// Opened records a session just opened, or just adopted, as held by this replica
 	// (bounded by ctx and its own timeout).
 	Opened(ctx context.Context, id string)
-	// Changed records a session's state after a change: the whole state, the last call
-	// wins. It may block on the network: the handler calls it from a goroutine.
-	Changed(id, level string, subscriptions []string)
+	// Changed records a session's state after a change: the whole state (log level,
+	// subscriptions, activated tools), the last call wins. It may block on the network:
+	// the handler calls it from a goroutine.
+	Changed(id, level string, subscriptions, active []string)
 	// Ended removes what is recorded of a session DELETE or idle expiry ended.
 	Ended(ctx context.Context, id string)
 	// Adopt returns what is sealed into id and the state recorded, when this replica has
 	// claimed the session (HTTPOptions.Forward declined it for that reason); an error
 	// when it may not adopt it (then the handler answers as for an unknown session). The
 	// handler calls Opened once it has rebuilt the session.
-	Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions []string, err error)
+	Adopt(ctx context.Context, id string) (desc []byte, level string, subscriptions, active []string, err error)
 }
 
 // sessionDesc is what a legacy session is, as initialize fixed it: what a replica needs
@@ -53,17 +54,21 @@ type sessionDesc struct {
 	Info    json.RawMessage `json:"i,omitempty"`
 	Name    string          `json:"p,omitempty"` // the principal's
 	Via     string          `json:"w,omitempty"`
+	// Endpoint is the endpoint the session was opened on ("": the listen path).
+	Endpoint string `json:"e,omitempty"`
 }
 
 // describe returns the sealed description of the session initialize msg opens for
-// principal p; nil when msg's params are not an initialize's (initialize then fails).
-func describe(msg *jsonrpc.Message, p *principal.Principal) []byte {
+// principal p on endpoint; nil when msg's params are not an initialize's (initialize
+// then fails).
+func describe(msg *jsonrpc.Message, p *principal.Principal, endpoint string) []byte {
 	var ip initializeParams
 	if err := json.Unmarshal(msg.Params, &ip); err != nil || ip.ProtocolVersion == "" {
 		return nil
 	}
 	info, _ := jsonx.Marshal(ip.ClientInfo)
-	d := sessionDesc{Version: mcp.NegotiateLegacy(ip.ProtocolVersion), Caps: mcp.NarrowClientCapabilities(ip.Capabilities), Info: info}
+	d := sessionDesc{Version: mcp.NegotiateLegacy(ip.ProtocolVersion), Caps: mcp.NarrowClientCapabilities(ip.Capabilities), Info: info,
+		Endpoint: endpoint}
 	if p != nil {
 		d.Name, d.Via = p.Name, p.Via
 	}
@@ -72,10 +77,12 @@ func describe(msg *jsonrpc.Message, p *principal.Principal) []byte {
 }
 
 // sessionState is what changes in a session after initialize and survives its replica:
-// the log level the client set and the resources it subscribed to.
+// the log level the client set, the resources it subscribed to and the tools its
+// searches activated.
 type sessionState struct {
-	level string
-	subs  []string // URIs, as the client named them, in the order subscribed
+	level  string
+	subs   []string // URIs, as the client named them, in the order subscribed
+	active []string // exposed tool names, most recently found first
 }
 
 // noteChange records, for an adoptable session, the state a successful request of
@@ -96,14 +103,28 @@ func (hs *httpSession) noteChange(method string, params json.RawMessage) {
 		}
 	}
 	hs.stateMu.Unlock()
+	hs.save()
+}
+
+// noteActive records, for an adoptable session, the tools its searches activated now.
+func (hs *httpSession) noteActive(names []string) {
+	hs.stateMu.Lock()
+	hs.state.active = names
+	hs.stateMu.Unlock()
+	hs.save()
+}
+
+// save hands the session's state to the share from a goroutine: the change happened
+// on an upstream's reader or a request's goroutine, which must not wait for Redis.
+func (hs *httpSession) save() {
 	go func() {
 		hs.saveMu.Lock() // one write at a time, each of the latest state: the last one wins
 		defer hs.saveMu.Unlock()
 		hs.stateMu.Lock()
-		st, gone := sessionState{level: hs.state.level, subs: slices.Clone(hs.state.subs)}, hs.gone
+		st, gone := sessionState{level: hs.state.level, subs: slices.Clone(hs.state.subs), active: hs.state.active}, hs.gone
 		hs.stateMu.Unlock()
 		if !gone { // never after the removal: that would bring the session back
-			hs.share.Changed(hs.id, st.level, st.subs)
+			hs.share.Changed(hs.id, st.level, st.subs, st.active)
 		}
 	}()
 }
@@ -118,7 +139,7 @@ func stateChanging(method string) bool {
 // sealed into its id and the state the share recorded, under the same id, for request
 // r's principal, which must be the one that opened it. It answers nothing: the request
 // then goes on as for a session the handler holds, or is answered 404.
-func (h *HTTPHandler) adopt(r *http.Request, sid string) {
+func (h *HTTPHandler) adopt(r *http.Request, sid, endpoint string) {
 	h.adoptMu.Lock() // adoptions are rare: one at a time
 	defer h.adoptMu.Unlock()
 	if h.holds(sid) {
@@ -127,7 +148,7 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), h.s.cur().ReadyTimeout+5*time.Second)
 	defer cancel()
-	raw, level, subs, err := h.opts.Share.Adopt(ctx, sid)
+	raw, level, subs, active, err := h.opts.Share.Adopt(ctx, sid)
 	if err != nil {
 		h.s.log.Debug().Err(err).Msg("a session whose replica is gone cannot be adopted")
 		return
@@ -135,6 +156,11 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 	var d sessionDesc
 	if err := json.Unmarshal(raw, &d); err != nil || d.Version == "" {
 		h.s.log.Warn().Err(err).Msg("a sealed session description cannot be read; not adopted")
+		return
+	}
+	if d.Endpoint != endpoint {
+		h.s.log.Warn().Str("endpoint", endpoint).Str("session_endpoint", d.Endpoint).
+			Msg("a request on another endpoint for a session whose replica is gone; not adopted")
 		return
 	}
 	p := principal.From(r.Context())
@@ -145,20 +171,20 @@ func (h *HTTPHandler) adopt(r *http.Request, sid string) {
 	}
 	var b [3]byte
 	_, _ = rand.Read(b[:])
-	hs := h.newHTTPSessionStreams(sid, "a"+hex.EncodeToString(b[:])+".") // never one of the gone replica's stream ids
+	hs := h.newHTTPSessionStreams(sid, "a"+hex.EncodeToString(b[:])+".", endpoint) // never one of the gone replica's stream ids
 	if hs == nil {
 		h.s.log.Warn().Msg("cannot adopt a session whose replica is gone: too many sessions, or draining")
 		return
 	}
 	hs.principal, hs.version = p, d.Version
-	hs.state = sessionState{level: level, subs: subs}
+	hs.state = sessionState{level: level, subs: subs, active: active}
 	hs.ss.restore(principal.With(hs.ctx, p), d, hs.state)
 	h.opts.Share.Opened(r.Context(), sid)
 	h.mu.Lock()
 	h.sessions[sid] = hs
 	h.mu.Unlock()
 	hs.log.Info().Str("client", string(d.Info)).Str("protocol_version", d.Version).Str("log_level", level).
-		Int("subscriptions", len(subs)).Dur("took", time.Since(start)).Msg("adopted a session whose proxy replica is gone")
+		Int("subscriptions", len(subs)).Int("activated_tools", len(active)).Dur("took", time.Since(start)).Msg("adopted a session whose proxy replica is gone")
 }
 
 // restore makes the session an initialized one as d describes it, as initialize would
@@ -184,12 +210,15 @@ func (ss *session) restore(ctx context.Context, d sessionDesc, st sessionState) 
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(d.Info, &client)
+	if len(st.active) > 0 {
+		ss.active.Restore(st.active)
+	}
 	ss.markOpened(ctx, d.Version, client.Name)
 
 	call := func(method string, params any) {
 		b, _ := jsonx.Marshal(params)
 		req := &router.Request{Method: method, Params: b, Client: ss.clientID, Session: ss, Meta: ss.meta,
-			Principal: principal.From(ctx), ID: jsonrpc.StringID("adopt")}
+			Principal: principal.From(ctx), ID: jsonrpc.StringID("adopt"), Endpoint: ss.endpoint}
 		if _, err := ss.s.r.Call(ctx, req); err != nil {
 			ss.log.Warn().Err(err).Str("method", method).Msg("re-applying an adopted session's state failed")
 		}

@@ -22,14 +22,14 @@ import (
 type memShare struct {
 	mu      sync.Mutex
 	descs   map[string][]byte
-	states  map[string][2]any // level, subscriptions
+	states  map[string][3]any // level, subscriptions, activated tools
 	claimed map[string]bool   // sessions this replica may adopt
 	opened  []string
 	ended   []string
 }
 
 func newMemShare() *memShare {
-	return &memShare{descs: map[string][]byte{}, states: map[string][2]any{}, claimed: map[string]bool{}}
+	return &memShare{descs: map[string][]byte{}, states: map[string][3]any{}, claimed: map[string]bool{}}
 }
 
 func (m *memShare) NewID(desc []byte) string {
@@ -46,9 +46,9 @@ func (m *memShare) Opened(_ context.Context, id string) {
 	m.mu.Unlock()
 }
 
-func (m *memShare) Changed(id, level string, subs []string) {
+func (m *memShare) Changed(id, level string, subs, active []string) {
 	m.mu.Lock()
-	m.states[id] = [2]any{level, subs}
+	m.states[id] = [3]any{level, subs, active}
 	m.mu.Unlock()
 }
 
@@ -59,16 +59,17 @@ func (m *memShare) Ended(_ context.Context, id string) {
 	m.mu.Unlock()
 }
 
-func (m *memShare) Adopt(_ context.Context, id string) ([]byte, string, []string, error) {
+func (m *memShare) Adopt(_ context.Context, id string) ([]byte, string, []string, []string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.claimed[id] || m.descs[id] == nil {
-		return nil, "", nil, errors.New("not claimed")
+		return nil, "", nil, nil, errors.New("not claimed")
 	}
 	st := m.states[id]
 	level, _ := st[0].(string)
 	subs, _ := st[1].([]string)
-	return m.descs[id], level, subs, nil
+	active, _ := st[2].([]string)
+	return m.descs[id], level, subs, active, nil
 }
 
 // TestAdopt: a session this replica claimed is rebuilt under its id for the principal
@@ -87,8 +88,8 @@ func TestAdopt(t *testing.T) {
 	alice := &principal.Principal{Name: "alice", Via: "api_key"}
 	bob := &principal.Principal{Name: "bob", Via: "api_key"}
 	init := &jsonrpc.Message{Method: "initialize", Params: []byte(`{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"c","version":"1"}}`)}
-	sid := share.NewID(describe(init, alice))
-	share.Changed(sid, "debug", nil)
+	sid := share.NewID(describe(init, alice, ""))
+	share.Changed(sid, "debug", nil, nil)
 
 	req := func(p *principal.Principal, method string, hdr map[string]string) *http.Request {
 		q := httptest.NewRequest(method, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))

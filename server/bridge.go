@@ -105,8 +105,8 @@ func (ss *session) startModernCall(ctx context.Context, msg *jsonrpc.Message, rm
 	bc := &bridgeCall{ss: ss, id: ss.s.nextCall(), method: msg.Method, name: routeKey(msg.Params), caps: rm.parsed,
 		active: &activeReq{id: msg.ID, reply: reply}, principal: principalName(ctx)}
 	req := &router.Request{Method: msg.Method, Params: msg.Params, ID: rp.idOf(msg), Cancel: &bc.canceller, Modern: true,
-		Principal: principal.From(ctx),
-		Meta:      &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
+		Principal: principal.From(ctx), Endpoint: ss.endpoint,
+		Meta: &router.ClientMeta{Capabilities: mcp.NarrowClientCapabilities(rm.caps), Info: rm.info, LogLevel: rm.logLevel}}
 	if hasProgressToken(rm.meta) {
 		notify := rp.notifier(ss)
 		req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }

@@ -208,7 +208,7 @@ func TestEventStoreThroughHTTP(t *testing.T) {
 	store := &recordingEvents{MemoryEventStore: NewMemoryEventStore(0)}
 	h := New(r, Options{}, log).NewHTTPHandler(context.Background(), HTTPOptions{Events: store})
 	defer h.Close()
-	hs := h.newHTTPSession("")
+	hs := h.newHTTPSession("", "")
 	h.mu.Lock()
 	h.sessions[hs.id] = hs
 	h.mu.Unlock()

@@ -31,7 +31,7 @@ func TestForwardHook(t *testing.T) {
 	h := New(r, Options{}, log).NewHTTPHandler(context.Background(), HTTPOptions{Loopback: true,
 		SessionIDPrefix: "self-", Forward: forward})
 	defer h.Close()
-	hs := h.newHTTPSession("")
+	hs := h.newHTTPSession("", "")
 	if !strings.HasPrefix(hs.id, "self-") || len(hs.id) != len("self-")+32 {
 		t.Fatalf("session id %q", hs.id)
 	}

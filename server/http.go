@@ -65,6 +65,9 @@ type HTTPOptions struct {
 	// A task's request forwarded here names a session of the sending replica's; it is
 	// served without one (the task's store and the policy need no session). Nil: none is.
 	Forwarded func(r *http.Request) bool
+	// Endpoints are the endpoints served besides the listen path's whole catalogue: their
+	// paths, by endpoint name (see SetEndpoints). Nil: none.
+	Endpoints map[string]string
 	// Share, when set with Forward, makes legacy Streamable HTTP sessions adoptable: a
 	// session's id seals its description, its later state is recorded through Share,
 	// and a session whose replica is gone, which Forward declined for this replica to
@@ -82,8 +85,11 @@ type HTTPHandler struct {
 
 	mu       sync.RWMutex // guards sessions
 	sessions map[string]*httpSession
-	adoptMu  sync.Mutex // one adoption at a time (adopt.go)
-	modern   *session   // serves every modern request (stateless: no state between them but parked calls)
+	adoptMu  sync.Mutex                     // one adoption at a time (adopt.go)
+	modern   *session                       // serves every modern request on the listen path (stateless: no state between them but parked calls)
+	routes   atomic.Pointer[endpointRoutes] // the endpoints' paths (SetEndpoints); nil: none
+	modernMu sync.Mutex                     // guards moderns
+	moderns  map[string]*session            // the modern session of each endpoint (modernFor)
 	seq      atomic.Uint64
 	stop     chan struct{}
 	draining chan struct{} // closed by Drain
@@ -146,6 +152,7 @@ func (s *Server) NewHTTPHandler(ctx context.Context, opts HTTPOptions) *HTTPHand
 	h.modern = newSession(s, transport.NewOutputStream(io.Discard), s.log.With().Str("session", "http-modern").Logger())
 	h.modern.corkless = true
 	h.modern.replica = opts.Replica
+	h.SetEndpoints(opts.Endpoints)
 	h.wg.Add(1)
 	go h.expire()
 	return h
@@ -190,12 +197,16 @@ func (h *HTTPHandler) Close() {
 		hs.close()
 	}
 	h.modern.shutdown()
+	for _, ss := range h.endpointModerns() {
+		ss.shutdown()
+	}
 	h.beat.close()
 	h.wg.Wait()
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != h.opts.Path && r.URL.Path != legacySSEPath && r.URL.Path != legacyMessagePath {
+	rt, ok := h.route(r.URL.Path)
+	if !ok {
 		http.NotFound(w, r)
 		return
 	}
@@ -208,21 +219,21 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.opts.Forward != nil {
-		if sid := h.requestSession(r); sid != "" && !h.holds(sid) {
+		if sid := h.requestSession(r, rt); sid != "" && !h.holds(sid) {
 			if h.opts.Forward(w, r, sid) {
 				return
 			}
-			if h.opts.Share != nil && r.URL.Path == h.opts.Path {
-				h.adopt(r, sid) // when this replica claimed it; else the 404 below
+			if h.opts.Share != nil && rt.kind == routeStreamable {
+				h.adopt(r, sid, rt.endpoint) // when this replica claimed it; else the 404 below
 			}
 		}
 	}
-	if r.URL.Path != h.opts.Path { // the configured endpoint wins, even at /sse or /message
+	if rt.kind != routeStreamable { // the configured endpoint wins, even at /sse or /message
 		switch {
-		case r.URL.Path == legacySSEPath && r.Method == http.MethodGet:
-			h.legacySSE(w, r)
-		case r.URL.Path == legacyMessagePath && r.Method == http.MethodPost:
-			h.legacyMessage(w, r)
+		case rt.kind == routeSSE && r.Method == http.MethodGet:
+			h.legacySSE(w, r, rt.endpoint)
+		case rt.kind == routeMessage && r.Method == http.MethodPost:
+			h.legacyMessage(w, r, rt.endpoint)
 		default:
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		}
@@ -230,11 +241,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
-		h.post(w, r)
+		h.post(w, r, rt.endpoint)
 	case http.MethodGet:
-		h.getStream(w, r)
+		h.getStream(w, r, rt.endpoint)
 	case http.MethodDelete:
-		h.delete(w, r)
+		h.delete(w, r, rt.endpoint)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -294,7 +305,7 @@ func acceptsBoth(r *http.Request) bool {
 	return json && sse
 }
 
-func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request, endpoint string) {
 	if !acceptsBoth(r) {
 		httpError(w, http.StatusNotAcceptable, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest,
 			"Not Acceptable: Accept must list application/json and text/event-stream")
@@ -311,7 +322,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
-		hs := h.sessionOf(w, r, jsonrpc.ID{})
+		hs := h.sessionOf(w, r, jsonrpc.ID{}, endpoint)
 		if hs != nil {
 			h.serveBatch(w, r, hs, t)
 		}
@@ -352,7 +363,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		if h.opts.ForwardTo != nil && h.forwardRetry(w, r, msg, body) {
 			return
 		}
-		h.serveRequest(w, r, h.s.baseCtx, nil, h.modern, msg, meta, &rm)
+		h.serveRequest(w, r, h.s.baseCtx, nil, h.modernFor(endpoint), msg, meta, &rm)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -361,14 +372,14 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 			httpError(w, http.StatusBadRequest, msg.ID, jsonrpc.CodeInvalidRequest, "Invalid Request: initialize inside a session")
 			return
 		}
-		h.initialize(w, r, msg)
+		h.initialize(w, r, msg, endpoint)
 		return
 	}
 	if h.opts.Forwarded != nil && sid != "" && isTaskRequest(msg) && h.opts.Forwarded(r) && !h.holds(sid) {
 		h.serveForwardedTask(w, r, msg) // http_replicas.go
 		return
 	}
-	hs := h.sessionOf(w, r, msg.ID)
+	hs := h.sessionOf(w, r, msg.ID, endpoint)
 	if hs == nil {
 		return
 	}
@@ -402,15 +413,15 @@ func readBody(r *http.Request, max int) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// initialize creates a legacy session and answers its handshake as JSON.
-func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+// initialize creates a legacy session of endpoint and answers its handshake as JSON.
+func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message, endpoint string) {
 	var id string
 	if h.opts.Share != nil {
-		if desc := describe(msg, principal.From(r.Context())); desc != nil {
+		if desc := describe(msg, principal.From(r.Context()), endpoint); desc != nil {
 			id = h.opts.Share.NewID(desc)
 		}
 	}
-	hs := h.newHTTPSession(id)
+	hs := h.newHTTPSession(id, endpoint)
 	if hs == nil {
 		reason := "Too many sessions"
 		if h.isDraining() {

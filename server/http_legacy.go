@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
@@ -19,8 +20,8 @@ const (
 // legacySSE opens a legacy HTTP+SSE session: the session's whole output is this stream.
 // The session belongs to the principal that opened it, as a Streamable HTTP session
 // belongs to the one that initialized it.
-func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
-	hs := h.newHTTPSession("")
+func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request, endpoint string) {
+	hs := h.newHTTPSession("", endpoint)
 	if hs == nil {
 		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
 		return
@@ -40,7 +41,7 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 	}()
 	hs.get.es.id = "" // no resumption in the 2024-11-05 transport
 	hs.get.serve(w, r, hs.ctx, h.draining, -1, func(out *streamOut) {
-		out.event("", "endpoint", []byte(legacyMessagePath+"?sessionId="+id))
+		out.event("", "endpoint", []byte(strings.TrimSuffix(r.URL.Path, legacySSEPath)+legacyMessagePath+"?sessionId="+id))
 	})
 }
 
@@ -48,13 +49,13 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request) {
 // goes on the session's stream. The session is found as a Streamable HTTP one is: 404
 // when unknown (or not an HTTP+SSE session), 403 when another principal opened it; and
 // the message is handled under the principal of this request.
-func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) legacyMessage(w http.ResponseWriter, r *http.Request, endpoint string) {
 	sid, ok := singleQueryValue(r.URL.RawQuery, "sessionId")
 	if !ok {
 		http.Error(w, "exactly one sessionId query parameter is required", http.StatusBadRequest)
 		return
 	}
-	hs, status := h.session(sid, true, r)
+	hs, status := h.session(sid, true, r, endpoint)
 	if hs == nil {
 		plainSessionError(w, status)
 		return

@@ -29,7 +29,7 @@ func TestSessionOwnership(t *testing.T) {
 	aliceJWT := &principal.Principal{Name: "alice", Via: "jwt"}
 	bob := &principal.Principal{Name: "bob", Via: "api_key"}
 	add := func(sse bool, p *principal.Principal) *httpSession {
-		hs := h.newHTTPSession("")
+		hs := h.newHTTPSession("", "")
 		hs.sse, hs.principal = sse, p
 		hs.lastUsed.Store(1)
 		h.mu.Lock()
@@ -66,7 +66,7 @@ func TestSessionOwnership(t *testing.T) {
 		{"no principal, no principal", open.id, true, as(nil), http.StatusOK},
 	} {
 		before := sse.lastUsed.Load()
-		hs, status := h.session(tc.sid, tc.sse, tc.req)
+		hs, status := h.session(tc.sid, tc.sse, tc.req, "")
 		if status != tc.want || (hs != nil) != (status == http.StatusOK) {
 			t.Errorf("%s: status %d (session %v), want %d", tc.name, status, hs != nil, tc.want)
 		}
@@ -78,7 +78,7 @@ func TestSessionOwnership(t *testing.T) {
 	twice := as(alice)
 	twice.Header.Add("Mcp-Session-Id", streamable.id)
 	twice.Header.Add("Mcp-Session-Id", streamable.id)
-	if _, status := h.sessionFor(twice); status != http.StatusBadRequest {
+	if _, status := h.sessionFor(twice, ""); status != http.StatusBadRequest {
 		t.Errorf("Mcp-Session-Id twice: status %d", status)
 	}
 

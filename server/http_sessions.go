@@ -16,8 +16,8 @@ import (
 // sessionOf finds the legacy session a POST belongs to, or answers the error: 400
 // without Mcp-Session-Id or with a bad MCP-Protocol-Version, 404 for an unknown session,
 // 403 for another principal's.
-func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonrpc.ID) *httpSession {
-	hs, status := h.sessionFor(r)
+func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonrpc.ID, endpoint string) *httpSession {
+	hs, status := h.sessionFor(r, endpoint)
 	switch status {
 	case http.StatusBadRequest:
 		httpError(w, status, id, jsonrpc.CodeInvalidRequest, "Bad Request: exactly one Mcp-Session-Id header is required")
@@ -36,28 +36,29 @@ func (h *HTTPHandler) sessionOf(w http.ResponseWriter, r *http.Request, id jsonr
 	return hs
 }
 
-// sessionFor finds the Streamable HTTP session of a request by its Mcp-Session-Id
-// header (see session); a request that repeats the header is a 400, like one without:
-// the proxy must not check one session and act in another an intermediary chose.
-func (h *HTTPHandler) sessionFor(r *http.Request) (*httpSession, int) {
+// sessionFor finds the Streamable HTTP session of a request on endpoint's path by its
+// Mcp-Session-Id header (see session); a request that repeats the header is a 400, like
+// one without: the proxy must not check one session and act in another an intermediary
+// chose.
+func (h *HTTPHandler) sessionFor(r *http.Request, endpoint string) (*httpSession, int) {
 	ids := r.Header.Values("Mcp-Session-Id")
 	if len(ids) != 1 || ids[0] == "" {
 		return nil, http.StatusBadRequest
 	}
-	return h.session(ids[0], false, r)
+	return h.session(ids[0], false, r, endpoint)
 }
 
 // session finds the session sid for a request r on one transport (sse: the legacy
-// HTTP+SSE /message endpoint; otherwise Streamable HTTP): status 404 for an unknown
-// session or one opened on the other transport, 403 when it belongs to another
-// principal, and 200 with the session. Only a request the session accepts counts as
-// its use (keeps it from expiring).
-func (h *HTTPHandler) session(sid string, sse bool, r *http.Request) (*httpSession, int) {
+// HTTP+SSE /message endpoint; otherwise Streamable HTTP) of one endpoint: status 404
+// for an unknown session or one opened on the other transport or another endpoint, 403
+// when it belongs to another principal, and 200 with the session. Only a request the
+// session accepts counts as its use (keeps it from expiring).
+func (h *HTTPHandler) session(sid string, sse bool, r *http.Request, endpoint string) (*httpSession, int) {
 	h.mu.RLock()
 	hs := h.sessions[sid]
 	h.mu.RUnlock()
 	switch {
-	case hs == nil || hs.sse != sse:
+	case hs == nil || hs.sse != sse || hs.ss.endpoint != endpoint:
 		return nil, http.StatusNotFound
 	case !hs.samePrincipal(r):
 		return nil, http.StatusForbidden
@@ -67,15 +68,16 @@ func (h *HTTPHandler) session(sid string, sse bool, r *http.Request) (*httpSessi
 }
 
 // requestSession is the legacy session a request names, for HTTPOptions.Forward: its one
-// Mcp-Session-Id header on the MCP endpoint, its one sessionId parameter on /message;
-// "" when it names none (or names it twice: the handler refuses that itself).
-func (h *HTTPHandler) requestSession(r *http.Request) string {
-	switch r.URL.Path {
-	case h.opts.Path:
+// Mcp-Session-Id header on a Streamable HTTP path, its one sessionId parameter on a
+// /message path; "" when it names none (or names it twice: the handler refuses that
+// itself).
+func (h *HTTPHandler) requestSession(r *http.Request, rt httpRoute) string {
+	switch rt.kind {
+	case routeStreamable:
 		if ids := r.Header.Values("Mcp-Session-Id"); len(ids) == 1 {
 			return ids[0]
 		}
-	case legacyMessagePath:
+	case routeMessage:
 		if sid, ok := singleQueryValue(r.URL.RawQuery, "sessionId"); ok {
 			return sid
 		}
@@ -128,16 +130,17 @@ func (h *HTTPHandler) requestContext(base context.Context, r *http.Request) cont
 	return ctx
 }
 
-// newHTTPSession makes a session (not yet registered) with id, or a cryptographically
-// random id when id is "", whose output goes to its event sink; nil when the cap on
-// sessions is reached. A session with a given id is adoptable (HTTPOptions.Share).
-func (h *HTTPHandler) newHTTPSession(id string) *httpSession {
-	return h.newHTTPSessionStreams(id, "")
+// newHTTPSession makes a session of endpoint (not yet registered) with id, or a
+// cryptographically random id when id is "", whose output goes to its event sink; nil
+// when the cap on sessions is reached. A session with a given id is adoptable
+// (HTTPOptions.Share).
+func (h *HTTPHandler) newHTTPSession(id, endpoint string) *httpSession {
+	return h.newHTTPSessionStreams(id, "", endpoint)
 }
 
 // newHTTPSessionStreams is newHTTPSession for a session whose streams' ids start with
 // streamPrefix (an adopted one's: see httpSession.streamPrefix).
-func (h *HTTPHandler) newHTTPSessionStreams(id, streamPrefix string) *httpSession {
+func (h *HTTPHandler) newHTTPSessionStreams(id, streamPrefix, endpoint string) *httpSession {
 	if h.isDraining() {
 		return nil
 	}
@@ -164,9 +167,10 @@ func (h *HTTPHandler) newHTTPSessionStreams(id, streamPrefix string) *httpSessio
 	hs.ss = newSession(h.s, transport.NewOutputStream(hs.out), hs.log)
 	hs.ss.maxInFlight = h.s.maxClientInFlight()
 	hs.ss.corkless = true
-	hs.ss.transport, hs.ss.id = TransportStreamableHTTP, id
+	hs.ss.transport, hs.ss.id, hs.ss.endpoint = TransportStreamableHTTP, id, endpoint
 	if share != nil {
 		hs.ss.onChange = hs.noteChange
+		hs.ss.active.SetOnChange(hs.noteActive)
 	}
 	hs.lastUsed.Store(time.Now().UnixNano())
 	return hs

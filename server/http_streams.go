@@ -9,12 +9,12 @@ import (
 
 // getStream serves a legacy session's GET stream (messages tied to no request), or
 // resumes a stream whose connection broke when Last-Event-ID names one.
-func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) getStream(w http.ResponseWriter, r *http.Request, endpoint string) {
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		http.Error(w, "Accept must include text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	hs, status := h.sessionFor(r)
+	hs, status := h.sessionFor(r, endpoint)
 	if hs == nil {
 		plainSessionError(w, status)
 		return
@@ -58,8 +58,8 @@ func (h *HTTPHandler) resume(w http.ResponseWriter, r *http.Request, hs *httpSes
 	}
 }
 
-func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
-	hs, status := h.sessionFor(r)
+func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request, endpoint string) {
+	hs, status := h.sessionFor(r, endpoint)
 	if hs == nil {
 		plainSessionError(w, status)
 		return

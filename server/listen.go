@@ -95,7 +95,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, rp replier)
 // resourceSubscription subscribes or unsubscribes the URI's owner; it reports success.
 func (ss *session) resourceSubscription(ctx context.Context, method, uri string) bool {
 	params, _ := jsonx.Marshal(map[string]string{"uri": uri})
-	_, err := ss.s.r.Call(ctx, &router.Request{Method: method, Params: params, Principal: principal.From(ctx)})
+	_, err := ss.s.r.Call(ctx, &router.Request{Method: method, Params: params, Principal: principal.From(ctx), Endpoint: ss.endpoint})
 	if err != nil {
 		ss.log.Warn().Err(err).Str("uri", uri).Str("method", method).Msg("resource subscription upstream failed")
 		return false

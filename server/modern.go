@@ -103,7 +103,7 @@ func (ss *session) serveModern(ctx context.Context, msg *jsonrpc.Message, rm req
 
 	switch msg.Method {
 	case mcp.MethodServerDiscover:
-		ss.whenReady(ctx, reply, func() { reply(jsonrpc.NewResult(msg.ID, ss.s.discover())) })
+		ss.whenReady(ctx, reply, func() { reply(jsonrpc.NewResult(msg.ID, ss.s.discover(ss.endpoint))) })
 		return
 	case mcp.MethodSubscriptionsListen:
 		ss.listen(ctx, msg, rp)
@@ -185,10 +185,11 @@ func modernError(err error) error {
 	return err
 }
 
-// discover answers server/discover from the merged upstreams.
-func (s *Server) discover() json.RawMessage {
+// discover answers server/discover from the merged upstreams (those of endpoint, when
+// it is not "").
+func (s *Server) discover(endpoint string) json.RawMessage {
 	caps := map[string]json.RawMessage{}
-	_ = json.Unmarshal(s.capabilities(), &caps)
+	_ = json.Unmarshal(s.capabilitiesFor(endpoint), &caps)
 	// Logging reaches modern clients only per request, and legacy tasks are not part of
 	// the modern protocol; the proxy offers neither to modern clients.
 	delete(caps, "logging")
@@ -197,7 +198,7 @@ func (s *Server) discover() json.RawMessage {
 		"resultType":        mcp.ResultTypeComplete,
 		"supportedVersions": mcp.SupportedVersions(),
 		"capabilities":      caps,
-		"instructions":      s.instructions(),
+		"instructions":      s.instructionsFor(endpoint),
 		"ttlMs":             0,
 		"cacheScope":        "private",
 		"_meta": map[string]any{

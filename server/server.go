@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
@@ -60,6 +62,10 @@ type Options struct {
 	// DefaultMaxClientInFlight; the stateless modern HTTP requests, which have no
 	// session, are not counted.
 	MaxClientInFlight int
+	// Endpoint is the endpoint a stdio client is served (router.SetEndpoints); "": the
+	// whole catalogue. The HTTP front end serves each endpoint on its own path
+	// (HTTPOptions.Endpoints).
+	Endpoint string
 }
 
 // Live is the part of Options a running server takes again (Reconfigure): it applies
@@ -174,6 +180,7 @@ func (s *Server) ServeStream(ctx context.Context, in io.Reader, out io.Writer) e
 	}
 	sess := newSession(s, transport.NewStream(in, ob, s.opts.MaxMessage), log)
 	sess.transport = TransportStdio
+	sess.endpoint = s.opts.Endpoint
 	sess.maxInFlight = s.maxClientInFlight()
 	if s.opts.Principal != nil && principal.From(ctx) == nil {
 		ctx = principal.With(ctx, s.opts.Principal) // the one user of a stdio front end
@@ -205,9 +212,25 @@ func (s *Server) maxClientInFlight() int {
 
 // capabilities merges the ready upstreams' declared capabilities into the proxy's own
 // (see mcp.MergeServerCapabilities).
-func (s *Server) capabilities() json.RawMessage {
+func (s *Server) capabilities() json.RawMessage { return s.capabilitiesFor("") }
+
+// capabilitiesFor is capabilities for a client of endpoint ("": none): the capabilities
+// of the upstreams it serves, and tools with listChanged (the proxy announces what a
+// reload or a search changes in its list) and filtering (SEP-1821: its tools/list takes
+// a query).
+func (s *Server) capabilitiesFor(endpoint string) json.RawMessage {
 	var all []json.RawMessage
+	var ep router.EndpointInfo
+	if endpoint != "" {
+		var ok bool
+		if ep, ok = s.r.Endpoint(endpoint); !ok {
+			return json.RawMessage("{}") // removed by a reload: it serves nothing
+		}
+	}
 	for _, st := range s.r.Upstreams() {
+		if endpoint != "" && !slices.Contains(ep.Upstreams, st.Name) {
+			continue
+		}
 		all = append(all, st.Info.Capabilities)
 	}
 	if !s.r.Settled() {
@@ -215,8 +238,25 @@ func (s *Server) capabilities() json.RawMessage {
 		// listChanged), so that the client listens for the list_changed announcing them.
 		all = append(all, startingCapabilities)
 	}
-	return mcp.MergeServerCapabilities(all)
+	if endpoint != "" && ep.Search {
+		all = append(all, searchCapabilities)
+	}
+	merged := mcp.MergeServerCapabilities(all)
+	if endpoint == "" {
+		return merged
+	}
+	if tools, ok, _ := jsonx.Get(merged, "tools"); ok && len(tools) > 0 && tools[0] == '{' {
+		tools, _ = jsonx.Edit(tools, []jsonx.Change{{Key: "listChanged", Value: []byte("true")}, {Key: "filtering", Value: []byte("true")}})
+		if out, err := jsonx.Set(merged, "tools", tools); err == nil {
+			merged = out
+		}
+	}
+	return merged
 }
+
+// searchCapabilities are what an endpoint in search mode offers whatever its upstreams:
+// tools (search_tools, call_tool).
+var searchCapabilities = json.RawMessage(`{"tools":{"listChanged":true}}`)
 
 // startingCapabilities stands for the upstreams still starting in capabilities.
 var startingCapabilities = json.RawMessage(`{"tools":{},"prompts":{},"resources":{}}`)
@@ -244,12 +284,31 @@ func (s *Server) awaitStart(ctx context.Context, log *zerolog.Logger, doing stri
 
 // instructions merges the configured text with each upstream's instructions, each under
 // the upstream's name, in config order.
-func (s *Server) instructions() string {
+func (s *Server) instructions() string { return s.instructionsFor("") }
+
+// instructionsFor is instructions for a client of endpoint ("": none): the endpoint's
+// own text (the configured one when it has none), then the instructions of the
+// upstreams it serves.
+func (s *Server) instructionsFor(endpoint string) string {
 	var parts []string
-	if ins := s.cur().Instructions; ins != "" {
+	ins := s.cur().Instructions
+	var ep router.EndpointInfo
+	if endpoint != "" {
+		var ok bool
+		if ep, ok = s.r.Endpoint(endpoint); !ok {
+			return ""
+		}
+		if ep.Instructions != nil {
+			ins = *ep.Instructions
+		}
+	}
+	if ins != "" {
 		parts = append(parts, ins)
 	}
 	for _, st := range s.r.Upstreams() {
+		if endpoint != "" && !slices.Contains(ep.Upstreams, st.Name) {
+			continue
+		}
 		if ins := strings.TrimSpace(st.Info.Instructions); ins != "" {
 			head := "## " + st.Name
 			if st.Namespace != "" {

@@ -51,6 +51,12 @@ type session struct {
 
 	maxInFlight int // requests in flight at most (0: no cap); set before serving
 
+	// endpoint is the endpoint the session serves ("": the whole catalogue); set before
+	// serving, never changed.
+	endpoint string
+	// active is what the session's searches activated (an endpoint in search mode).
+	active router.Active
+
 	// For the session observer: how the client reaches the session, its id, and what
 	// initialize said (opened is zero until then).
 	transport, id string
@@ -286,6 +292,9 @@ func (ss *session) handleLegacy(ctx context.Context, msg *jsonrpc.Message, meta 
 
 	lc.req = router.Request{Method: msg.Method, Params: msg.Params, Cancel: canceller, Input: rp.input(ss), Client: ss.clientID, Session: ss,
 		Meta: ss.meta, Principal: principal.From(ctx), ID: rp.idOf(msg)}
+	if ss.endpoint != "" {
+		lc.req.Endpoint, lc.req.Active = ss.endpoint, &ss.active
+	}
 	if hasProgressToken(meta) {
 		notify := rp.notifier(ss)
 		lc.req.Progress = func(p json.RawMessage) { notify(mcp.NotificationProgress, p) }
@@ -339,7 +348,7 @@ func (lc *legacyCall) done(res json.RawMessage, err error) {
 func (ss *session) initializeLocal(ctx context.Context, msg *jsonrpc.Message, rp related) *jsonrpc.Message {
 	var out *jsonrpc.Message
 	req := &router.Request{Method: msg.Method, Params: msg.Params, Client: ss.clientID, Session: ss,
-		Principal: principal.From(ctx), ID: rp.idOf(msg)}
+		Principal: principal.From(ctx), ID: rp.idOf(msg), Endpoint: ss.endpoint}
 	answer := func(ctx context.Context, _ *router.Request) (json.RawMessage, error) {
 		out = ss.initialize(ctx, msg)
 		if out.Error != nil {
@@ -464,10 +473,10 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 	version := mcp.NegotiateLegacy(p.ProtocolVersion)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    ss.s.capabilities(),
+		"capabilities":    ss.s.capabilitiesFor(ss.endpoint),
 		"serverInfo":      serverInfo(ss.s.cur()),
 	}
-	if ins := ss.s.instructions(); ins != "" {
+	if ins := ss.s.instructionsFor(ss.endpoint); ins != "" {
 		result["instructions"] = ins
 	}
 	b, err := jsonx.Marshal(result)
@@ -475,8 +484,12 @@ func (ss *session) initialize(ctx context.Context, msg *jsonrpc.Message) *jsonrp
 		return jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Errorf(jsonrpc.CodeInternalError, "encoding initialize result: %v", err))
 	}
 	ss.markOpened(ctx, version, p.ClientInfo.Name)
-	ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
-		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version).Msg("client initialized")
+	ev := ss.log.Info().Str("client", p.ClientInfo.Name).Str("client_version", p.ClientInfo.Version).
+		Str("requested_version", p.ProtocolVersion).Str("protocol_version", version)
+	if ss.endpoint != "" {
+		ev = ev.Str("endpoint", ss.endpoint)
+	}
+	ev.Msg("client initialized")
 	return jsonrpc.NewResult(msg.ID, b)
 }
 

@@ -34,6 +34,7 @@ const (
 	keyOutcome     = attribute.Key("mcp_proxy.outcome")      // see outcomeOf
 	keyErrorOrigin = attribute.Key("mcp_proxy.error.origin") // proxy or upstream, for an error answer
 	keyTaskID      = attribute.Key("mcp_proxy.task.id")      // tasks/get, tasks/result, tasks/cancel
+	keyEndpoint    = attribute.Key("mcp_proxy.endpoint")     // the endpoint block the request came through
 )
 
 // Outcomes (mcp_proxy.outcome) of a call, as the client sees it on the request span and
@@ -111,6 +112,9 @@ func requestAttrs(attrs []attribute.KeyValue, req *router.Request) []attribute.K
 	}
 	if req.ID.IsValid() {
 		attrs = append(attrs, keyRequestID.String(idText(req.ID)))
+	}
+	if req.Endpoint != "" {
+		attrs = append(attrs, keyEndpoint.String(req.Endpoint))
 	}
 	if s, ok := req.Session.(interface{ SessionID() string }); ok {
 		if id := s.SessionID(); id != "" {

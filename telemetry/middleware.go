@@ -78,7 +78,7 @@ func (t *Tracing) Request(next router.Handler) router.Handler {
 			untraced(ctx, c, reply, next, &in, parent)
 			return
 		}
-		var buf [8]attribute.KeyValue
+		var buf [10]attribute.KeyValue
 		attrs := append(buf[:0], keyMethod.String(c.Method))
 		attrs = targetAttrs(attrs, c, false)
 		attrs = requestAttrs(attrs, c.Request)

@@ -403,3 +403,19 @@ func TestWrapNil(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestEndpointAttribute: a request through an endpoint block names it on its span.
+func TestEndpointAttribute(t *testing.T) {
+	tr, rec := testTracing(1)
+	h := chain((&upstreamEnd{result: json.RawMessage(`{}`)}).handle, tr.Wrap(nil)...)
+	c := toolCall(`{"name":"search"}`)
+	c.Request.Endpoint = "review"
+	call(t, h, context.Background(), c)
+	if a := attrMap(rec.Ended()[1].Attributes()); a[keyEndpoint] != "review" {
+		t.Errorf("mcp_proxy.endpoint %q", a[keyEndpoint])
+	}
+	call(t, h, context.Background(), toolCall(`{"name":"search"}`))
+	if _, ok := attrMap(rec.Ended()[3].Attributes())[keyEndpoint]; ok {
+		t.Error("a request through no endpoint names one")
+	}
+}

@@ -25,6 +25,7 @@ import (
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c common
 	fs := newFlagSet("run", stderr, &c)
+	endpoint := fs.String("endpoint", "", "on stdin/stdout, serve the endpoint block `NAME` instead of the whole catalogue")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -54,13 +55,18 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		}
 		defer stop()
 	}
-	return serve(ctx, cfg, log, stdin, stdout)
+	var opts []proxy.Option
+	if *endpoint != "" {
+		opts = append(opts, proxy.ServeEndpoint(*endpoint))
+	}
+	return serve(ctx, cfg, log, stdin, stdout, opts...)
 }
 
 // serve builds the proxy of cfg and serves it: over HTTP with a listen block, else on
 // stdin/stdout. SIGHUP reloads its configuration file.
-func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, stdin io.Reader, stdout io.Writer) error {
-	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.ReloadOnSignal())
+func serve(ctx context.Context, cfg *config.Config, log zerolog.Logger, stdin io.Reader, stdout io.Writer, opts ...proxy.Option) error {
+	opts = append([]proxy.Option{proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.ReloadOnSignal()}, opts...)
+	p, err := proxy.New(ctx, cfg, opts...)
 	if err != nil {
 		return err
 	}
@@ -138,7 +144,7 @@ func explainSandboxes(cfg *config.Config, stdout io.Writer) hcl.Diagnostics {
 // startEngine starts the upstreams for a one-shot command and waits for their first
 // handshake; failures are logged and reported, the rest keeps working. The caller
 // closes the proxy.
-func startEngine(ctx context.Context, c *common, stderr io.Writer) (*proxy.Proxy, error, error) {
+func startEngine(ctx context.Context, c *common, stderr io.Writer, opts ...proxy.Option) (*proxy.Proxy, error, error) {
 	log, err := c.logger(stderr)
 	if err != nil {
 		return nil, nil, err
@@ -148,7 +154,7 @@ func startEngine(ctx context.Context, c *common, stderr io.Writer) (*proxy.Proxy
 		return nil, nil, err
 	}
 	// The CLI is neither traced nor measured.
-	p, err := proxy.New(ctx, cfg, proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.Oneshot())
+	p, err := proxy.New(ctx, cfg, append([]proxy.Option{proxy.WithLogger(log), proxy.WithVersion(buildVersion()), proxy.Oneshot()}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -169,6 +175,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	as := fs.String("as", "", "show only the tools `PRINCIPAL` may see under the policy")
 	groups := fs.String("groups", "", "with --as: the principal's `GROUPS`, comma-separated (an API key's groups are added)")
+	endpoint := fs.String("endpoint", "", "print the catalogue of the endpoint block `NAME` (in search mode: what its search finds)")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -176,20 +183,30 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(pos) > 0 {
 		return usageErrorf("tools", "takes no arguments (got %q)", pos)
 	}
-	p, startErr, err := startEngine(ctx, &c, stderr)
+	var opts []proxy.Option
+	if *endpoint != "" {
+		opts = append(opts, proxy.ServeEndpoint(*endpoint))
+	}
+	p, startErr, err := startEngine(ctx, &c, stderr, opts...)
 	if err != nil {
 		return err
 	}
 	defer p.Close()
-	r := p.Router()
-	tools := r.Tools()
-	if *as != "" {
-		var gs []string
-		for _, g := range strings.Split(*groups, ",") {
-			if g = strings.TrimSpace(g); g != "" {
-				gs = append(gs, g)
-			}
+	var gs []string
+	for _, g := range strings.Split(*groups, ",") {
+		if g = strings.TrimSpace(g); g != "" {
+			gs = append(gs, g)
 		}
+	}
+	tools := p.Router().Tools()
+	switch {
+	case *endpoint != "":
+		tools = p.EndpointTools(*endpoint, *as, gs...)
+		if info, ok := p.Router().Endpoint(*endpoint); ok && info.Search {
+			fmt.Fprintf(stderr, "endpoint %s is in search mode: clients list %s, %s and its always tools, and find the others by searching\n",
+				*endpoint, router.SearchToolsName, router.CallToolName)
+		}
+	case *as != "":
 		tools = p.VisibleTools(*as, gs...)
 	}
 	rows := make([]toolRow, len(tools))

@@ -57,7 +57,7 @@ func TestCompletionScripts(t *testing.T) {
 	if len(model) != len(commands)+1 || model[len(model)-1].name != "help" {
 		t.Errorf("model: %d commands", len(model))
 	}
-	if !strings.Contains(bashCompletion(model), `tools) flags='--as --config --groups --json --log-format --log-level --help'`) {
+	if !strings.Contains(bashCompletion(model), `tools) flags='--as --config --endpoint --groups --json --log-format --log-level --help'`) {
 		t.Errorf("the flags of tools are not learned from its flag set")
 	}
 }

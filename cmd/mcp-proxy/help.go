@@ -35,10 +35,12 @@ type cmdHelp struct {
 var commands = []cmdHelp{
 	{
 		name: "run",
-		uses: []use{{"[--config FILE]", "serve the merged servers on stdin/stdout (or HTTP)"}},
+		uses: []use{{"[--config FILE] [--endpoint NAME]", "serve the merged servers on stdin/stdout (or HTTP)"}},
 		desc: `Start the configured upstreams and serve their merged tools, prompts and resources:
 to one client on stdin/stdout, or over Streamable HTTP when the configuration has a
-listen "http" block. stdout carries only the protocol; logs go to stderr.`,
+listen "http" block. stdout carries only the protocol; logs go to stderr. With
+--endpoint (stdio only), the client is served the endpoint block NAME: its upstreams,
+its filters, its mode; over HTTP every endpoint has its own path.`,
 		example: `mcp-proxy run --config ~/.config/mcp-proxy/proxy.hcl --log-format console`,
 	},
 	{
@@ -54,13 +56,14 @@ stopped) to check its sha256 and its config block against the schema it describe
 	},
 	{
 		name: "tools",
-		uses: []use{{"[--config FILE] [--json] [--as PRINCIPAL [--groups G,..]]",
+		uses: []use{{"[--config FILE] [--json] [--endpoint NAME] [--as PRINCIPAL [--groups G,..]]",
 			"start the upstreams, print the merged tools (those PRINCIPAL may see)"}},
 		desc: `Start the upstreams, wait for their first handshake, print the merged tool catalogue
 (exposed name, upstream, description) and stop them again. The exit status is 1 if an
 upstream failed to start; the others' tools are printed all the same. With --as, only
 the tools the policy lets that principal see are listed (an api_key's groups are
-added to --groups).`,
+added to --groups). With --endpoint, the catalogue of that endpoint block: in search
+mode, every tool its search may find (clients list search_tools and call_tool).`,
 		example: `mcp-proxy tools --config proxy.hcl --as alice --groups dev,ops`,
 	},
 	{

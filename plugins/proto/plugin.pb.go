@@ -36,6 +36,7 @@ const (
 	Hook_HOOK_BEFORE      Hook = 1
 	Hook_HOOK_AFTER       Hook = 2
 	Hook_HOOK_CATALOGUE   Hook = 3
+	Hook_HOOK_RANK        Hook = 4
 )
 
 // Enum value maps for Hook.
@@ -45,12 +46,14 @@ var (
 		1: "HOOK_BEFORE",
 		2: "HOOK_AFTER",
 		3: "HOOK_CATALOGUE",
+		4: "HOOK_RANK",
 	}
 	Hook_value = map[string]int32{
 		"HOOK_UNSPECIFIED": 0,
 		"HOOK_BEFORE":      1,
 		"HOOK_AFTER":       2,
 		"HOOK_CATALOGUE":   3,
+		"HOOK_RANK":        4,
 	}
 )
 
@@ -1483,6 +1486,336 @@ func (x *CatalogueResponse) GetChanges() []*Change {
 	return nil
 }
 
+// Document is one tool of an endpoint's catalogue, as a ranker reads it.
+type Document struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`           // the exposed name: what a ranked hit names
+	Namespace     string                 `protobuf:"bytes,2,opt,name=namespace,proto3" json:"namespace,omitempty"` // the part of the name that names the upstream ("" for none)
+	Title         string                 `protobuf:"bytes,3,opt,name=title,proto3" json:"title,omitempty"`
+	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	InputSchema   []byte                 `protobuf:"bytes,5,opt,name=input_schema,json=inputSchema,proto3" json:"input_schema,omitempty"` // the tool's inputSchema (JSON)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Document) Reset() {
+	*x = Document{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Document) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Document) ProtoMessage() {}
+
+func (x *Document) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Document.ProtoReflect.Descriptor instead.
+func (*Document) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Document) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Document) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *Document) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Document) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Document) GetInputSchema() []byte {
+	if x != nil {
+		return x.InputSchema
+	}
+	return nil
+}
+
+type IndexRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         string                 `protobuf:"bytes,1,opt,name=index,proto3" json:"index,omitempty"`       // the id Rank names this index by
+	Previous      string                 `protobuf:"bytes,2,opt,name=previous,proto3" json:"previous,omitempty"` // the index this one replaces ("" for none): the plugin may drop it
+	Documents     []*Document            `protobuf:"bytes,3,rep,name=documents,proto3" json:"documents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexRequest) Reset() {
+	*x = IndexRequest{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexRequest) ProtoMessage() {}
+
+func (x *IndexRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexRequest.ProtoReflect.Descriptor instead.
+func (*IndexRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *IndexRequest) GetIndex() string {
+	if x != nil {
+		return x.Index
+	}
+	return ""
+}
+
+func (x *IndexRequest) GetPrevious() string {
+	if x != nil {
+		return x.Previous
+	}
+	return ""
+}
+
+func (x *IndexRequest) GetDocuments() []*Document {
+	if x != nil {
+		return x.Documents
+	}
+	return nil
+}
+
+type IndexResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexResponse) Reset() {
+	*x = IndexResponse{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexResponse) ProtoMessage() {}
+
+func (x *IndexResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexResponse.ProtoReflect.Descriptor instead.
+func (*IndexResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{21}
+}
+
+type RankRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         string                 `protobuf:"bytes,1,opt,name=index,proto3" json:"index,omitempty"`
+	Query         string                 `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
+	Limit         uint32                 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"` // the most hits the proxy wants
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankRequest) Reset() {
+	*x = RankRequest{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankRequest) ProtoMessage() {}
+
+func (x *RankRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankRequest.ProtoReflect.Descriptor instead.
+func (*RankRequest) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RankRequest) GetIndex() string {
+	if x != nil {
+		return x.Index
+	}
+	return ""
+}
+
+func (x *RankRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *RankRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Ranked is one hit of a ranking.
+type Ranked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"` // a document's name
+	Score         float64                `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ranked) Reset() {
+	*x = Ranked{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ranked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ranked) ProtoMessage() {}
+
+func (x *Ranked) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ranked.ProtoReflect.Descriptor instead.
+func (*Ranked) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Ranked) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Ranked) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+type RankResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hits          []*Ranked              `protobuf:"bytes,1,rep,name=hits,proto3" json:"hits,omitempty"` // best first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RankResponse) Reset() {
+	*x = RankResponse{}
+	mi := &file_plugins_proto_plugin_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RankResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RankResponse) ProtoMessage() {}
+
+func (x *RankResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugins_proto_plugin_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RankResponse.ProtoReflect.Descriptor instead.
+func (*RankResponse) Descriptor() ([]byte, []int) {
+	return file_plugins_proto_plugin_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RankResponse) GetHits() []*Ranked {
+	if x != nil {
+		return x.Hits
+	}
+	return nil
+}
+
 var File_plugins_proto_plugin_proto protoreflect.FileDescriptor
 
 const file_plugins_proto_plugin_proto_rawDesc = "" +
@@ -1581,24 +1914,47 @@ const file_plugins_proto_plugin_proto_rawDesc = "" +
 	"\x04hide\x18\x02 \x01(\bR\x04hide\x12\x10\n" +
 	"\x03raw\x18\x03 \x01(\fR\x03raw\"I\n" +
 	"\x11CatalogueResponse\x124\n" +
-	"\achanges\x18\x01 \x03(\v2\x1a.mcpproxy.plugin.v1.ChangeR\achanges*Q\n" +
+	"\achanges\x18\x01 \x03(\v2\x1a.mcpproxy.plugin.v1.ChangeR\achanges\"\x97\x01\n" +
+	"\bDocument\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1c\n" +
+	"\tnamespace\x18\x02 \x01(\tR\tnamespace\x12\x14\n" +
+	"\x05title\x18\x03 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12!\n" +
+	"\finput_schema\x18\x05 \x01(\fR\vinputSchema\"|\n" +
+	"\fIndexRequest\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\tR\x05index\x12\x1a\n" +
+	"\bprevious\x18\x02 \x01(\tR\bprevious\x12:\n" +
+	"\tdocuments\x18\x03 \x03(\v2\x1c.mcpproxy.plugin.v1.DocumentR\tdocuments\"\x0f\n" +
+	"\rIndexResponse\"O\n" +
+	"\vRankRequest\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\tR\x05index\x12\x14\n" +
+	"\x05query\x18\x02 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x03 \x01(\rR\x05limit\"2\n" +
+	"\x06Ranked\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\">\n" +
+	"\fRankResponse\x12.\n" +
+	"\x04hits\x18\x01 \x03(\v2\x1a.mcpproxy.plugin.v1.RankedR\x04hits*`\n" +
 	"\x04Hook\x12\x14\n" +
 	"\x10HOOK_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vHOOK_BEFORE\x10\x01\x12\x0e\n" +
 	"\n" +
 	"HOOK_AFTER\x10\x02\x12\x12\n" +
-	"\x0eHOOK_CATALOGUE\x10\x03*k\n" +
+	"\x0eHOOK_CATALOGUE\x10\x03\x12\r\n" +
+	"\tHOOK_RANK\x10\x04*k\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tKIND_TOOL\x10\x01\x12\x0f\n" +
 	"\vKIND_PROMPT\x10\x02\x12\x11\n" +
 	"\rKIND_RESOURCE\x10\x03\x12\x1a\n" +
-	"\x16KIND_RESOURCE_TEMPLATE\x10\x042\xde\x02\n" +
+	"\x16KIND_RESOURCE_TEMPLATE\x10\x042\xf7\x03\n" +
 	"\x06Plugin\x12U\n" +
 	"\bDescribe\x12#.mcpproxy.plugin.v1.DescribeRequest\x1a$.mcpproxy.plugin.v1.DescribeResponse\x12X\n" +
 	"\tConfigure\x12$.mcpproxy.plugin.v1.ConfigureRequest\x1a%.mcpproxy.plugin.v1.ConfigureResponse\x12I\n" +
 	"\x05Hooks\x12\x1c.mcpproxy.plugin.v1.HookCall\x1a\x1e.mcpproxy.plugin.v1.HookAnswer(\x010\x01\x12X\n" +
-	"\tCatalogue\x12$.mcpproxy.plugin.v1.CatalogueRequest\x1a%.mcpproxy.plugin.v1.CatalogueResponseB.Z,github.com/mcp-proxy/mcp-proxy/plugins/protob\x06proto3"
+	"\tCatalogue\x12$.mcpproxy.plugin.v1.CatalogueRequest\x1a%.mcpproxy.plugin.v1.CatalogueResponse\x12L\n" +
+	"\x05Index\x12 .mcpproxy.plugin.v1.IndexRequest\x1a!.mcpproxy.plugin.v1.IndexResponse\x12I\n" +
+	"\x04Rank\x12\x1f.mcpproxy.plugin.v1.RankRequest\x1a .mcpproxy.plugin.v1.RankResponseB.Z,github.com/mcp-proxy/mcp-proxy/plugins/protob\x06proto3"
 
 var (
 	file_plugins_proto_plugin_proto_rawDescOnce sync.Once
@@ -1613,7 +1969,7 @@ func file_plugins_proto_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugins_proto_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_plugins_proto_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_plugins_proto_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_plugins_proto_plugin_proto_goTypes = []any{
 	(Hook)(0),                  // 0: mcpproxy.plugin.v1.Hook
 	(Kind)(0),                  // 1: mcpproxy.plugin.v1.Kind
@@ -1638,6 +1994,12 @@ var file_plugins_proto_plugin_proto_goTypes = []any{
 	(*CatalogueRequest)(nil),   // 20: mcpproxy.plugin.v1.CatalogueRequest
 	(*Change)(nil),             // 21: mcpproxy.plugin.v1.Change
 	(*CatalogueResponse)(nil),  // 22: mcpproxy.plugin.v1.CatalogueResponse
+	(*Document)(nil),           // 23: mcpproxy.plugin.v1.Document
+	(*IndexRequest)(nil),       // 24: mcpproxy.plugin.v1.IndexRequest
+	(*IndexResponse)(nil),      // 25: mcpproxy.plugin.v1.IndexResponse
+	(*RankRequest)(nil),        // 26: mcpproxy.plugin.v1.RankRequest
+	(*Ranked)(nil),             // 27: mcpproxy.plugin.v1.Ranked
+	(*RankResponse)(nil),       // 28: mcpproxy.plugin.v1.RankResponse
 }
 var file_plugins_proto_plugin_proto_depIdxs = []int32{
 	0,  // 0: mcpproxy.plugin.v1.DescribeResponse.hooks:type_name -> mcpproxy.plugin.v1.Hook
@@ -1659,19 +2021,25 @@ var file_plugins_proto_plugin_proto_depIdxs = []int32{
 	1,  // 16: mcpproxy.plugin.v1.Item.kind:type_name -> mcpproxy.plugin.v1.Kind
 	19, // 17: mcpproxy.plugin.v1.CatalogueRequest.items:type_name -> mcpproxy.plugin.v1.Item
 	21, // 18: mcpproxy.plugin.v1.CatalogueResponse.changes:type_name -> mcpproxy.plugin.v1.Change
-	4,  // 19: mcpproxy.plugin.v1.Plugin.Describe:input_type -> mcpproxy.plugin.v1.DescribeRequest
-	7,  // 20: mcpproxy.plugin.v1.Plugin.Configure:input_type -> mcpproxy.plugin.v1.ConfigureRequest
-	12, // 21: mcpproxy.plugin.v1.Plugin.Hooks:input_type -> mcpproxy.plugin.v1.HookCall
-	20, // 22: mcpproxy.plugin.v1.Plugin.Catalogue:input_type -> mcpproxy.plugin.v1.CatalogueRequest
-	5,  // 23: mcpproxy.plugin.v1.Plugin.Describe:output_type -> mcpproxy.plugin.v1.DescribeResponse
-	8,  // 24: mcpproxy.plugin.v1.Plugin.Configure:output_type -> mcpproxy.plugin.v1.ConfigureResponse
-	13, // 25: mcpproxy.plugin.v1.Plugin.Hooks:output_type -> mcpproxy.plugin.v1.HookAnswer
-	22, // 26: mcpproxy.plugin.v1.Plugin.Catalogue:output_type -> mcpproxy.plugin.v1.CatalogueResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	23, // 19: mcpproxy.plugin.v1.IndexRequest.documents:type_name -> mcpproxy.plugin.v1.Document
+	27, // 20: mcpproxy.plugin.v1.RankResponse.hits:type_name -> mcpproxy.plugin.v1.Ranked
+	4,  // 21: mcpproxy.plugin.v1.Plugin.Describe:input_type -> mcpproxy.plugin.v1.DescribeRequest
+	7,  // 22: mcpproxy.plugin.v1.Plugin.Configure:input_type -> mcpproxy.plugin.v1.ConfigureRequest
+	12, // 23: mcpproxy.plugin.v1.Plugin.Hooks:input_type -> mcpproxy.plugin.v1.HookCall
+	20, // 24: mcpproxy.plugin.v1.Plugin.Catalogue:input_type -> mcpproxy.plugin.v1.CatalogueRequest
+	24, // 25: mcpproxy.plugin.v1.Plugin.Index:input_type -> mcpproxy.plugin.v1.IndexRequest
+	26, // 26: mcpproxy.plugin.v1.Plugin.Rank:input_type -> mcpproxy.plugin.v1.RankRequest
+	5,  // 27: mcpproxy.plugin.v1.Plugin.Describe:output_type -> mcpproxy.plugin.v1.DescribeResponse
+	8,  // 28: mcpproxy.plugin.v1.Plugin.Configure:output_type -> mcpproxy.plugin.v1.ConfigureResponse
+	13, // 29: mcpproxy.plugin.v1.Plugin.Hooks:output_type -> mcpproxy.plugin.v1.HookAnswer
+	22, // 30: mcpproxy.plugin.v1.Plugin.Catalogue:output_type -> mcpproxy.plugin.v1.CatalogueResponse
+	25, // 31: mcpproxy.plugin.v1.Plugin.Index:output_type -> mcpproxy.plugin.v1.IndexResponse
+	28, // 32: mcpproxy.plugin.v1.Plugin.Rank:output_type -> mcpproxy.plugin.v1.RankResponse
+	27, // [27:33] is the sub-list for method output_type
+	21, // [21:27] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_plugins_proto_plugin_proto_init() }
@@ -1693,7 +2061,7 @@ func file_plugins_proto_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugins_proto_plugin_proto_rawDesc), len(file_plugins_proto_plugin_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   19,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,8 @@ const (
 	Plugin_Configure_FullMethodName = "/mcpproxy.plugin.v1.Plugin/Configure"
 	Plugin_Hooks_FullMethodName     = "/mcpproxy.plugin.v1.Plugin/Hooks"
 	Plugin_Catalogue_FullMethodName = "/mcpproxy.plugin.v1.Plugin/Catalogue"
+	Plugin_Index_FullMethodName     = "/mcpproxy.plugin.v1.Plugin/Index"
+	Plugin_Rank_FullMethodName      = "/mcpproxy.plugin.v1.Plugin/Rank"
 )
 
 // PluginClient is the client API for Plugin service.
@@ -56,6 +58,15 @@ type PluginClient interface {
 	Hooks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HookCall, HookAnswer], error)
 	// Catalogue runs when the merged catalogue changes: hide or rewrite listed items.
 	Catalogue(ctx context.Context, in *CatalogueRequest, opts ...grpc.CallOption) (*CatalogueResponse, error)
+	// Index hands a ranker (a plugin with the rank hook) the tools of one endpoint's
+	// catalogue, when that catalogue changes, under an id the proxy chose: the plugin
+	// prepares them (computes embeddings, say) and answers once they can be ranked. The
+	// proxy ranks with its built-in ranker until then, and when the plugin fails.
+	Index(ctx context.Context, in *IndexRequest, opts ...grpc.CallOption) (*IndexResponse, error)
+	// Rank ranks the documents of an index against a query, best first. The proxy keeps
+	// only the documents the caller may see (a plugin sees every tool of the endpoint;
+	// what it ranks of another principal's is never shown): it asks for enough.
+	Rank(ctx context.Context, in *RankRequest, opts ...grpc.CallOption) (*RankResponse, error)
 }
 
 type pluginClient struct {
@@ -109,6 +120,26 @@ func (c *pluginClient) Catalogue(ctx context.Context, in *CatalogueRequest, opts
 	return out, nil
 }
 
+func (c *pluginClient) Index(ctx context.Context, in *IndexRequest, opts ...grpc.CallOption) (*IndexResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IndexResponse)
+	err := c.cc.Invoke(ctx, Plugin_Index_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *pluginClient) Rank(ctx context.Context, in *RankRequest, opts ...grpc.CallOption) (*RankResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RankResponse)
+	err := c.cc.Invoke(ctx, Plugin_Rank_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PluginServer is the server API for Plugin service.
 // All implementations must embed UnimplementedPluginServer
 // for forward compatibility.
@@ -132,6 +163,15 @@ type PluginServer interface {
 	Hooks(grpc.BidiStreamingServer[HookCall, HookAnswer]) error
 	// Catalogue runs when the merged catalogue changes: hide or rewrite listed items.
 	Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error)
+	// Index hands a ranker (a plugin with the rank hook) the tools of one endpoint's
+	// catalogue, when that catalogue changes, under an id the proxy chose: the plugin
+	// prepares them (computes embeddings, say) and answers once they can be ranked. The
+	// proxy ranks with its built-in ranker until then, and when the plugin fails.
+	Index(context.Context, *IndexRequest) (*IndexResponse, error)
+	// Rank ranks the documents of an index against a query, best first. The proxy keeps
+	// only the documents the caller may see (a plugin sees every tool of the endpoint;
+	// what it ranks of another principal's is never shown): it asks for enough.
+	Rank(context.Context, *RankRequest) (*RankResponse, error)
 	mustEmbedUnimplementedPluginServer()
 }
 
@@ -153,6 +193,12 @@ func (UnimplementedPluginServer) Hooks(grpc.BidiStreamingServer[HookCall, HookAn
 }
 func (UnimplementedPluginServer) Catalogue(context.Context, *CatalogueRequest) (*CatalogueResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Catalogue not implemented")
+}
+func (UnimplementedPluginServer) Index(context.Context, *IndexRequest) (*IndexResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Index not implemented")
+}
+func (UnimplementedPluginServer) Rank(context.Context, *RankRequest) (*RankResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Rank not implemented")
 }
 func (UnimplementedPluginServer) mustEmbedUnimplementedPluginServer() {}
 func (UnimplementedPluginServer) testEmbeddedByValue()                {}
@@ -236,6 +282,42 @@ func _Plugin_Catalogue_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Plugin_Index_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IndexRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).Index(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_Index_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).Index(ctx, req.(*IndexRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Plugin_Rank_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RankRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PluginServer).Rank(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Plugin_Rank_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PluginServer).Rank(ctx, req.(*RankRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Plugin_ServiceDesc is the grpc.ServiceDesc for Plugin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -254,6 +336,14 @@ var Plugin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Catalogue",
 			Handler:    _Plugin_Catalogue_Handler,
+		},
+		{
+			MethodName: "Index",
+			Handler:    _Plugin_Index_Handler,
+		},
+		{
+			MethodName: "Rank",
+			Handler:    _Plugin_Rank_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

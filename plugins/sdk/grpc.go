@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/mcp-proxy/mcp-proxy/plugins/proto"
 )
@@ -131,6 +133,8 @@ func hookValues(hooks []Hook) ([]pb.Hook, error) {
 			out = append(out, pb.Hook_HOOK_AFTER)
 		case HookCatalogue:
 			out = append(out, pb.Hook_HOOK_CATALOGUE)
+		case HookRank:
+			out = append(out, pb.Hook_HOOK_RANK)
 		default:
 			return nil, fmt.Errorf("unknown hook %q", h)
 		}
@@ -337,6 +341,39 @@ func (s *server) Catalogue(ctx context.Context, req *pb.CatalogueRequest) (resp 
 			return nil, fmt.Errorf("catalogue change for item %d of %d", c.Index, len(items))
 		}
 		resp.Changes = append(resp.Changes, &pb.Change{Index: uint32(c.Index), Hide: c.Hide, Raw: c.Raw})
+	}
+	return resp, nil
+}
+
+func (s *server) Index(ctx context.Context, req *pb.IndexRequest) (resp *pb.IndexResponse, err error) {
+	defer recovered(&err)
+	rk, ok := s.impl.(Ranker)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the plugin is not a ranker")
+	}
+	docs := make([]Document, len(req.Documents))
+	for i, d := range req.Documents {
+		docs[i] = Document{Name: d.Name, Namespace: d.Namespace, Title: d.Title, Description: d.Description, InputSchema: raw(d.InputSchema)}
+	}
+	if err := rk.Index(ctx, req.Index, req.Previous, docs); err != nil {
+		return nil, err
+	}
+	return &pb.IndexResponse{}, nil
+}
+
+func (s *server) Rank(ctx context.Context, req *pb.RankRequest) (resp *pb.RankResponse, err error) {
+	defer recovered(&err)
+	rk, ok := s.impl.(Ranker)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the plugin is not a ranker")
+	}
+	hits, err := rk.Rank(ctx, req.Index, req.Query, int(req.Limit))
+	if err != nil {
+		return nil, err
+	}
+	resp = &pb.RankResponse{Hits: make([]*pb.Ranked, 0, len(hits))}
+	for _, h := range hits {
+		resp.Hits = append(resp.Hits, &pb.Ranked{Name: h.Name, Score: h.Score})
 	}
 	return resp, nil
 }

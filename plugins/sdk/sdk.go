@@ -38,6 +38,9 @@ const (
 	HookAfter Hook = "after"
 	// HookCatalogue: Plugin.Catalogue runs when the merged catalogue changes.
 	HookCatalogue Hook = "catalogue"
+	// HookRank: the plugin is a Ranker, which ranks the tools of the endpoints whose
+	// search block names it (an embedding ranker, say).
+	HookRank Hook = "rank"
 )
 
 // Description is who the plugin is, what it hooks, and its configuration's schema.
@@ -156,6 +159,38 @@ type Plugin interface {
 	Before(ctx context.Context, call *Call) (*Verdict, error)
 	After(ctx context.Context, call *Call, outcome *Outcome) (*Replacement, error)
 	Catalogue(ctx context.Context, items []Item) ([]Change, error)
+}
+
+// Ranker is implemented by a plugin that ranks the tools of endpoints in search mode
+// (and answers their tools/list queries): list HookRank in Description.Hooks. The proxy
+// indexes with it when an endpoint's catalogue changes, and asks it for every search;
+// while it has not answered Index, and whenever it fails or is slow (the plugin block's
+// timeout), the proxy's built-in ranker answers instead. The proxy shows a principal
+// only the tools it may see: a ranking may name any document of the index.
+type Ranker interface {
+	// Index prepares docs for ranking under the id that Rank will name; previous, when
+	// not "", is the index this one replaces (of the same endpoint), which may be
+	// dropped. It may take long (the proxy waits up to the block's start_timeout, without
+	// holding anything up).
+	Index(ctx context.Context, id, previous string, docs []Document) error
+	// Rank returns at most limit documents of index id for query, best first. An id
+	// it does not know (the plugin restarted) is an error: the proxy indexes again.
+	Rank(ctx context.Context, id, query string, limit int) ([]Ranked, error)
+}
+
+// Document is one tool of an endpoint's catalogue, as a Ranker reads it.
+type Document struct {
+	Name        string // the exposed name
+	Namespace   string // the part of Name that names the upstream ("" for none)
+	Title       string
+	Description string
+	InputSchema json.RawMessage
+}
+
+// Ranked is one hit of a ranking.
+type Ranked struct {
+	Name  string // a document's Name
+	Score float64
 }
 
 // HookSelector is implemented by a plugin whose configuration decides which of its

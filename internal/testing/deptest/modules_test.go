@@ -99,50 +99,54 @@ func join(rs ...[]reason) []reason {
 // modules lists, for each package, the third-party modules it may depend on
 // transitively. The wire layer and the test server use the standard library only.
 var modules = map[string][]reason{
-	"jsonrpc":                     nil,
-	"internal/jsonx":              nil,
-	"internal/h1":                 nil,
-	"internal/httpsyntax":         nil, // its tests compare it with x/net/http/httpguts, the package itself uses the standard library only
-	"internal/h1client":           {{"golang.org/x/sys", "the non-blocking peek that checks a pooled connection is still open (MSG_PEEK)"}},
-	"internal/glob":               nil,
-	"internal/clock":              nil,
-	"internal/lazyre":             nil,
-	"internal/testing/leaktest":   nil,
-	"internal/testing/benchwire":  nil, // the benchmarks' hand-written HTTP/1.1 client: the standard library only
-	"internal/testing/testserver": nil, // must build anywhere, with nothing but Go
-	"principal":                   nil,
-	"mcp":                         nil,
-	"cmd/mcp-bench":               {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek); posix_fadvise before idle readings"}},
-	"config":                      hcl,
-	"internal/importer":           hcl, // writes HCL with hclwrite
-	"sandbox":                     {{"golang.org/x/sys", "Landlock, prctl, capset, ptrace, waitid, fcntl and flock for the thread start, its lifeline and private TMPDIRs, and the loopback interface's ioctl in the launcher"}},
-	"cmd/mcp-proxy-sandbox":       {{"golang.org/x/sys", "the sandbox launcher (package sandbox)"}},
-	"transport":                   logging,
-	"upstream":                    logging,
-	"router":                      logging,
-	"server":                      logging,
-	"auth":                        join(logging, jose),
-	"policy":                      join(logging, hcl, ratelimit),
-	"plugins/proto":               join(protobuf, grpc),
-	"plugins/sdk":                 pluginSDK,
-	"plugins":                     join(logging, hcl, ratelimit, pluginSDK),
-	"metrics":                     join(logging, hcl, ratelimit, pluginSDK, prometheus), // the observers of policy and plugins
-	"admin":                       join(logging, hcl, ratelimit, pluginSDK, prometheus), // through metrics
-	"internal/testing/testplugin": pluginSDK,
-	"plugins/guard":               {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
-	"plugins/redact":              nil,
-	"cmd/mcp-proxy-guard":         pluginSDK,
-	"cmd/mcp-proxy-redact":        pluginSDK,
-	"proxy":                       join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
-	"cmd/mcp-proxy":               join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis), // through proxy
-	"cluster":                     join(logging, hcl, ratelimit, redis),
-	"internal/testing/topology":   nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
-	"internal/testing/devcluster": nil,
-	"telemetry":                   join(logging, otel),
-	"trust":                       join(logging, hcl), // hcl: the diagnostics validate prints
-	"search":                      nil,                // the standard library only
-	"internal/testing/otlptest":   join(otlpWire, protobuf, grpc),
-	"internal/testing/otlpsink":   nil, // the standard library only
+	"jsonrpc":                       nil,
+	"internal/jsonx":                nil,
+	"internal/h1":                   nil,
+	"internal/httpsyntax":           nil, // its tests compare it with x/net/http/httpguts, the package itself uses the standard library only
+	"internal/h1client":             {{"golang.org/x/sys", "the non-blocking peek that checks a pooled connection is still open (MSG_PEEK)"}},
+	"internal/glob":                 nil,
+	"internal/clock":                nil,
+	"internal/lazyre":               nil,
+	"internal/testing/leaktest":     nil,
+	"internal/testing/benchwire":    nil, // the benchmarks' hand-written HTTP/1.1 client: the standard library only
+	"internal/testing/testserver":   nil, // must build anywhere, with nothing but Go
+	"principal":                     nil,
+	"mcp":                           nil,
+	"cmd/mcp-bench":                 {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek); posix_fadvise before idle readings"}},
+	"config":                        hcl,
+	"internal/importer":             hcl, // writes HCL with hclwrite
+	"sandbox":                       {{"golang.org/x/sys", "Landlock, prctl, capset, ptrace, waitid, fcntl and flock for the thread start, its lifeline and private TMPDIRs, and the loopback interface's ioctl in the launcher"}},
+	"cmd/mcp-proxy-sandbox":         {{"golang.org/x/sys", "the sandbox launcher (package sandbox)"}},
+	"transport":                     logging,
+	"upstream":                      logging,
+	"router":                        logging,
+	"server":                        logging,
+	"auth":                          join(logging, jose),
+	"policy":                        join(logging, hcl, ratelimit),
+	"plugins/proto":                 join(protobuf, grpc),
+	"plugins/sdk":                   pluginSDK,
+	"plugins":                       join(logging, hcl, ratelimit, pluginSDK),
+	"metrics":                       join(logging, hcl, ratelimit, pluginSDK, prometheus), // the observers of policy and plugins
+	"admin":                         join(logging, hcl, ratelimit, pluginSDK, prometheus), // through metrics
+	"internal/testing/testplugin":   pluginSDK,
+	"plugins/guard":                 {{"golang.org/x/net", "IDNA host normalization (idna) in the guard plugin's URL check"}, {"golang.org/x/text", "x/net/idna's Unicode tables"}},
+	"plugins/redact":                nil,
+	"cmd/mcp-proxy-guard":           pluginSDK,
+	"cmd/mcp-proxy-redact":          pluginSDK,
+	"proxy":                         join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
+	"cmd/mcp-proxy":                 join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis), // through proxy
+	"cluster":                       join(logging, hcl, ratelimit, redis),
+	"internal/testing/topology":     nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
+	"internal/testing/devcluster":   nil,
+	"telemetry":                     join(logging, otel),
+	"trust":                         join(logging, hcl), // hcl: the diagnostics validate prints
+	"search":                        nil,                // the standard library only
+	"internal/testing/otlptest":     join(otlpWire, protobuf, grpc),
+	"internal/testing/otlpsink":     nil, // the standard library only
+	"internal/testing/searchcorpus": nil, // runs npm and mcp-proxy: the standard library only
+	"internal/testing/searcheval":   nil,
+	"internal/testing/searchbench":  nil,
+	"internal/testing/searchlex":    nil, // runs npm pack for WordNet: the standard library only
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against

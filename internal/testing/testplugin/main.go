@@ -1,5 +1,6 @@
 // Command testplugin is a plugin of mcp-proxy whose behaviour the end-to-end tests choose
-// in its config block: deny, rewrite, annotate, hide, crash, hang, answer badly. It is a
+// in its config block: deny, rewrite, annotate, hide, crash, hang, answer badly, rank
+// (with -hooks rank: every tool in reverse order of name, whatever the query). It is a
 // test fixture, built by the tests; it is not shipped. Flags choose what must happen
 // before a config exists (-describe, -protocol).
 package main
@@ -10,10 +11,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/mcp-proxy/mcp-proxy/plugins/sdk"
 )
@@ -22,8 +27,8 @@ type config struct {
 	Tag       string            `json:"tag"`        // appended to text results, and to notes
 	Deny      string            `json:"deny"`       // deny calls whose name contains this
 	SetArgs   map[string]string `json:"set_args"`   // before: set these arguments
-	Crash     string            `json:"crash"`      // "before" or "after": exit in that hook
-	Hang      string            `json:"hang"`       // "before" or "after": never answer in that hook
+	Crash     string            `json:"crash"`      // "before", "after" or "rank": exit in that hook
+	Hang      string            `json:"hang"`       // "before", "after" or "rank": never answer in that hook
 	Bad       string            `json:"bad"`        // "args": rewrite to invalid arguments; "result": rewrite to a non-object
 	ErrorOut  bool              `json:"error_out"`  // after: replace the result with an error
 	Hide      []string          `json:"hide"`       // catalogue: hide items whose name contains one of these
@@ -37,6 +42,9 @@ type plugin struct {
 	sdk.Base
 	hooks []sdk.Hook
 	cfg   config
+
+	mu      sync.Mutex          // guards indexes
+	indexes map[string][]string // Index's documents' names, in reverse order, by id
 }
 
 func (p *plugin) Describe() sdk.Description {
@@ -176,6 +184,41 @@ func (p *plugin) Catalogue(_ context.Context, items []sdk.Item) ([]sdk.Change, e
 			b, _ := json.Marshal(m)
 			out = append(out, sdk.Change{Index: i, Raw: b})
 		}
+	}
+	return out, nil
+}
+
+// Index keeps the names of the documents, in reverse order.
+func (p *plugin) Index(_ context.Context, id, previous string, docs []sdk.Document) error {
+	p.recordLine("index", id, fmt.Sprintf(" %d %s", len(docs), previous))
+	names := make([]string, len(docs))
+	for i, d := range docs {
+		names[i] = d.Name
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(names)))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.indexes == nil {
+		p.indexes = map[string][]string{}
+	}
+	delete(p.indexes, previous)
+	p.indexes[id] = names
+	return nil
+}
+
+// Rank ranks every document of the index in reverse order of name.
+func (p *plugin) Rank(_ context.Context, id, query string, limit int) ([]sdk.Ranked, error) {
+	p.recordLine("rank", id, " "+query)
+	p.misbehave("rank")
+	p.mu.Lock()
+	names, ok := p.indexes[id]
+	p.mu.Unlock()
+	if !ok {
+		return nil, status.Error(codes.NotFound, "no index "+id)
+	}
+	out := make([]sdk.Ranked, 0, limit)
+	for i, n := range names[:min(limit, len(names))] {
+		out = append(out, sdk.Ranked{Name: n, Score: float64(len(names) - i)})
 	}
 	return out, nil
 }

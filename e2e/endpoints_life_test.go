@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// endpointLifeConfig is the configuration of the endpoints' long-lived tests: an HTTP
+// proxy (with an admin listener) in front of the test server and the Go SDK
+// everything-server, with the endpoint blocks given.
+func endpointLifeConfig(addr, adminAddr, endpoints string) string {
+	return fmt.Sprintf(`
+listen "http" {
+  address = %q
+  path    = "/mcp"
+}
+admin {
+  address = %q
+}
+%s
+`, addr, adminAddr, endpoints) + testUpstream("t", "t", nil, "") + everythingUpstream("ev", "ev")
+}
+
+func plainClient(t *testing.T, name string, tr mcp.Transport, version string, changed *atomic.Int32, logs fmt.Stringer) *mcp.ClientSession {
+	t.Helper()
+	opts := &mcp.ClientOptions{}
+	if changed != nil {
+		opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) }
+	}
+	var sopts *mcp.ClientSessionOptions
+	if version != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(ctxT(t, 90*time.Second), tr, sopts)
+	if err != nil {
+		t.Fatalf("connecting %s: %v\n%s", name, err, logs)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestEndpointReload: a reload changes an endpoint's filter and mode, removes one and
+// adds one, while a session of the changed endpoint stays open: the session gets a
+// list_changed and lists the new catalogue under the same session id; the removed
+// endpoint's path answers 404, the added one serves.
+func TestEndpointReload(t *testing.T) {
+	t.Parallel()
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	v1 := endpointLifeConfig(addr, adminAddr, `
+endpoint "a" {
+  tools {
+    include = ["t__*"]
+  }
+}
+endpoint "b" {
+  upstreams = ["ev"]
+}
+`)
+	cfg := writeConfig(t, v1)
+	stderr, _ := startProxy(t, cfg, false, addr, adminAddr)
+	base := "http://" + addr
+	ctx := ctxT(t, 90*time.Second)
+	var changed atomic.Int32
+	cs := plainClient(t, "reload-a", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/a"}, "2025-11-25", &changed, stderr)
+	sid := cs.ID()
+	before := listed(t, ctx, cs)
+	if len(before) < 3 || slices.ContainsFunc(before, func(n string) bool { return !strings.HasPrefix(n, "t__") }) {
+		t.Fatalf("a lists %v", before)
+	}
+
+	rewrite(t, cfg, endpointLifeConfig(addr, adminAddr, `
+endpoint "a" {
+  mode   = "search"
+  always = ["t__echo"]
+}
+endpoint "c" {
+  upstreams = ["t"]
+  tools {
+    include = ["t__echo"]
+  }
+}
+`))
+	code, out := reloadCLI(t, "http://"+adminAddr)
+	changes := fmt.Sprint(out["changes"])
+	if code != 0 || out["outcome"] != "applied" || !strings.Contains(changes, "endpoint a changed") ||
+		!strings.Contains(changes, "endpoint b removed") || !strings.Contains(changes, "endpoint c added") {
+		t.Fatalf("reload: %d %v\n%s", code, out, stderr)
+	}
+	waitChanged(t, &changed, 1)
+	if got := listed(t, ctx, cs); !slices.Equal(got, []string{"search_tools", "call_tool", "t__echo"}) {
+		t.Errorf("a after the reload lists %v", got)
+	}
+	if cs.ID() != sid {
+		t.Errorf("the session changed: %s, was %s", cs.ID(), sid)
+	}
+	if got := searchNames(t, ctx, cs, "audio content", 2); !slices.Contains(got, "ev__test_audio_content") {
+		t.Errorf("a's search after the reload found %v", got)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo"}); err != nil || res.IsError {
+		t.Errorf("a call after the reload: %v", err)
+	}
+	// b is gone, c serves.
+	resp, err := http.Post(base+"/mcp/b", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the removed endpoint's path: %v %v", resp.StatusCode, err)
+	}
+	c := plainClient(t, "reload-c", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/c"}, "2025-11-25", nil, stderr)
+	if got := listed(t, ctx, c); !slices.Equal(got, []string{"t__echo"}) {
+		t.Errorf("c lists %v", got)
+	}
+	// The status shows the endpoints as they are now.
+	st, err := http.Get("http://" + adminAddr + "/status?format=json")
+	if err == nil {
+		defer st.Body.Close()
+		var b strings.Builder
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := st.Body.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		if !strings.Contains(b.String(), `"name": "c"`) || strings.Contains(b.String(), `"name": "b"`) || !strings.Contains(b.String(), `"mode": "search"`) {
+			t.Errorf("status: %s", b.String())
+		}
+	}
+}
+
+// TestEndpointMixedClients is the long-lived shape with endpoints: one HTTP proxy used
+// in turn by clients of both eras and both HTTP transports on its endpoints and its
+// listen path, then a stdio proxy on one endpoint, each seeing its own catalogue; the
+// first session keeps its activated tools throughout.
+func TestEndpointMixedClients(t *testing.T) {
+	t.Parallel()
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	endpoints := `
+endpoint "find" {
+  mode = "search"
+}
+endpoint "tonly" {
+  upstreams = ["t"]
+}
+`
+	cfg := writeConfig(t, endpointLifeConfig(addr, adminAddr, endpoints))
+	stderr, _ := startProxy(t, cfg, false, addr, adminAddr)
+	base := "http://" + addr
+	ctx := ctxT(t, 120*time.Second)
+
+	// 1. A legacy Streamable HTTP client searches and activates.
+	var changed atomic.Int32
+	first := plainClient(t, "legacy-find", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/find"}, "2025-11-25", &changed, stderr)
+	found := searchNames(t, ctx, first, "echo", 2)
+	if len(found) == 0 {
+		t.Fatalf("nothing found for echo")
+	}
+	waitChanged(t, &changed, 1)
+
+	// 2. A modern client of the same endpoint: stateless, it lists no activated tools,
+	// and calls what a search found by its name.
+	modern := plainClient(t, "modern-find", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/find"}, "2026-07-28", nil, stderr)
+	if got := listed(t, ctx, modern); !slices.Equal(got, []string{"search_tools", "call_tool"}) {
+		t.Errorf("the modern client lists %v", got)
+	}
+	mfound := searchNames(t, ctx, modern, "echo", 2)
+	if !slices.Equal(mfound, found) {
+		t.Errorf("the modern client found %v, the legacy one %v", mfound, found)
+	}
+	if res, err := modern.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo"}); err != nil || res.IsError {
+		t.Errorf("the modern client's call by name: %v", err)
+	}
+
+	// 3. A legacy HTTP+SSE client of the other endpoint, at its /sse.
+	sse := plainClient(t, "sse-tonly", &mcp.SSEClientTransport{Endpoint: base + "/mcp/tonly/sse"}, "", nil, stderr)
+	tonly := listed(t, ctx, sse)
+	if len(tonly) == 0 || slices.ContainsFunc(tonly, func(n string) bool { return !strings.HasPrefix(n, "t__") }) {
+		t.Errorf("the HTTP+SSE client of tonly lists %v", tonly)
+	}
+	if _, err := sse.CallTool(ctx, &mcp.CallToolParams{Name: "ev__test_simple_text"}); err == nil {
+		t.Error("tonly reached another upstream's tool")
+	}
+
+	// 4. The listen path and /sse: the whole catalogue.
+	whole := plainClient(t, "legacy-whole", &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "2025-11-25", nil, stderr)
+	all := listed(t, ctx, whole)
+	if !slices.Contains(all, "ev__test_simple_text") || !slices.Contains(all, "t__echo") || slices.Contains(all, "search_tools") {
+		t.Errorf("the listen path lists %v", all)
+	}
+	wsse := plainClient(t, "sse-whole", &mcp.SSEClientTransport{Endpoint: base + "/sse"}, "", nil, stderr)
+	if n := len(listed(t, ctx, wsse)); n != len(all) {
+		t.Errorf("/sse lists %d tools, the listen path %d", n, len(all))
+	}
+	// A session of one endpoint is unknown on another's path.
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp/tonly", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Mcp-Session-Id", first.ID())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("find's session on tonly's path: %v %v", resp.StatusCode, err)
+	}
+
+	// 5. The first session, after all that, still lists what it activated.
+	after := listed(t, ctx, first)
+	for _, n := range found {
+		if !slices.Contains(after, n) {
+			t.Errorf("the first session lost %s: %v", n, after)
+		}
+	}
+
+	// 6. stdio: run --endpoint, legacy and modern (a file without the listen block:
+	// over HTTP every endpoint has its path).
+	stdioCfg := writeConfig(t, endpoints+testUpstream("t", "t", nil, "")+everythingUpstream("ev", "ev"))
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		cmd := exec.Command(proxyBin, "run", "--config", stdioCfg, "--endpoint", "tonly", "--log-level", "debug")
+		cmd.Stderr = &syncBuffer{}
+		stdio := plainClient(t, "stdio-"+version, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, version, nil, stderr)
+		if got := listed(t, ctx, stdio); !slices.Equal(got, tonly) {
+			t.Errorf("stdio %s on tonly lists %v, want %v", version, got, tonly)
+		}
+	}
+
+	// 7. The CLI: tools --endpoint prints an endpoint's catalogue (in search mode, what
+	// its search may find); an unknown endpoint and --endpoint over HTTP are errors.
+	out, errOut, code := runCLI(t, "tools", "--config", stdioCfg, "--endpoint", "tonly", "--json")
+	if code != 0 || strings.Count(out, `"name"`) != len(tonly) || strings.Contains(out, "ev__") {
+		t.Errorf("tools --endpoint tonly (exit %d): %s\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "tools", "--config", stdioCfg, "--endpoint", "find")
+	if code != 0 || !strings.Contains(out, "ev__test_simple_text") || !strings.Contains(errOut, "search mode") {
+		t.Errorf("tools --endpoint find (exit %d): %s\n%s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, "run", "--config", stdioCfg, "--endpoint", "nope"); code == 0 || !strings.Contains(errOut, `endpoint "nope": no such endpoint block (endpoints: [find tonly])`) {
+		t.Errorf("run --endpoint nope: %d %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "run", "--config", cfg, "--endpoint", "find"); code == 0 || !strings.Contains(errOut, "over HTTP every endpoint is served on its own path") {
+		t.Errorf("run --endpoint with a listen block: %d %s", code, errOut)
+	}
+}

