@@ -89,3 +89,19 @@ func TestPowFrac(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchAllocatesOnlyItsResult: a warm search of any benchmark query allocates its
+// result and nothing else (query reading, the lexicon, shapes and scoring use pooled
+// scratch space).
+func TestSearchAllocatesOnlyItsResult(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop scratch space")
+	}
+	ix := BM25F{}.Build(corpusDocs(t), nil)
+	for _, q := range append(probeQueries, "run select * from users limit 10", `send {"a": 1} to @bob in #general`, "what is at 48.85, 2.29 since 2024-05-01") {
+		ix.Search(q, 5, nil)
+		if a := testing.AllocsPerRun(10, func() { ix.Search(q, 5, nil) }); a > 1 {
+			t.Errorf("%q: %v allocations per search", q, a)
+		}
+	}
+}

@@ -16,7 +16,8 @@ import (
 //   - ASCII words are stemmed by stem, a small suffix stripper; other words are kept as
 //     they are.
 //
-// The analysis is deliberately small and predictable: no dictionary, no synonyms.
+// The analysis is deliberately small and predictable: no dictionary, no synonyms (a
+// query's related words are looked for after it: query.go).
 
 // maxWordBytes caps one word's length in bytes; longer ones are truncated.
 const maxWordBytes = 48

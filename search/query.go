@@ -154,13 +154,19 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		}
 	}
 	// A related term that is another concept's own word is that concept's alone ("how
-	// high above sea level": level is said, not only related to high): counted once.
+	// high above sea level": level is said, not only related to high): counted once. A
+	// concept left with no term of its own weighs nothing (not even in coverage).
 	for ci := range concepts {
 		c := &concepts[ci]
+		left := false
 		for i := c.start; i < c.end; i++ {
 			if terms[i].id != c.own && seen(terms[i].id) >= 0 {
 				terms[i].w = 0
 			}
+			left = left || terms[i].w > 0
+		}
+		if !left {
+			c.w = 0
 		}
 	}
 	sc.terms, sc.concepts = terms, concepts

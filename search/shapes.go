@@ -84,7 +84,7 @@ func init() {
 }
 
 // token is one whitespace-separated piece of a query: raw as written, bare without the
-// punctuation around it, lower the bare text lower-cased for comparisons (ASCII only).
+// punctuation around it.
 type token struct {
 	raw, bare string
 }
@@ -142,8 +142,11 @@ func spanCloses(raw string, closer byte) bool {
 // part of one) and whether that text is a value, and returns the shapes found.
 func readQuery(query string, word func(text string, value bool)) shape {
 	var found shape
-	// SQL: where a statement starts (its tokens are values), found first.
+	// Found first: where a SQL statement starts (its tokens are values), and the last
+	// token that closes each kind of span (a span that nothing after it closes is not
+	// one: an apostrophe).
 	sqlAt := sqlStart(query)
+	lastClose := lastClosers(query)
 	if sqlAt >= 0 {
 		found |= shapeSQL
 	}
@@ -164,7 +167,7 @@ func readQuery(query string, word func(text string, value bool)) shape {
 			prevDecimal = false
 			continue
 		}
-		if c, open := spanOpen(tok.raw); open && spanEnds(tok.raw, rest, c) {
+		if c, open := spanOpen(tok.raw); open && (len(tok.raw) > 1 && spanCloses(tok.raw[1:], c) || lastClose[closerIndex(c)] > i) {
 			switch c {
 			case '`':
 				found |= shapeCommand
@@ -214,21 +217,27 @@ func readQuery(query string, word func(text string, value bool)) shape {
 	return found
 }
 
-// spanEnds says whether the span a token opens closes in it or in a later token of
-// rest (an apostrophe that nothing closes is not a quote).
-func spanEnds(raw, rest string, closer byte) bool {
-	if len(raw) > 1 && spanCloses(raw[1:], closer) {
-		return true
-	}
-	for {
+// closers are the bytes that close spans, in the order of lastClosers' result.
+const closers = "\"'`}"
+
+func closerIndex(c byte) int { return strings.IndexByte(closers, c) }
+
+// lastClosers returns, for each closer, the index of the last token of query that
+// closes a span of its kind, or -1.
+func lastClosers(query string) [len(closers)]int {
+	last := [len(closers)]int{-1, -1, -1, -1}
+	i := 0
+	for rest := query; ; i++ {
 		tok, r, ok := nextToken(rest)
 		if !ok {
-			return false
-		}
-		if spanCloses(tok.raw, closer) {
-			return true
+			return last
 		}
 		rest = r
+		for k := range len(closers) {
+			if spanCloses(tok.raw, closers[k]) {
+				last[k] = i
+			}
+		}
 	}
 }
 
