@@ -122,6 +122,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 	}
 	checkExposedOverrides(e, cfg)
 	checkListen(e, cfg)
+	checkCredentials(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

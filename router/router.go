@@ -440,7 +440,8 @@ func (r *Router) Upstreams() []UpstreamStatus {
 		st, err := b.up.State()
 		out[i] = UpstreamStatus{Name: b.name, Namespace: b.namespace, State: st, Err: err, Info: b.up.Info()}
 		if b.pool != nil {
-			out[i].PerClient, out[i].Sessions = true, b.pool.sessions()
+			out[i].PerClient, out[i].Sessions = !b.pool.pc.ByPrincipal, b.pool.sessions()
+			out[i].PerPrincipal = b.pool.pc.ByPrincipal
 		}
 	}
 	return out
@@ -448,13 +449,14 @@ func (r *Router) Upstreams() []UpstreamStatus {
 
 // UpstreamStatus describes one upstream for the front end and the CLI.
 type UpstreamStatus struct {
-	Name      string
-	Namespace string
-	State     upstream.State
-	Err       error
-	Info      upstream.Info
-	PerClient bool // one upstream session per client session
-	Sessions  int  // per-client sessions open now
+	Name         string
+	Namespace    string
+	State        upstream.State
+	Err          error
+	Info         upstream.Info
+	PerClient    bool // one upstream session per client session
+	PerPrincipal bool // one upstream session per principal
+	Sessions     int  // per-client or per-principal sessions open now
 }
 
 // NotifyAll sends a client's notification to every running upstream of the legacy era
@@ -466,6 +468,13 @@ func (r *Router) NotifyAll(client Client, method string, params json.RawMessage)
 		if b.pool != nil {
 			b.pool.mu.Lock()
 			inst := b.pool.byClient[poolKey{session: client}]
+			if b.pool.pc.ByPrincipal {
+				for _, in := range b.pool.byClient {
+					if in.hasClient(client) {
+						inst = in
+					}
+				}
+			}
 			b.pool.mu.Unlock()
 			if inst == nil {
 				continue

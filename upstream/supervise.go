@@ -199,7 +199,8 @@ func (u *Upstream) dial(ctx context.Context) (transport.Link, error) {
 		return l, nil
 	}
 	if u.spec.URL != "" {
-		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth}
+		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth,
+			Authorizer: u.spec.Authorizer}
 		if u.httpKind() == TransportSSE {
 			return transport.DialSSE(hs, u.spec.StartupTimeout)
 		}

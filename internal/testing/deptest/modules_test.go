@@ -119,6 +119,7 @@ var modules = map[string][]reason{
 	"cmd/mcp-proxy-sandbox":       {{"golang.org/x/sys", "the sandbox launcher (package sandbox)"}},
 	"transport":                   logging,
 	"upstream":                    logging,
+	"credential":                  join(logging, jose), // jose: the private_key_jwt client assertion
 	"router":                      logging,
 	"server":                      logging,
 	"auth":                        join(logging, jose),

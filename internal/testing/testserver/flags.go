@@ -42,6 +42,7 @@ type config struct {
 
 	echoMeta bool // the echo_meta tool; over HTTP, log the traceparent header of every request
 	flood    bool // the flood tool
+	whoami   bool // the whoami tool
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -77,6 +78,7 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		"(percent-decoded) and add a read_file tool; it checks nothing itself")
 	fs.BoolVar(&cfg.echoMeta, "echo-meta", false, "add an echo_meta tool that returns the _meta of its call; with -http, also log\n"+
 		"the traceparent and tracestate headers of every request to stderr")
+	fs.BoolVar(&cfg.whoami, "whoami", false, "add a whoami tool: \"pid=N env=$WHOAMI sub=S\", S the subjects of the bearer tokens an HTTP session carried")
 	fs.BoolVar(&cfg.flood, "flood", false, "add a flood tool that sends count log notifications of bytes characters each as fast as it can, then answers")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `file` (for comparing a benchmark's direct target with the proxy)")
 	fs.Usage = func() {
