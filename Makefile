@@ -66,6 +66,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzEdit -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzScanValue -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./config/
+	$(GO) test -run='^$$' -fuzz=FuzzSecretRefs -fuzztime=$(FUZZTIME) ./config/
 	$(GO) test -run='^$$' -fuzz=FuzzGlob -fuzztime=$(FUZZTIME) ./policy/
 	$(GO) test -run='^$$' -fuzz=FuzzHeaderValue -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParamHeaders -fuzztime=$(FUZZTIME) ./mcp/
