@@ -161,13 +161,15 @@ type handle struct {
 type token struct {
 	bearer  *transport.Bearer
 	expiry  time.Time // zero: unknown
-	subject string    // whom the upstream sees, when known
-	grant   *Grant    // what the store holds (its refresh token)
+	margin  time.Duration
+	subject string // whom the upstream sees, when known
+	grant   *Grant // what the store holds (its refresh token)
 }
 
-// usable reports whether t may be sent at now.
+// usable reports whether t may be sent at now: it does not expire within its margin
+// (skew, or a quarter of its lifetime for a short-lived token).
 func (t *token) usable(now time.Time) bool {
-	return t != nil && (t.expiry.IsZero() || now.Add(skew).Before(t.expiry))
+	return t != nil && (t.expiry.IsZero() || now.Add(t.margin).Before(t.expiry))
 }
 
 type flight struct {

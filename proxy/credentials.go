@@ -63,6 +63,21 @@ func (c *credentials) provider(uc config.Upstream) (*credential.Provider, error)
 			}
 			pc.Source = src
 		}
+	case config.CredentialsExchange:
+		client, err := clientOf(cc.ClientID, cc.ClientSecret, cc.ClientAuth, cc.PrivateKeyFile, cc.KeyID)
+		if err != nil {
+			return nil, err
+		}
+		x := &credential.ExchangeConfig{TokenEndpoint: cc.TokenEndpoint, Client: client, Resource: cc.Resource,
+			Audience: cc.Audience, Scopes: cc.Scopes, SubjectTokenType: cc.SubjectTokenType}
+		if j := cc.IDJAG; j != nil {
+			jc, err := clientOf(j.ClientID, j.ClientSecret, j.ClientAuth, j.PrivateKeyFile, j.KeyID)
+			if err != nil {
+				return nil, err
+			}
+			x.IDJAG = &credential.IDJAGConfig{Issuer: j.Issuer, TokenEndpoint: j.TokenEndpoint, Client: jc}
+		}
+		pc.Exchange = x
 	}
 	p, err := credential.NewProvider(pc, credential.Deps{Store: c.store, Log: c.log, Observer: c.obs})
 	if err != nil {
@@ -72,6 +87,19 @@ func (c *credentials) provider(uc config.Upstream) (*credential.Provider, error)
 	c.providers[uc.Name] = p
 	c.mu.Unlock()
 	return p, nil
+}
+
+// clientOf is the proxy as a client of a token endpoint, as a credentials block says.
+func clientOf(id, secret, method, keyFile, kid string) (credential.Client, error) {
+	c := credential.Client{ID: id, Secret: secret, Method: method, KeyID: kid}
+	if method == config.ClientAuthJWT {
+		k, err := credential.LoadPrivateKey(keyFile)
+		if err != nil {
+			return c, err
+		}
+		c.Key = k
+	}
+	return c, nil
 }
 
 // perPrincipal makes the router's per-principal pool of uc: each principal's session

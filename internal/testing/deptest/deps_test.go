@@ -61,6 +61,7 @@ var allowed = map[string][]string{
 	"internal/testing/testplugin": {"plugins/sdk"},
 	"cmd/mcp-bench":               {"jsonrpc", "internal/jsonx", "internal/h1", "internal/h1client", "internal/testing/topology"},
 	"internal/testing/testserver": {},
+	"internal/testing/authserver": {},
 	"internal/testing/otlptest":   {},
 	"internal/testing/otlpsink":   {},
 }

@@ -110,6 +110,7 @@ var modules = map[string][]reason{
 	"internal/testing/leaktest":   nil,
 	"internal/testing/benchwire":  nil, // the benchmarks' hand-written HTTP/1.1 client: the standard library only
 	"internal/testing/testserver": nil, // must build anywhere, with nothing but Go
+	"internal/testing/authserver": nil, // the standard library only: it shares nothing with what it tests
 	"principal":                   nil,
 	"mcp":                         nil,
 	"cmd/mcp-bench":               {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek); posix_fadvise before idle readings"}},
