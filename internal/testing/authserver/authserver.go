@@ -201,18 +201,18 @@ func (s *Server) sign(typ string, c Claims) string {
 
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                                s.URL,
-		"authorization_endpoint":                s.URL + "/authorize",
-		"token_endpoint":                        s.URL + "/token",
-		"registration_endpoint":                 s.URL + "/register",
-		"revocation_endpoint":                   s.URL + "/revoke",
-		"jwks_uri":                              s.URL + "/jwks",
-		"response_types_supported":              []string{"code"},
-		"grant_types_supported":                 []string{GrantCode, GrantRefresh, GrantClient, GrantTokenExchange, GrantJWTBearer},
-		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"},
+		"issuer":                                         s.URL,
+		"authorization_endpoint":                         s.URL + "/authorize",
+		"token_endpoint":                                 s.URL + "/token",
+		"registration_endpoint":                          s.URL + "/register",
+		"revocation_endpoint":                            s.URL + "/revoke",
+		"jwks_uri":                                       s.URL + "/jwks",
+		"response_types_supported":                       []string{"code"},
+		"grant_types_supported":                          []string{GrantCode, GrantRefresh, GrantClient, GrantTokenExchange, GrantJWTBearer},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"client_secret_basic", "client_secret_post", "private_key_jwt", "none"},
 		"authorization_response_iss_parameter_supported": true,
-		"scopes_supported": []string{"mcp", "offline_access"},
+		"scopes_supported":                               []string{"mcp", "offline_access"},
 	})
 }
 
