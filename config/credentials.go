@@ -241,8 +241,8 @@ func decodeCredentials(e *evaluator, raw *rawUpstream, u *Upstream, baseDir stri
 		if r.TokenEndpoint != nil {
 			checkHTTPURL(e, r.TokenEndpoint, c.TokenEndpoint)
 		}
-		if c.Resource == "" {
-			c.Resource = u.URL
+		if r.Resource != nil {
+			checkHTTPURL(e, r.Resource, c.Resource)
 		}
 		if r.ClientMetadataURL != nil {
 			if pu, err := url.Parse(c.ClientMetadataURL); err != nil || pu.Scheme != "https" || pu.Host == "" || pu.Path == "" || pu.Path == "/" {

@@ -81,7 +81,6 @@ type Provider struct {
 	strat strategy // nil for ModeSecret
 
 	handles sync.Map // principal name → *handle
-	cached  atomic.Int64
 }
 
 // strategy is what a token mode does to obtain and renew a principal's token.
@@ -129,6 +128,7 @@ func NewProvider(cfg Config, deps Deps) (*Provider, error) {
 		if err != nil {
 			return nil, err
 		}
+		o.p = p
 		p.strat = o
 	default:
 		return nil, fmt.Errorf("credential: unknown mode %q", cfg.Mode)
@@ -183,10 +183,7 @@ func (p *Provider) handle(name string) *handle {
 	if h, ok := p.handles.Load(name); ok {
 		return h.(*handle)
 	}
-	h, loaded := p.handles.LoadOrStore(name, &handle{p: p, name: name})
-	if !loaded {
-		p.cached.Add(1)
-	}
+	h, _ := p.handles.LoadOrStore(name, &handle{p: p, name: name})
 	return h.(*handle)
 }
 
@@ -371,11 +368,40 @@ func (p *Provider) Secrets(who string) (lookup func(name string) (string, bool),
 }
 
 // Forget drops what this process caches of who's credential (after a revocation): the
-// next call reads the store again.
+// next call, and the next request of the principal's session, read the store again.
 func (p *Provider) Forget(who string) {
-	if _, loaded := p.handles.LoadAndDelete(who); loaded {
-		p.cached.Add(-1)
+	if v, ok := p.handles.Load(who); ok {
+		h := v.(*handle)
+		h.tok.Store(nil)
+		h.secrets.Store(nil)
+		h.checked.Store(0)
 	}
+}
+
+// Revoke ends who's grant for the upstream: it asks the authorization server to revoke
+// it (mode "oauth", where the server offers revocation; best effort), deletes it from
+// the store and drops what this process caches. The principal's next call starts
+// afresh (mode "oauth": with a new link). It reports whether there was a grant.
+func (p *Provider) Revoke(ctx context.Context, who string) (bool, error) {
+	g, err := p.deps.Store.Get(ctx, p.cfg.Upstream, who)
+	if err != nil {
+		return false, err
+	}
+	if o, ok := p.strat.(*userOAuth); ok && g != nil {
+		if err := o.revoke(ctx, g); err != nil {
+			p.log.Info().Err(err).Str("principal", who).Msg("the authorization server did not revoke the grant; deleting it here all the same")
+		}
+	}
+	if err := p.deps.Store.Delete(ctx, p.cfg.Upstream, who); err != nil {
+		return false, err
+	}
+	p.Forget(who)
+	return g != nil, nil
+}
+
+// List returns what may be shown of the upstream's grants ("" principal: every one).
+func (p *Provider) List(ctx context.Context, who string) ([]Info, error) {
+	return p.deps.Store.List(ctx, p.cfg.Upstream, who)
 }
 
 // Cached counts the principals whose credential this process holds now.

@@ -79,22 +79,31 @@ type Store interface {
 	// principal), so that a refresh happens once however many replicas want it. ok is
 	// false when another holder has it; release gives it back early.
 	Lease(ctx context.Context, upstream, principal string, ttl time.Duration) (release func(), ok bool, err error)
+	// PutFlow keeps a per-user authorization in progress until f.Expires, replacing the
+	// one of the same ID.
+	PutFlow(ctx context.Context, f *Flow) error
+	// GetFlow returns the flow id, or nil and no error when there is none (or it
+	// expired).
+	GetFlow(ctx context.Context, id string) (*Flow, error)
+	// TakeFlow returns the flow id and removes it, in one step: a flow completes once.
+	TakeFlow(ctx context.Context, id string) (*Flow, error)
 	// Close releases what the store holds (connections, files).
 	Close() error
 }
 
 // MemoryStore is a Store in this process's memory: grants end with it.
 type MemoryStore struct {
-	mu     sync.Mutex // guards grants and leases
+	mu     sync.Mutex // guards grants, leases and flows
 	grants map[grantKey]*Grant
 	leases map[grantKey]time.Time
+	flows  map[string]*Flow
 }
 
 type grantKey struct{ upstream, principal string }
 
 // NewMemoryStore returns an empty MemoryStore.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{grants: map[grantKey]*Grant{}, leases: map[grantKey]time.Time{}}
+	return &MemoryStore{grants: map[grantKey]*Grant{}, leases: map[grantKey]time.Time{}, flows: map[string]*Flow{}}
 }
 
 var _ Store = (*MemoryStore)(nil)
@@ -160,6 +169,45 @@ func (m *MemoryStore) Lease(_ context.Context, up, p string, ttl time.Duration) 
 		}
 		m.mu.Unlock()
 	}, true, nil
+}
+
+// PutFlow implements Store.
+func (m *MemoryStore) PutFlow(_ context.Context, f *Flow) error {
+	c := *f
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for id, old := range m.flows { // forget the expired ones
+		if !now.Before(old.Expires) {
+			delete(m.flows, id)
+		}
+	}
+	m.flows[f.ID] = &c
+	return nil
+}
+
+// GetFlow implements Store.
+func (m *MemoryStore) GetFlow(_ context.Context, id string) (*Flow, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.flows[id]
+	if f == nil || !time.Now().Before(f.Expires) {
+		return nil, nil
+	}
+	c := *f
+	return &c, nil
+}
+
+// TakeFlow implements Store.
+func (m *MemoryStore) TakeFlow(_ context.Context, id string) (*Flow, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.flows[id]
+	delete(m.flows, id)
+	if f == nil || !time.Now().Before(f.Expires) {
+		return nil, nil
+	}
+	return f, nil
 }
 
 // Close implements Store.

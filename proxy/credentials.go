@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/admin"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/credential"
 	"github.com/mcp-proxy/mcp-proxy/principal"
@@ -24,15 +27,14 @@ type credentials struct {
 	store credential.Store
 	obs   credential.Observer // nil without metrics
 
-	mu        sync.Mutex                      // guards providers and sources
+	mu        sync.Mutex                      // guards providers and flows
 	providers map[string]*credential.Provider // by upstream name
-	sources   map[string]*credential.FileSource
+	flows     *credential.Flows               // the per-user authorizations; nil until an upstream is in mode "oauth"
 }
 
 // newCredentials makes the credentials of cfg's proxy: the store in memory.
 func newCredentials(cfg *config.Config, log zerolog.Logger, obs credential.Observer) (*credentials, error) {
-	return &credentials{log: log, store: credential.NewMemoryStore(), obs: obs,
-		providers: map[string]*credential.Provider{}, sources: map[string]*credential.FileSource{}}, nil
+	return &credentials{log: log, store: credential.NewMemoryStore(), obs: obs, providers: map[string]*credential.Provider{}}, nil
 }
 
 // close releases the store.
@@ -45,7 +47,7 @@ func (c *credentials) close() error {
 
 // provider makes the provider of uc's credentials (nil for mode "shared"), replacing
 // the one a configuration before had for an upstream of the same name.
-func (c *credentials) provider(uc config.Upstream) (*credential.Provider, error) {
+func (c *credentials) provider(uc config.Upstream, name string) (*credential.Provider, error) {
 	cc := uc.Credentials
 	if !cc.PerUser() {
 		return nil, nil
@@ -78,8 +80,19 @@ func (c *credentials) provider(uc config.Upstream) (*credential.Provider, error)
 			x.IDJAG = &credential.IDJAGConfig{Issuer: j.Issuer, TokenEndpoint: j.TokenEndpoint, Client: jc}
 		}
 		pc.Exchange = x
+	case config.CredentialsOAuth:
+		client, err := clientOf(cc.ClientID, cc.ClientSecret, cc.ClientAuth, cc.PrivateKeyFile, cc.KeyID)
+		if err != nil {
+			return nil, err
+		}
+		pc.OAuth = &credential.OAuthConfig{URL: uc.URL, Client: client, ClientMetadataURL: cc.ClientMetadataURL, ClientName: name,
+			Scopes: cc.Scopes, Resource: cc.Resource, TokenEndpoint: cc.TokenEndpoint, RedirectURL: cc.RedirectURL}
 	}
-	p, err := credential.NewProvider(pc, credential.Deps{Store: c.store, Log: c.log, Observer: c.obs})
+	deps := credential.Deps{Store: c.store, Log: c.log, Observer: c.obs}
+	if cc.Mode == config.CredentialsOAuth {
+		deps.Flows = c.theFlows()
+	}
+	p, err := credential.NewProvider(pc, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +100,35 @@ func (c *credentials) provider(uc config.Upstream) (*credential.Provider, error)
 	c.providers[uc.Name] = p
 	c.mu.Unlock()
 	return p, nil
+}
+
+// theFlows returns the per-user authorizations, made on first use.
+func (c *credentials) theFlows() *credential.Flows {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flows == nil {
+		c.flows = credential.NewFlows(c.store, c.log)
+	}
+	return c.flows
+}
+
+// handler serves the per-user authorizations' paths (the links and the callback, which
+// browsers reach without the front end's credentials) in front of next, once an upstream
+// is in mode "oauth"; next alone otherwise.
+func (c *credentials) handler(next http.Handler) http.Handler {
+	if c == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		fl := c.flows
+		c.mu.Unlock()
+		if fl != nil && (r.URL.Path == credential.CallbackPath || strings.HasPrefix(r.URL.Path, credential.ConnectPath)) {
+			fl.Handler(next).ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // clientOf is the proxy as a client of a token endpoint, as a credentials block says.
@@ -187,4 +229,63 @@ func catalogueSpec(spec upstream.Spec, uc config.Upstream) upstream.Spec {
 		spec.OAuth = nil
 	}
 	return spec
+}
+
+// credentialAdmin lists and revokes the principals' grants for the admin listener.
+type credentialAdmin struct {
+	c *credentials
+	r *router.Router
+}
+
+var _ admin.Credentials = (*credentialAdmin)(nil)
+
+// List implements admin.Credentials: what the store holds (grants of upstreams no
+// longer configured too, so that they can be revoked).
+func (a *credentialAdmin) List(ctx context.Context, upstream, principal string) ([]admin.Grant, error) {
+	l, err := a.c.store.List(ctx, upstream, principal)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]admin.Grant, len(l))
+	for i, g := range l {
+		out[i] = admin.Grant{Upstream: g.Upstream, Principal: g.Principal, Mode: g.Mode, Subject: g.Subject, Scopes: g.Scopes,
+			Issuer: g.Issuer, Expiry: g.Expiry, Refresh: g.Refresh, Secrets: g.SecretKeys, Created: g.Created, Updated: g.Updated}
+	}
+	return out, nil
+}
+
+// Revoke implements admin.Credentials: the principal's grants end (at the authorization
+// server too, where it offers revocation), what this process caches of them is dropped,
+// and the principal's sessions with those upstreams close.
+func (a *credentialAdmin) Revoke(ctx context.Context, upstream, principal string) (*admin.Revoked, error) {
+	out := &admin.Revoked{Principal: principal, Upstreams: []string{}}
+	a.c.mu.Lock()
+	provs := make(map[string]*credential.Provider, len(a.c.providers))
+	for name, p := range a.c.providers {
+		provs[name] = p
+	}
+	a.c.mu.Unlock()
+	l, err := a.c.store.List(ctx, upstream, principal)
+	if err != nil {
+		return nil, err
+	}
+	done := map[string]bool{}
+	for _, g := range l {
+		if p := provs[g.Upstream]; p != nil {
+			if _, err := p.Revoke(ctx, principal); err != nil {
+				return out, err
+			}
+		} else if err := a.c.store.Delete(ctx, g.Upstream, principal); err != nil {
+			return out, err
+		}
+		done[g.Upstream] = true
+		out.Upstreams = append(out.Upstreams, g.Upstream)
+	}
+	for name, p := range provs { // what the process caches without a stored grant (mode "secret" from a file)
+		if (upstream == "" || upstream == name) && !done[name] {
+			p.Forget(principal)
+		}
+	}
+	out.Sessions = a.r.ClosePrincipal(upstream, principal)
+	return out, nil
 }

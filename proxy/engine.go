@@ -292,7 +292,7 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 		}
 		spec.OAuth = o
 	}
-	prov, err := e.creds.provider(uc)
+	prov, err := e.creds.provider(uc, proxyName(cfg))
 	if err != nil {
 		return router.Member{}, gate, fmt.Errorf("upstream %q: configuring its credentials: %w", uc.Name, err)
 	}

@@ -56,6 +56,10 @@ type OAuthConfig struct {
 	// OpenBrowser opens the authorization URL in the desktop's browser when a person
 	// must approve (besides logging it).
 	OpenBrowser bool
+	// ApplicationType is registered (RFC 7591, OpenID Connect): "native" (the default:
+	// a loopback redirect) or "web" (the per-user flows, whose redirect is the proxy's
+	// own HTTP listener).
+	ApplicationType string
 }
 
 // maxStepUps bounds the authorizations in a row that the upstream answers with 403
@@ -155,6 +159,9 @@ func NewOAuth(resource string, cfg OAuthConfig, log zerolog.Logger) (*OAuth, err
 	}
 	if cfg.ClientName == "" {
 		cfg.ClientName = "mcp-proxy"
+	}
+	if cfg.ApplicationType == "" {
+		cfg.ApplicationType = "native"
 	}
 	o := &OAuth{cfg: cfg, resource: u, log: log.With().Str("oauth", u.Redacted()).Logger(),
 		http:    &http.Client{Transport: sharedTransport, Timeout: 30 * time.Second},

@@ -97,7 +97,7 @@ func (o *OAuth) register(ctx context.Context, as *asMetadata, redirectURI string
 		"client_name":                o.cfg.ClientName,
 		"grant_types":                grants,
 		"token_endpoint_auth_method": method,
-		"application_type":           "native",
+		"application_type":           o.cfg.ApplicationType,
 	}
 	if redirectURI != "" {
 		meta["redirect_uris"] = []string{redirectURI}
