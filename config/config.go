@@ -62,6 +62,9 @@ type Config struct {
 	Telemetry *Telemetry // nil: no telemetry block (the OTEL_* environment may still trace)
 	Admin     *Admin     // nil: no admin listener (see admin.go)
 	Cluster   *Cluster   // nil: no shared state, every replica on its own (see cluster.go)
+	// TokenStore is where per-user credentials are kept; nil: in memory, or in Redis
+	// with a cluster block (see tokenstore.go).
+	TokenStore *TokenStore
 }
 
 // Proxy holds the settings of the optional proxy block.

@@ -215,3 +215,63 @@ func FuzzSecretRefs(f *testing.F) {
 		}
 	})
 }
+
+func TestTokenStore(t *testing.T) {
+	cfg := mustParse(t, `
+token_store {
+  file = "state/tokens.sealed"
+  key  = env("K")
+}
+upstream "a" {
+  command = ["x"]
+}
+`, fakeEnv(map[string]string{"K": "0123456789abcdef0123456789abcdef"}))
+	if ts := cfg.TokenStore; ts == nil || ts.File != "/base/state/tokens.sealed" || ts.Key == "" {
+		t.Errorf("token_store %+v", cfg.TokenStore)
+	}
+	if k, _ := cfg.StoreKey(); k != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("store key %q", k)
+	}
+	cfg = mustParse(t, `
+cluster {
+  redis = "redis://127.0.0.1:6379/0"
+  key   = "0123456789abcdef0123456789abcdef-cluster"
+}
+listen "http" { address = "127.0.0.1:8080" }
+upstream "a" {
+  command = ["x"]
+  env = { T = secret("t") }
+  credentials { mode = "secret" }
+}
+`, Options{})
+	if k, _ := cfg.StoreKey(); k != "0123456789abcdef0123456789abcdef-cluster" {
+		t.Errorf("a cluster's store key %q", k)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{`token_store { file = "t" }
+upstream "a" { command = ["x"] }`, "Missing key"},
+		{`token_store { key = "short" }
+upstream "a" { command = ["x"] }`, "Invalid key"},
+		{`cluster {
+  redis = "redis://127.0.0.1:6379/0"
+  key   = "0123456789abcdef0123456789abcdef-cluster"
+}
+listen "http" { address = "127.0.0.1:8080" }
+token_store {
+  file = "t"
+  key  = "0123456789abcdef0123456789abcdef"
+}
+upstream "a" { command = ["x"] }`, "Token file in a cluster"},
+		{`cluster { redis = "redis://127.0.0.1:6379/0" }
+listen "http" { address = "127.0.0.1:8080" }
+upstream "a" {
+  command = ["x"]
+  env = { T = secret("t") }
+  credentials { mode = "secret" }
+}`, "Per-user credentials without a shared key"},
+	} {
+		if got := mustFail(t, tc.src, Options{}); !strings.Contains(got, tc.want) {
+			t.Errorf("for\n%s\ngot\n%s\nwant %q", tc.src, got, tc.want)
+		}
+	}
+}

@@ -13,16 +13,17 @@ import "github.com/hashicorp/hcl/v2"
 
 // rawFile is the top level of a configuration file.
 type rawFile struct {
-	Proxies   []rawProxy     `hcl:"proxy,block"`
-	Upstreams []rawUpstream  `hcl:"upstream,block"`
-	Listens   []rawListen    `hcl:"listen,block"`
-	Auths     []rawAuth      `hcl:"auth,block"`
-	Policies  []rawPolicy    `hcl:"policy,block"`
-	Audits    []rawAudit     `hcl:"audit,block"`
-	Plugins   []rawPlugin    `hcl:"plugin,block"`
-	Telemetry []rawTelemetry `hcl:"telemetry,block"` // see telemetry.go
-	Admins    []rawAdmin     `hcl:"admin,block"`     // see admin.go
-	Clusters  []rawCluster   `hcl:"cluster,block"`   // see cluster.go
+	Proxies   []rawProxy      `hcl:"proxy,block"`
+	Upstreams []rawUpstream   `hcl:"upstream,block"`
+	Listens   []rawListen     `hcl:"listen,block"`
+	Auths     []rawAuth       `hcl:"auth,block"`
+	Policies  []rawPolicy     `hcl:"policy,block"`
+	Audits    []rawAudit      `hcl:"audit,block"`
+	Plugins   []rawPlugin     `hcl:"plugin,block"`
+	Telemetry []rawTelemetry  `hcl:"telemetry,block"`   // see telemetry.go
+	Admins    []rawAdmin      `hcl:"admin,block"`       // see admin.go
+	Clusters  []rawCluster    `hcl:"cluster,block"`     // see cluster.go
+	Stores    []rawTokenStore `hcl:"token_store,block"` // see tokenstore.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be

@@ -56,6 +56,11 @@ type Flow struct {
 	// until one did.
 	Binding string
 	Expires time.Time
+	// The client the authorization is asked for: the callback, on whichever replica,
+	// redeems the code as that client.
+	ClientID     string
+	ClientSecret principal.Secret
+	ClientAuth   string
 }
 
 // flowTTL is how long a link may be used.
@@ -118,11 +123,13 @@ func (fl *Flows) begin(ctx context.Context, o *userOAuth, principalName string) 
 		}
 	}
 	// The authorization server must be reachable before a link is handed out.
-	if _, _, err := o.server(ctx); err != nil {
+	_, client, err := o.server(ctx)
+	if err != nil {
 		return "", "", err
 	}
 	f := &Flow{ID: randomString(32), Upstream: o.upstream, Principal: principalName, Verifier: principal.NewSecret(randomString(32)),
-		State: principal.NewSecret(randomString(16)), Expires: fl.now().Add(flowTTL)}
+		State: principal.NewSecret(randomString(16)), Expires: fl.now().Add(flowTTL),
+		ClientID: client.ID, ClientSecret: principal.NewSecret(client.Secret), ClientAuth: client.Method}
 	if err := fl.store.PutFlow(ctx, f); err != nil {
 		return "", "", fmt.Errorf("storing the authorization flow: %w", err)
 	}

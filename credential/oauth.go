@@ -198,6 +198,7 @@ func (o *userOAuth) refresh(ctx context.Context, h *handle, g *Grant) (*token, e
 	if err != nil {
 		return nil, err
 	}
+	client = o.clientOf(client, g.ClientID, g.ClientSecret, g.ClientAuth)
 	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {g.RefreshToken.Reveal()}, "resource": {as.Resource}}
 	now := p.deps.Now()
 	r, err := tokenRequest(ctx, o.http, as.TokenEndpoint, client, form)
@@ -227,12 +228,23 @@ func (o *userOAuth) refresh(ctx context.Context, h *handle, g *Grant) (*token, e
 	return tokenOf(&n), nil
 }
 
+// clientOf is the client a flow or grant was made with (id, secret, auth), or this
+// process's own when it records none. A private_key_jwt client is the configured one
+// (its key is on every replica).
+func (o *userOAuth) clientOf(own *Client, id string, secret principal.Secret, auth string) *Client {
+	if id == "" || id == own.ID || own.Method == AuthJWT {
+		return own
+	}
+	return &Client{ID: id, Secret: secret.Reveal(), Method: auth}
+}
+
 // authorizationURL is where the principal's browser goes to authorize flow f.
 func (o *userOAuth) authorizationURL(ctx context.Context, f *Flow) (string, error) {
 	as, client, err := o.server(ctx)
 	if err != nil {
 		return "", err
 	}
+	client = o.clientOf(client, f.ClientID, f.ClientSecret, f.ClientAuth)
 	sum := sha256.Sum256([]byte(f.Verifier.Reveal()))
 	u, err := url.Parse(as.AuthorizationEndpoint)
 	if err != nil {
@@ -283,6 +295,7 @@ func (o *userOAuth) redeem(ctx context.Context, f *Flow, code string, iss []stri
 	} else if len(iss) == 0 && as.IssParameterSupported {
 		return nil, fmt.Errorf("the authorization response has no iss although %s advertises it", as.Issuer)
 	}
+	client = o.clientOf(client, f.ClientID, f.ClientSecret, f.ClientAuth)
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {o.cfg.RedirectURL},
 		"code_verifier": {f.Verifier.Reveal()}, "resource": {as.Resource}}
 	now := o.p.deps.Now()
@@ -295,7 +308,8 @@ func (o *userOAuth) redeem(ctx context.Context, f *Flow, code string, iss []stri
 	}
 	g := &Grant{Upstream: o.upstream, Principal: f.Principal, Mode: ModeOAuth, AccessToken: principal.NewSecret(r.AccessToken),
 		RefreshToken: principal.NewSecret(r.RefreshToken), Expiry: r.expiry(now), Scopes: strings.Fields(r.Scope),
-		Issuer: as.Issuer, Subject: jwtSubject(r.AccessToken), Created: now, Updated: now}
+		Issuer: as.Issuer, Subject: jwtSubject(r.AccessToken), Created: now, Updated: now,
+		ClientID: client.ID, ClientSecret: principal.NewSecret(client.Secret), ClientAuth: client.Method}
 	if err := o.p.deps.Store.Put(ctx, g); err != nil {
 		return nil, fmt.Errorf("storing the grant: %w", err)
 	}
@@ -313,6 +327,7 @@ func (o *userOAuth) revoke(ctx context.Context, g *Grant) error {
 	if err != nil || as.RevocationEndpoint == "" {
 		return err
 	}
+	client = o.clientOf(client, g.ClientID, g.ClientSecret, g.ClientAuth)
 	tok := g.RefreshToken
 	hint := "refresh_token"
 	if tok.IsZero() {

@@ -29,6 +29,12 @@ type Grant struct {
 	// Secrets are a principal's named secrets (mode "secret", when the store holds
 	// them).
 	Secrets map[string]principal.Secret
+	// ClientID, ClientSecret and ClientAuth are the proxy's client the grant was issued
+	// to (mode "oauth"): a refresh must present the same client, whichever replica
+	// refreshes (each may have registered a client of its own).
+	ClientID     string
+	ClientSecret principal.Secret
+	ClientAuth   string
 
 	Created, Updated time.Time
 }
@@ -147,7 +153,7 @@ func (m *MemoryStore) List(_ context.Context, up, p string) ([]Info, error) {
 			out = append(out, g.Info())
 		}
 	}
-	sortInfos(out)
+	SortInfos(out)
 	return out, nil
 }
 
@@ -213,8 +219,8 @@ func (m *MemoryStore) TakeFlow(_ context.Context, id string) (*Flow, error) {
 // Close implements Store.
 func (m *MemoryStore) Close() error { return nil }
 
-// sortInfos orders grants by upstream, then principal.
-func sortInfos(l []Info) {
+// SortInfos orders grants by upstream, then principal.
+func SortInfos(l []Info) {
 	slices.SortFunc(l, func(a, b Info) int {
 		if a.Upstream != b.Upstream {
 			if a.Upstream < b.Upstream {

@@ -179,7 +179,7 @@ upstream "j" {
 	// The upstream refuses alice's token once it expires (before the proxy expected):
 	// the proxy exchanges again, once, and the call succeeds.
 	alice := connectAs(t, url, front("alice"), nil, stderr)
-	time.Sleep(4500 * time.Millisecond)
+	time.Sleep(5200 * time.Millisecond) // past the JWT's exp, whole seconds after issue
 	if w, err := whoamiOf(t, alice, "x__whoami"); err != nil || w["sub"] != "alice" {
 		t.Fatalf("alice after her token expired: %v %v\n%s", w, err, stderr)
 	}

@@ -253,7 +253,7 @@ upstream "jira" {
 	}
 
 	// Expired at the upstream (the JWT lives 4 s): the grant is refreshed on the 401.
-	time.Sleep(4500 * time.Millisecond)
+	time.Sleep(5200 * time.Millisecond) // past the JWT's exp, whole seconds after issue
 	if s := subOf(alice); s != "alice" {
 		t.Errorf("alice after her token expired: %q", s)
 	}
@@ -294,7 +294,7 @@ upstream "jira" {
 	// The server revokes bob's refresh token: once his token expires, his call fails
 	// (naming the upstream), and the next one sends him to authorize again.
 	as.RevokeRefresh("bob")
-	time.Sleep(4500 * time.Millisecond)
+	time.Sleep(5200 * time.Millisecond) // past the JWT's exp, whole seconds after issue
 	_, err := whoamiOf(t, bob, "jira__whoami")
 	var werr *jsonrpc.Error
 	if !errors.As(err, &werr) || werr.Code != -31012 || !strings.Contains(werr.Message, `"jira"`) {

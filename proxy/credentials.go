@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/admin"
+	"github.com/mcp-proxy/mcp-proxy/cluster"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/credential"
 	"github.com/mcp-proxy/mcp-proxy/principal"
@@ -32,9 +33,40 @@ type credentials struct {
 	flows     *credential.Flows               // the per-user authorizations; nil until an upstream is in mode "oauth"
 }
 
-// newCredentials makes the credentials of cfg's proxy: the store in memory.
+// newCredentials makes the credentials of cfg's proxy over its token store: in Redis,
+// sealed with the store's key, with a cluster block (when the file names one: a
+// cluster's per-user upstreams need it, as config checks); in an encrypted file with a
+// token_store file; in memory otherwise. It connects to nothing yet.
 func newCredentials(cfg *config.Config, log zerolog.Logger, obs credential.Observer) (*credentials, error) {
-	return &credentials{log: log, store: credential.NewMemoryStore(), obs: obs, providers: map[string]*credential.Provider{}}, nil
+	c := &credentials{log: log, obs: obs, providers: map[string]*credential.Provider{}}
+	key, previous := cfg.StoreKey()
+	switch {
+	case cfg.Cluster != nil && key != "":
+		sealer, err := credential.NewSealer(key, previous...)
+		if err != nil {
+			return nil, err
+		}
+		client, err := cluster.NewClient(cfg.Cluster)
+		if err != nil {
+			return nil, err
+		}
+		c.store = cluster.NewRedisCredentials(client, cfg.Cluster.KeyPrefix, sealer)
+		log.Debug().Msg("credentials: the token store is in redis, sealed")
+	case cfg.TokenStore != nil && cfg.TokenStore.File != "":
+		sealer, err := credential.NewSealer(key, previous...)
+		if err != nil {
+			return nil, err
+		}
+		fs, err := credential.OpenFileStore(cfg.TokenStore.File, sealer)
+		if err != nil {
+			return nil, err
+		}
+		c.store = fs
+		log.Debug().Str("file", cfg.TokenStore.File).Msg("credentials: the token store is an encrypted file")
+	default:
+		c.store = credential.NewMemoryStore()
+	}
+	return c, nil
 }
 
 // close releases the store.

@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "jsonrpc", "mcp", "internal/jsonx", "internal/lazyre"},
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "trust", "jsonrpc", "mcp", "internal/jsonx"},
 	"admin":                {"metrics", "router", "upstream"},
-	"cluster":              {"policy", "router", "config", "jsonrpc"},
+	"cluster":              {"policy", "router", "config", "jsonrpc", "credential"},
 	"plugins/guard":        {},
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},

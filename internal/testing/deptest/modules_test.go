@@ -137,8 +137,8 @@ var modules = map[string][]reason{
 	"cmd/mcp-proxy-redact":        pluginSDK,
 	"proxy":                       join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
 	"cmd/mcp-proxy":               join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis), // through proxy
-	"cluster":                     join(logging, hcl, ratelimit, redis),
-	"internal/testing/topology":   nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
+	"cluster":                     join(logging, hcl, ratelimit, redis, jose),                              // jose: through credential (the token store's types)
+	"internal/testing/topology":   nil,                                                                     // starts redis-server, haproxy and mcp-proxy: the standard library only
 	"internal/testing/devcluster": nil,
 	"telemetry":                   join(logging, otel),
 	"trust":                       join(logging, hcl), // hcl: the diagnostics validate prints
