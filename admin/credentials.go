@@ -44,6 +44,15 @@ type Credentials interface {
 	List(ctx context.Context, upstream, principal string) ([]Grant, error)
 	// Revoke ends principal's grants with upstream ("" for every upstream).
 	Revoke(ctx context.Context, upstream, principal string) (*Revoked, error)
+	// Summary says, per upstream with per-user credentials, its mode and how many
+	// principals have a credential for it (for /status).
+	Summary(ctx context.Context) map[string]CredentialSummary
+}
+
+// CredentialSummary is one per-user upstream's credentials in the status.
+type CredentialSummary struct {
+	Mode       string
+	Principals int
 }
 
 // serveCredentials lists the grants: ?upstream= and ?principal= narrow the list.

@@ -87,7 +87,11 @@ func TestCredentialsOAuth(t *testing.T) {
 		"-auth-anonymous-catalogue")
 	addr, adminAddr := freeAddr(t), freeAddr(t)
 	resource := "http://" + addr + "/mcp"
-	cfg := writeConfig(t, fmt.Sprintf(`listen "http" {
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg := writeConfig(t, fmt.Sprintf(`audit {
+  file = %q
+}
+listen "http" {
   address = %q
 }
 admin {
@@ -107,7 +111,7 @@ upstream "jira" {
     scopes = ["mcp"]
   }
 }
-`, addr, adminAddr, resource, as.URL, as.URL+"/jwks", up))
+`, auditPath, addr, adminAddr, resource, as.URL, as.URL+"/jwks", up))
 	stderr, _ := startProxy(t, cfg, false, addr, adminAddr)
 	url := "http://" + addr + "/mcp"
 	front := func(sub string) string { return as.IssueFront(sub, resource, 10*time.Minute) }
@@ -302,7 +306,62 @@ upstream "jira" {
 	}
 	linkOf(bob)
 
-	noTokens(t, as, stderr, upLog, stringer(list), stringer(table))
+	// What an operator sees: the status says how many principals have a credential, the
+	// metrics count what the credentials did, the audit says which mode and upstream
+	// subject served each call; none of it, nor any log, holds a token.
+	get := func(path, accept string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "http://"+adminAddr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+front("ops"))
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	statusJSON, statusHTML, metricsText := get("/status", "application/json"), get("/status", "text/html"), get("/metrics", "text/plain")
+	var st struct {
+		Upstreams []struct {
+			Name           string
+			CredentialMode string `json:"credential_mode"`
+			Principals     *int   `json:"principals_with_credential"`
+			PerPrincipal   bool   `json:"per_principal"`
+		}
+	}
+	json.Unmarshal([]byte(statusJSON), &st)
+	if len(st.Upstreams) != 1 || st.Upstreams[0].CredentialMode != "oauth" || !st.Upstreams[0].PerPrincipal ||
+		st.Upstreams[0].Principals == nil || *st.Upstreams[0].Principals != 3 { // carol, erin, frank (alice revoked, bob ended)
+		t.Errorf("status: %s", statusJSON)
+	}
+	if !strings.Contains(statusHTML, "credentials oauth") {
+		t.Errorf("the status page does not show the credentials")
+	}
+	for _, want := range []string{`mcp_proxy_credential_events_total{event="authorized",upstream="jira"} 5`,
+		`mcp_proxy_credential_events_total{event="refresh",upstream="jira"} 1`} {
+		if !strings.Contains(metricsText, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(metricsText, "credential_events"))
+		}
+	}
+	audit, _ := os.ReadFile(auditPath)
+	if !strings.Contains(string(audit), `"credential":"oauth","upstream_subject":"carol"`) {
+		t.Errorf("no audit record says carol's call was served by her oauth grant:\n%s", audit)
+	}
+	noTokens(t, as, stderr, upLog, stringer(list), stringer(table), stringer(statusJSON), stringer(statusHTML),
+		stringer(metricsText), stringer(audit))
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 type stringer string

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/cluster"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/credential"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 	"github.com/mcp-proxy/mcp-proxy/transport"
@@ -198,14 +199,15 @@ func (e *engine) perPrincipal(uc config.Upstream, spec upstream.Spec, prov *cred
 			}
 			a, err := prov.Admit(ctx, req.Principal, call)
 			if err != nil {
+				refused := router.Admission{Mode: prov.Mode()}
 				var ref *credential.Refusal
 				if errors.As(err, &ref) {
 					if ref.Result != nil {
-						return router.Admission{}, &router.ResultError{Result: ref.Result, Err: ref}
+						return refused, &router.ResultError{Result: ref.Result, Err: ref}
 					}
-					return router.Admission{}, ref.Err
+					return refused, ref.Err
 				}
-				return router.Admission{}, err
+				return refused, err
 			}
 			return router.Admission{Params: a.Params, Mode: prov.Mode(), Subject: a.Subject}, nil
 		}
@@ -261,6 +263,25 @@ func catalogueSpec(spec upstream.Spec, uc config.Upstream) upstream.Spec {
 		spec.OAuth = nil
 	}
 	return spec
+}
+
+// The metrics' credential series are the providers' Observer (metrics does not import
+// credential: this is where the two meet).
+var _ credential.Observer = (*metrics.Credentials)(nil)
+
+// credentials is the observer of the per-user credentials: the metrics' series, for the
+// per-user upstreams of cfg; nil (never a typed nil) without metrics.
+func (o *observers) credentials(cfg *config.Config) credential.Observer {
+	if o == nil || o.metrics == nil {
+		return nil
+	}
+	var names []string
+	for _, u := range cfg.Upstreams {
+		if u.Credentials.PerUser() && !u.Disabled {
+			names = append(names, u.Name)
+		}
+	}
+	return o.metrics.Credentials(names...)
 }
 
 // credentialAdmin lists and revokes the principals' grants for the admin listener.
@@ -320,4 +341,33 @@ func (a *credentialAdmin) Revoke(ctx context.Context, upstream, principal string
 	}
 	out.Sessions = a.r.ClosePrincipal(upstream, principal)
 	return out, nil
+}
+
+// Summary implements admin.Credentials: each per-user upstream's mode, and how many
+// principals have a grant for it in the store (or, when the store cannot be read, in
+// this process's cache).
+func (a *credentialAdmin) Summary(ctx context.Context) map[string]admin.CredentialSummary {
+	a.c.mu.Lock()
+	provs := make(map[string]*credential.Provider, len(a.c.providers))
+	for name, p := range a.c.providers {
+		provs[name] = p
+	}
+	a.c.mu.Unlock()
+	if len(provs) == 0 {
+		return nil
+	}
+	counts := map[string]int{}
+	l, err := a.c.store.List(ctx, "", "")
+	for _, g := range l {
+		counts[g.Upstream]++
+	}
+	out := make(map[string]admin.CredentialSummary, len(provs))
+	for name, p := range provs {
+		n := counts[name]
+		if err != nil || (p.Mode() == credential.ModeSecret && n == 0) {
+			n = p.Cached() // a secrets file: the principals whose secrets were looked up
+		}
+		out[name] = admin.CredentialSummary{Mode: p.Mode(), Principals: n}
+	}
+	return out
 }

@@ -241,7 +241,7 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 	b.tr, b.log = p.tr, traceLogs(o.log, p.tr)
 	p.log = b.log
 	b.obs = newObservers(cfg, o.version)
-	if b.creds, err = newCredentials(cfg, b.log, nil); err != nil {
+	if b.creds, err = newCredentials(cfg, b.log, b.obs.credentials(cfg)); err != nil {
 		return nil, err
 	}
 	p.creds = b.creds

@@ -43,7 +43,8 @@ type PerClient struct {
 	// Admit, with ByPrincipal, is asked before each request is routed to the upstream:
 	// whether the principal may be served now (it has a usable credential), and with
 	// which params. Its error is the request's answer (a *ResultError as a result); it
-	// never sends the request elsewhere. Nil admits everything.
+	// never sends the request elsewhere. The Admission's Mode is noted for the audit
+	// with an error too. Nil admits everything.
 	Admit func(ctx context.Context, req *Request, params json.RawMessage) (Admission, error)
 }
 

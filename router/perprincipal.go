@@ -66,11 +66,11 @@ func (r *Router) admit(ctx context.Context, b *backend, req *Request, params jso
 		return params, nil
 	}
 	a, err := b.pool.pc.Admit(ctx, req, params)
-	if err != nil {
-		return nil, err
-	}
 	if n, _ := ctx.Value(noteKey{}).(*CredentialNote); n != nil {
 		n.Mode, n.Subject = a.Mode, a.Subject
+	}
+	if err != nil {
+		return nil, err
 	}
 	if a.Params != nil {
 		params = a.Params
