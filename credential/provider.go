@@ -219,7 +219,7 @@ func (p *Provider) Admit(ctx context.Context, who *principal.Principal, call Cal
 	if t.usable(now) && (p.cfg.Mode != ModeOAuth || now.UnixNano()-h.checked.Load() < int64(recheck)) {
 		return p.admitted(t, call), nil
 	}
-	t, err := h.get(ctx, func(ctx context.Context) (*token, error) { return p.strat.obtain(ctx, h, &call) })
+	t, err := p.obtain(ctx, h, call)
 	if err != nil {
 		var ref *Refusal
 		if !errors.As(err, &ref) {
@@ -233,6 +233,12 @@ func (p *Provider) Admit(ctx context.Context, who *principal.Principal, call Cal
 		return Admitted{}, ref
 	}
 	return p.admitted(t, call), nil
+}
+
+// obtain is Admit's slow path: the principal's token obtained (one flight at a time).
+// It is a function of its own so that the fast path does not move call to the heap.
+func (p *Provider) obtain(ctx context.Context, h *handle, call Call) (*token, error) {
+	return h.get(ctx, func(ctx context.Context) (*token, error) { return p.strat.obtain(ctx, h, &call) })
 }
 
 // admitted is what Admit returns for a call that t serves: the call's params without

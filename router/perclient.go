@@ -44,7 +44,8 @@ type PerClient struct {
 	// whether the principal may be served now (it has a usable credential), and with
 	// which params. Its error is the request's answer (a *ResultError as a result); it
 	// never sends the request elsewhere. The Admission's Mode is noted for the audit
-	// with an error too. Nil admits everything.
+	// with an error too. A request for nobody (no principal) is refused before it is
+	// asked. Nil admits everything.
 	Admit func(ctx context.Context, req *Request, params json.RawMessage) (Admission, error)
 }
 

@@ -65,6 +65,10 @@ func (r *Router) admit(ctx context.Context, b *backend, req *Request, params jso
 	if b.pool == nil || b.pool.pc.Admit == nil {
 		return params, nil
 	}
+	if req.Principal == nil {
+		return nil, mcp.ProxyError(mcp.CodeCredentialUnavailable, b.name,
+			fmt.Sprintf("upstream %q acts as the calling principal, and this request is made for nobody", b.name))
+	}
 	a, err := b.pool.pc.Admit(ctx, req, params)
 	if n, _ := ctx.Value(noteKey{}).(*CredentialNote); n != nil {
 		n.Mode, n.Subject = a.Mode, a.Subject
