@@ -148,6 +148,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /lock", guard(http.HandlerFunc(s.serveApprove)))
 	mux.Handle("GET /credentials", guard(http.HandlerFunc(s.serveCredentials)))
 	mux.Handle("POST /credentials/revoke", guard(http.HandlerFunc(s.serveRevoke)))
+	mux.Handle("PUT /credentials/secret", guard(http.HandlerFunc(s.serveSetSecret)))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /{$}", guard(http.RedirectHandler("/status", http.StatusFound)))

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -47,6 +48,71 @@ type Credentials interface {
 	// Summary says, per upstream with per-user credentials, its mode and how many
 	// principals have a credential for it (for /status).
 	Summary(ctx context.Context) map[string]CredentialSummary
+	// SetSecret stores principal's secret name for upstream (mode "secret" without a
+	// secrets file); an *InputError when the request is wrong.
+	SetSecret(ctx context.Context, upstream, principal, name, value string) error
+}
+
+// InputError is a request the admin listener refuses as the caller's mistake (400).
+type InputError struct{ Msg string }
+
+func (e *InputError) Error() string { return e.Msg }
+
+// maxSecret bounds a secret's value.
+const maxSecret = 64 << 10
+
+// serveSetSecret stores the request's body as ?principal='s secret ?name for ?upstream.
+func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Credentials == nil {
+		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
+		return
+	}
+	q := r.URL.Query()
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxSecret+1))
+	if err != nil || len(b) > maxSecret {
+		http.Error(w, "the secret is unreadable or larger than 64 KiB", http.StatusBadRequest)
+		return
+	}
+	err = s.opts.Credentials.SetSecret(r.Context(), q.Get("upstream"), q.Get("principal"), q.Get("name"), string(b))
+	var ie *InputError
+	switch {
+	case errors.As(err, &ie):
+		http.Error(w, ie.Msg, http.StatusBadRequest)
+		return
+	case err != nil:
+		s.opts.Log.Warn().Err(err).Msg("admin: storing a secret")
+		http.Error(w, "storing the secret failed: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	s.opts.Log.Info().Str("upstream", q.Get("upstream")).Str("principal", q.Get("principal")).Str("name", q.Get("name")).
+		Msg("admin: a principal's secret stored")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// PutSecret stores principal's secret name for upstream through the admin listener at
+// baseURL (`mcp-proxy credentials set-secret`).
+func PutSecret(ctx context.Context, client *http.Client, baseURL, token, upstream, principal, name, value string) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	u := strings.TrimSuffix(baseURL, "/") + "/credentials/secret?" + url.Values{"upstream": {upstream}, "principal": {principal}, "name": {name}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, strings.NewReader(value))
+	if err != nil {
+		return err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking %s to store the secret: %w", baseURL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("%s/credentials/secret answered %d %s: %s", strings.TrimSuffix(baseURL, "/"), resp.StatusCode, http.StatusText(resp.StatusCode), firstLine(string(body)))
+	}
+	return nil
 }
 
 // CredentialSummary is one per-user upstream's credentials in the status.

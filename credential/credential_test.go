@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -175,5 +176,29 @@ func TestMemoryStoreLease(t *testing.T) {
 	b, _ := json.Marshal(l)
 	if len(l) != 1 || !l[0].Refresh || strings.Contains(string(b), "at-secret") {
 		t.Errorf("list %s", b)
+	}
+}
+
+// TestPrune: handles unused for an hour without a usable token are dropped when many new
+// ones are made; one with a live token stays.
+func TestPrune(t *testing.T) {
+	now := time.Now()
+	clock := func() time.Time { return now }
+	p, err := NewProvider(Config{Upstream: "gh", Mode: ModeSecret, Source: nil}, Deps{Store: NewMemoryStore(), Log: zerolog.Nop(), Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := p.handle("live")
+	live.tok.Store(&token{expiry: now.Add(3 * time.Hour)})
+	p.handle("stale")
+	now = now.Add(2 * time.Hour)
+	for i := 0; i < pruneEvery; i++ {
+		p.handle(fmt.Sprintf("p%d", i))
+	}
+	if _, ok := p.handles.Load("stale"); ok {
+		t.Error("a stale handle was kept")
+	}
+	if _, ok := p.handles.Load("live"); !ok {
+		t.Error("a handle with a live token was dropped")
 	}
 }

@@ -80,7 +80,8 @@ type Provider struct {
 	log   zerolog.Logger
 	strat strategy // nil for ModeSecret
 
-	handles sync.Map // principal name → *handle
+	handles sync.Map     // principal name → *handle
+	made    atomic.Int64 // handles made (see prune)
 }
 
 // strategy is what a token mode does to obtain and renew a principal's token.
@@ -183,8 +184,33 @@ func (p *Provider) handle(name string) *handle {
 	if h, ok := p.handles.Load(name); ok {
 		return h.(*handle)
 	}
-	h, _ := p.handles.LoadOrStore(name, &handle{p: p, name: name})
+	h, loaded := p.handles.LoadOrStore(name, &handle{p: p, name: name})
+	if !loaded && p.made.Add(1)%pruneEvery == 0 {
+		p.prune()
+	}
 	return h.(*handle)
+}
+
+// pruneEvery is how many new handles are made between two prunes, and pruneAfter how
+// long a handle is kept unused: the cache of a proxy that has seen many principals over
+// time does not grow without bound.
+const (
+	pruneEvery = 1024
+	pruneAfter = time.Hour
+)
+
+// prune drops the handles not used for pruneAfter whose token has expired (or that have
+// none). A principal's session that still holds one goes on with it; the principal's next
+// call makes a new one, read from the store.
+func (p *Provider) prune() {
+	now := p.deps.Now()
+	p.handles.Range(func(k, v any) bool {
+		h := v.(*handle)
+		if t := h.tok.Load(); (t == nil || !t.usable(now)) && now.UnixNano()-h.checked.Load() > int64(pruneAfter) {
+			p.handles.Delete(k)
+		}
+		return true
+	})
 }
 
 // Admitted is what Admit lets through.

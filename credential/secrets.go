@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
 // SecretSource holds every principal's named secrets (mode "secret").
@@ -149,5 +151,33 @@ func (h *handle) admitSecrets(ctx context.Context) error {
 	}
 	h.secrets.Store(&secrets)
 	h.checked.Store(p.deps.Now().UnixNano())
+	return nil
+}
+
+// HasSource reports whether the principals' secrets come from a SecretSource (a file)
+// rather than the store.
+func (p *Provider) HasSource() bool { return p.cfg.Source != nil }
+
+// SetSecret stores principal's secret name in the store (mode "secret" without a
+// source), and drops what this process caches of the principal's secrets: the next call
+// reads them again.
+func (p *Provider) SetSecret(ctx context.Context, principalName, name, value string) error {
+	g, err := p.deps.Store.Get(ctx, p.cfg.Upstream, principalName)
+	if err != nil {
+		return err
+	}
+	now := p.deps.Now()
+	if g == nil {
+		g = &Grant{Upstream: p.cfg.Upstream, Principal: principalName, Mode: ModeSecret, Created: now}
+	}
+	if g.Secrets == nil {
+		g.Secrets = map[string]principal.Secret{}
+	}
+	g.Secrets[name] = principal.NewSecret(value)
+	g.Updated = now
+	if err := p.deps.Store.Put(ctx, g); err != nil {
+		return err
+	}
+	p.Forget(principalName)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,8 +88,17 @@ func TestCredentialsSecret(t *testing.T) {
 	for _, n := range []string{"alice", "bob", "carol", "dave"} {
 		fmt.Fprintf(&auth, "  api_key %q {\n    token = %q\n  }\n", n, keys[n])
 	}
+	adminAddr := freeAddr(t)
 	url, stderr, cmd := startHTTPProxyHCL(t, fmt.Sprintf(`auth {
 %s}
+admin {
+  address = %q
+}
+upstream "s" {
+  command = [%s, "-whoami"]
+  env     = { WHOAMI = secret("who") }
+  credentials { mode = "secret" }   # the secrets are in the token store
+}
 upstream "t" {
   command      = [%s, "-whoami"]
   env          = { WHOAMI = secret("who"), PLAIN = "shared" }
@@ -99,8 +109,9 @@ upstream "t" {
     secrets_file = %q
   }
 }
-`, auth.String(), q(testserverBin), secrets))
-	procs := func() int { return len(childPIDs(cmd.Process.Pid)) }
+`, auth.String(), adminAddr, q(testserverBin), q(testserverBin), secrets))
+	waitListening(t, adminAddr, stderr)
+	procs := func() int { return len(childPIDs(cmd.Process.Pid)) - 1 } // less upstream "s"'s catalogue process
 
 	owner := map[string]string{} // pid → the principal it served
 	check := func(name string, cs *mcp.ClientSession) string {
@@ -161,8 +172,24 @@ upstream "t" {
 	// Idle: every principal's session closes; the catalogue's process stays.
 	waitFor(t, 20*time.Second, "idle sessions to close", func() bool { return procs() == 1 }, stderr)
 
+	// Secrets in the token store: set through the admin listener; alice's session gets
+	// hers, bob (none stored) is refused.
+	setSecret := exec.Command(proxyBin, "credentials", "set-secret", "--admin", "http://"+adminAddr,
+		"--upstream", "s", "--principal", "alice", "--name", "who")
+	setSecret.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+keys["alice"])
+	setSecret.Stdin = strings.NewReader("alice-stored-0005\n")
+	if out, err := setSecret.CombinedOutput(); err != nil || !strings.Contains(string(out), "stored secret who") {
+		t.Fatalf("set-secret: %v %s", err, out)
+	}
+	if w, err := whoamiOf(t, alice, "s__whoami"); err != nil || w["env"] != "alice-stored-0005" {
+		t.Errorf("alice's secret from the store: %v %v", w, err)
+	}
+	if _, err := whoamiOf(t, bob, "s__whoami"); !errors.As(err, &werr) || werr.Code != -31012 {
+		t.Errorf("bob without a stored secret: %v", err)
+	}
+
 	logs := stderr.String()
-	for _, s := range []string{"alice-secret-0001", "bob-secret-0002", "dave-secret-0004"} {
+	for _, s := range []string{"alice-secret-0001", "bob-secret-0002", "dave-secret-0004", "alice-stored-0005"} {
 		if strings.Contains(logs, s) {
 			t.Errorf("secret %s in the proxy's log", s)
 		}

@@ -371,3 +371,26 @@ func (a *credentialAdmin) Summary(ctx context.Context) map[string]admin.Credenti
 	}
 	return out
 }
+
+// SetSecret implements admin.Credentials: the principal's secret goes into the store's
+// grant of (upstream, principal), for an upstream in mode "secret" that has no secrets
+// file. It applies to the principal's next session (a running one keeps its
+// environment: revoke closes it).
+func (a *credentialAdmin) SetSecret(ctx context.Context, upstream, principalName, name, value string) error {
+	a.c.mu.Lock()
+	p := a.c.providers[upstream]
+	a.c.mu.Unlock()
+	switch {
+	case p == nil || p.Mode() != credential.ModeSecret:
+		return &admin.InputError{Msg: fmt.Sprintf("upstream %q is not in credentials mode %q", upstream, credential.ModeSecret)}
+	case p.HasSource():
+		return &admin.InputError{Msg: fmt.Sprintf("upstream %q reads its secrets from its secrets_file", upstream)}
+	case principalName == "":
+		return &admin.InputError{Msg: "principal is required"}
+	case !config.ValidSecretName(name):
+		return &admin.InputError{Msg: "name must be letters, digits, '_', '.' and '-' (1 to 128)"}
+	case strings.ContainsAny(value, "\x00\r\n"):
+		return &admin.InputError{Msg: "a secret may not hold a NUL byte or a line break"}
+	}
+	return p.SetSecret(ctx, principalName, name, value)
+}

@@ -12,11 +12,12 @@ import (
 )
 
 // cmdCredentials lists or revokes the principals' per-user credentials of a running
-// proxy, through its admin listener: `credentials list` and `credentials revoke`.
-func cmdCredentials(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// proxy, or stores a principal's secret, through its admin listener: `credentials list`,
+// `credentials revoke` and `credentials set-secret` (the value on stdin).
+func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	const name = "credentials"
-	if len(args) == 0 || (args[0] != "list" && args[0] != "revoke" && !strings.HasPrefix(args[0], "-")) {
-		return usageErrorf(name, "needs a subcommand: list or revoke")
+	if len(args) == 0 || (args[0] != "list" && args[0] != "revoke" && args[0] != "set-secret" && !strings.HasPrefix(args[0], "-")) {
+		return usageErrorf(name, "needs a subcommand: list, revoke or set-secret")
 	}
 	sub := "list"
 	if !strings.HasPrefix(args[0], "-") {
@@ -27,7 +28,8 @@ func cmdCredentials(ctx context.Context, args []string, stdout, stderr io.Writer
 	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
 	asJSON := fs.Bool("json", false, "print what the admin listener answers, as JSON")
 	upstream := fs.String("upstream", "", "only this upstream's grants (`NAME`)")
-	principal := fs.String("principal", "", "only this principal's grants (`NAME`); required by revoke")
+	principal := fs.String("principal", "", "only this principal's grants (`NAME`); required by revoke and set-secret")
+	secretName := fs.String("name", "", "set-secret: the secret's `NAME`, as secret(\"NAME\") names it")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
 		return err
@@ -35,8 +37,11 @@ func cmdCredentials(ctx context.Context, args []string, stdout, stderr io.Writer
 	if len(pos) > 0 {
 		return usageErrorf(name, "takes no arguments after the subcommand (got %q)", pos)
 	}
-	if sub == "revoke" && *principal == "" {
-		return usageErrorf(name, "revoke needs --principal")
+	if (sub == "revoke" || sub == "set-secret") && *principal == "" {
+		return usageErrorf(name, "%s needs --principal", sub)
+	}
+	if sub == "set-secret" && (*upstream == "" || *secretName == "") {
+		return usageErrorf(name, "set-secret needs --upstream and --name (the value is read from stdin)")
 	}
 	url := *adminURL
 	if url == "" {
@@ -47,6 +52,21 @@ func cmdCredentials(ctx context.Context, args []string, stdout, stderr io.Writer
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	key := os.Getenv(adminKeyEnv)
+	if sub == "set-secret" {
+		b, err := io.ReadAll(io.LimitReader(stdin, 64<<10+1))
+		if err != nil {
+			return exitError{code: 1, msg: "reading the secret from stdin: " + err.Error()}
+		}
+		value := strings.TrimRight(string(b), "\r\n")
+		if value == "" {
+			return exitError{code: 1, msg: "no secret on stdin"}
+		}
+		if err := admin.PutSecret(rctx, nil, url, key, *upstream, *principal, *secretName, value); err != nil {
+			return exitError{code: 1, msg: err.Error()}
+		}
+		fmt.Fprintf(stdout, "stored secret %s of principal %s for %s (its next session uses it)\n", *secretName, *principal, *upstream)
+		return nil
+	}
 	if sub == "revoke" {
 		out, err := admin.PostRevoke(rctx, nil, url, key, *upstream, *principal)
 		if err != nil {

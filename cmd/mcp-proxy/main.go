@@ -95,7 +95,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case "reload":
 		return cmdReload(ctx, rest, stdout, stderr)
 	case "credentials":
-		return cmdCredentials(ctx, rest, stdout, stderr)
+		return cmdCredentials(ctx, rest, stdin, stdout, stderr)
 	case "hash-key":
 		return cmdHashKey(rest, stdin, stdout, stderr)
 	case "completion":
