@@ -248,7 +248,9 @@ func (fl *Flows) callback(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadRequest, "Unknown authorization", "This browser did not open the link of this authorization.")
 		return
 	}
-	f, err := fl.store.TakeFlow(ctx, id)
+	// Checked before it is taken: a response that is not the flow's own does not use
+	// the flow up.
+	f, err := fl.store.GetFlow(ctx, id)
 	if err != nil {
 		fl.log.Warn().Err(err).Msg("reading an authorization flow")
 		page(w, http.StatusServiceUnavailable, "Try again", "The proxy cannot read its authorization flows right now.")
@@ -263,6 +265,10 @@ func (fl *Flows) callback(w http.ResponseWriter, r *http.Request) {
 		subtle.ConstantTimeCompare([]byte(hex.EncodeToString(sum[:])), []byte(f.Binding)) != 1:
 		fl.log.Warn().Str("link", logID(id)).Msg("an authorization response did not come from the browser that opened its link: refused")
 		page(w, http.StatusBadRequest, "Unknown authorization", "This browser did not open the link of this authorization.")
+		return
+	}
+	if f, err = fl.store.TakeFlow(ctx, id); err != nil || f == nil { // single use
+		page(w, http.StatusGone, "Authorization expired", "This authorization was completed already.")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName(id), Value: "", Path: CallbackPath, MaxAge: -1, HttpOnly: true})

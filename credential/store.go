@@ -166,6 +166,13 @@ func (m *MemoryStore) Lease(_ context.Context, up, p string, ttl time.Duration) 
 	if until, held := m.leases[k]; held && now.Before(until) {
 		return nil, false, nil
 	}
+	if len(m.leases) >= 1024 { // forget the expired ones (a link's lease is never released)
+		for lk, until := range m.leases {
+			if !now.Before(until) {
+				delete(m.leases, lk)
+			}
+		}
+	}
 	until := now.Add(ttl)
 	m.leases[k] = until
 	return func() {
