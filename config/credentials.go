@@ -82,6 +82,10 @@ type Credentials struct {
 	// Secret: the file of every principal's secrets (JSON: principal → name → value;
 	// refused when group or others may read it). "": the token store holds them.
 	SecretsFile string
+	// CataloguePrincipal, mode secret: the principal (a service account) whose secrets
+	// the upstream's own session, which lists the catalogue, is started with, for a
+	// server that does not start without them; "": that session gets none.
+	CataloguePrincipal string
 
 	DeclRange hcl.Range
 	ModeRange hcl.Range // of the mode attribute; DeclRange when it is not set
@@ -104,21 +108,22 @@ type IDJAG struct {
 func (c *Credentials) PerUser() bool { return c != nil && c.Mode != CredentialsShared }
 
 type rawCredentials struct {
-	Mode              *hcl.Attribute `hcl:"mode,optional"`
-	TokenEndpoint     *hcl.Attribute `hcl:"token_endpoint,optional"`
-	ClientID          *hcl.Attribute `hcl:"client_id,optional"`
-	ClientSecret      *hcl.Attribute `hcl:"client_secret,optional"`
-	ClientAuth        *hcl.Attribute `hcl:"client_auth,optional"`
-	PrivateKeyFile    *hcl.Attribute `hcl:"private_key_file,optional"`
-	KeyID             *hcl.Attribute `hcl:"key_id,optional"`
-	Resource          *hcl.Attribute `hcl:"resource,optional"`
-	Audience          *hcl.Attribute `hcl:"audience,optional"`
-	Scopes            *hcl.Attribute `hcl:"scopes,optional"`
-	SubjectTokenType  *hcl.Attribute `hcl:"subject_token_type,optional"`
-	ClientMetadataURL *hcl.Attribute `hcl:"client_metadata_url,optional"`
-	RedirectURL       *hcl.Attribute `hcl:"redirect_url,optional"`
-	SecretsFile       *hcl.Attribute `hcl:"secrets_file,optional"`
-	IDJAG             []rawIDJAG     `hcl:"id_jag,block"`
+	Mode               *hcl.Attribute `hcl:"mode,optional"`
+	TokenEndpoint      *hcl.Attribute `hcl:"token_endpoint,optional"`
+	ClientID           *hcl.Attribute `hcl:"client_id,optional"`
+	ClientSecret       *hcl.Attribute `hcl:"client_secret,optional"`
+	ClientAuth         *hcl.Attribute `hcl:"client_auth,optional"`
+	PrivateKeyFile     *hcl.Attribute `hcl:"private_key_file,optional"`
+	KeyID              *hcl.Attribute `hcl:"key_id,optional"`
+	Resource           *hcl.Attribute `hcl:"resource,optional"`
+	Audience           *hcl.Attribute `hcl:"audience,optional"`
+	Scopes             *hcl.Attribute `hcl:"scopes,optional"`
+	SubjectTokenType   *hcl.Attribute `hcl:"subject_token_type,optional"`
+	ClientMetadataURL  *hcl.Attribute `hcl:"client_metadata_url,optional"`
+	RedirectURL        *hcl.Attribute `hcl:"redirect_url,optional"`
+	SecretsFile        *hcl.Attribute `hcl:"secrets_file,optional"`
+	CataloguePrincipal *hcl.Attribute `hcl:"catalogue_principal,optional"`
+	IDJAG              []rawIDJAG     `hcl:"id_jag,block"`
 
 	DefRange hcl.Range `hcl:",def_range"`
 }
@@ -172,6 +177,7 @@ func decodeCredentials(e *evaluator, raw *rawUpstream, u *Upstream, baseDir stri
 	str(r.SubjectTokenType, &c.SubjectTokenType)
 	str(r.ClientMetadataURL, &c.ClientMetadataURL)
 	str(r.RedirectURL, &c.RedirectURL)
+	str(r.CataloguePrincipal, &c.CataloguePrincipal)
 	if s, ok := e.string(r.PrivateKeyFile); ok && s != "" {
 		c.PrivateKeyFile = resolvePath(baseDir, s)
 	}
@@ -191,10 +197,10 @@ func decodeCredentials(e *evaluator, raw *rawUpstream, u *Upstream, baseDir stri
 			r.Resource, r.Audience, r.Scopes, r.SubjectTokenType},
 		CredentialsOAuth: {r.TokenEndpoint, r.ClientID, r.ClientSecret, r.ClientAuth, r.PrivateKeyFile, r.KeyID,
 			r.Scopes, r.ClientMetadataURL, r.RedirectURL, r.Resource},
-		CredentialsSecret: {r.SecretsFile},
+		CredentialsSecret: {r.SecretsFile, r.CataloguePrincipal},
 	}
 	for _, a := range []*hcl.Attribute{r.TokenEndpoint, r.ClientID, r.ClientSecret, r.ClientAuth, r.PrivateKeyFile, r.KeyID,
-		r.Resource, r.Audience, r.Scopes, r.SubjectTokenType, r.ClientMetadataURL, r.RedirectURL, r.SecretsFile} {
+		r.Resource, r.Audience, r.Scopes, r.SubjectTokenType, r.ClientMetadataURL, r.RedirectURL, r.SecretsFile, r.CataloguePrincipal} {
 		if a == nil || containsAttr(takes[c.Mode], a) {
 			continue
 		}
@@ -262,6 +268,9 @@ func decodeCredentials(e *evaluator, raw *rawUpstream, u *Upstream, baseDir stri
 		}
 	case CredentialsSecret:
 		// secret() references are checked with the env and headers (checkSecretRefs).
+		if r.CataloguePrincipal != nil && c.CataloguePrincipal == "" {
+			e.errorf(r.CataloguePrincipal, "Invalid catalogue_principal", "\"catalogue_principal\" must name a principal; leave it out for none.")
+		}
 	}
 	if c.ClientSecret != "" && c.ClientID == "" && r.ClientSecret != nil && c.Mode != CredentialsShared {
 		e.errorf(r.ClientSecret, "Missing client_id", "\"client_secret\" needs the \"client_id\" it belongs to.")

@@ -181,3 +181,17 @@ func (p *Provider) SetSecret(ctx context.Context, principalName, name, value str
 	p.Forget(principalName)
 	return nil
 }
+
+// SecretsOf looks up who's secrets (mode "secret") and checks it has every one the
+// upstream refers to: what a session of its is started with, at each start. The error
+// is a *Refusal naming the upstream and the missing secret.
+func (p *Provider) SecretsOf(ctx context.Context, who string) (lookup func(name string) (string, bool), err error) {
+	if err := p.handle(who).admitSecrets(ctx); err != nil {
+		return nil, err
+	}
+	lookup, ok := p.Secrets(who)
+	if !ok {
+		return nil, unavailable(p.cfg.Upstream, "principal %q has no secrets", who)
+	}
+	return lookup, nil
+}

@@ -79,7 +79,8 @@ func TestCredentialsSecret(t *testing.T) {
 	if err := os.WriteFile(secrets, []byte(`{
   "alice": {"who": "alice-secret-0001"},
   "bob":   {"who": "bob-secret-0002"},
-  "dave":  {"who": "dave-secret-0004"}
+  "dave":  {"who": "dave-secret-0004"},
+  "svc":   {"who": "svc-secret-0000"}
 }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +101,14 @@ upstream "s" {
   credentials { mode = "secret" }   # the secrets are in the token store
 }
 upstream "t" {
-  command      = [%s, "-whoami"]
+  command      = [%s, "-whoami", "-require-env", "WHOAMI"]   # will not start without its secret
   env          = { WHOAMI = secret("who"), PLAIN = "shared" }
   max_sessions = 2
   idle_timeout = "3s"
   credentials {
-    mode         = "secret"
-    secrets_file = %q
+    mode                = "secret"
+    secrets_file        = %q
+    catalogue_principal = "svc"   # the catalogue is listed with svc's secret
   }
 }
 `, auth.String(), adminAddr, q(testserverBin), q(testserverBin), secrets))

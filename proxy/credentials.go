@@ -18,7 +18,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
-	"github.com/mcp-proxy/mcp-proxy/transport"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -216,49 +215,62 @@ func (e *engine) perPrincipal(uc config.Upstream, spec upstream.Spec, prov *cred
 }
 
 // principalSpec gives s, the spec of p's own session, p's credential: its secrets in
-// the env and headers (mode "secret"), or its Authorizer in place of the upstream's
-// shared OAuth client (modes "exchange" and "oauth").
+// the env and headers, read at each start (mode "secret"), or its Authorizer in place of
+// the upstream's shared OAuth client (modes "exchange" and "oauth").
 func principalSpec(s *upstream.Spec, uc config.Upstream, prov *credential.Provider, p *principal.Principal) {
 	s.OAuth = nil // never the upstream's shared grant
 	if prov.Mode() != credential.ModeSecret {
 		s.Authorizer = prov.Authorizer(p)
 		return
 	}
-	lookup, ok := prov.Secrets(p.Name)
-	var err error
-	if !ok {
-		err = fmt.Errorf("principal %q has no secrets for upstream %q", p.Name, uc.Name)
-	}
-	expand := func(m map[string]string) map[string]string {
-		if m == nil || err != nil {
-			return nil
+	s.Prepare = secretsPreparer(uc, prov, p.Name)
+}
+
+// secretsPreparer is the Prepare of a session that runs with who's secrets: uc's env
+// and headers with who's values for their secret() references, looked up at each start;
+// a start without all of them fails.
+func secretsPreparer(uc config.Upstream, prov *credential.Provider, who string) func(context.Context) (map[string]string, map[string]string, error) {
+	return func(ctx context.Context) (map[string]string, map[string]string, error) {
+		lookup, err := prov.SecretsOf(ctx, who)
+		if err != nil {
+			return nil, nil, err
 		}
-		out := make(map[string]string, len(m))
-		for k, v := range m {
-			var x error
-			if out[k], x = config.ExpandSecrets(v, lookup); x != nil {
-				err = fmt.Errorf("upstream %q, principal %q: %w", uc.Name, p.Name, x)
+		expand := func(m map[string]string) (map[string]string, error) {
+			if m == nil {
+				return nil, nil
 			}
+			out := make(map[string]string, len(m))
+			for k, v := range m {
+				x, err := config.ExpandSecrets(v, lookup)
+				if err != nil {
+					return nil, fmt.Errorf("upstream %q, principal %q: %w", uc.Name, who, err)
+				}
+				out[k] = x
+			}
+			return out, nil
 		}
-		return out
-	}
-	s.Env, s.Headers = expand(uc.Env), expand(uc.Headers)
-	if err != nil {
-		// Never started without the principal's secrets: every start attempt fails.
-		failure := err
-		s.Dial = func(context.Context) (transport.Link, error) { return nil, failure }
+		env, err := expand(uc.Env)
+		if err != nil {
+			return nil, nil, err
+		}
+		headers, err := expand(uc.Headers)
+		return env, headers, err
 	}
 }
 
 // catalogueSpec is spec made for the upstream's own session of a per-user upstream,
 // which lists the catalogue and acts as no principal: without the env and headers that
-// name a principal's secret, and with the shared OAuth client only when an oauth block
-// asks for it (a client_credentials grant, say), never the interactive flow.
-func catalogueSpec(spec upstream.Spec, uc config.Upstream) upstream.Spec {
+// name a principal's secret (or, with catalogue_principal, with that service
+// principal's), and with the shared OAuth client only when an oauth block asks for it
+// (a client_credentials grant, say), never the interactive flow.
+func catalogueSpec(spec upstream.Spec, uc config.Upstream, prov *credential.Provider) upstream.Spec {
 	if !uc.Credentials.PerUser() {
 		return spec
 	}
 	spec.Env, spec.Headers = config.WithoutSecrets(uc.Env), config.WithoutSecrets(uc.Headers)
+	if cp := uc.Credentials.CataloguePrincipal; cp != "" && prov != nil && prov.Mode() == credential.ModeSecret {
+		spec.Prepare = secretsPreparer(uc, prov, cp)
+	}
 	if uc.OAuth == nil {
 		spec.OAuth = nil
 	}

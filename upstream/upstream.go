@@ -37,7 +37,12 @@ type Spec struct {
 	OAuth   *transport.OAuth  // for URL: authorizes on a 401; shared by every instance (nil: none)
 	// Authorizer, for URL, gives each request its Authorization in place of OAuth: the
 	// principal's own credential of a per-principal session (nil: none).
-	Authorizer     transport.Authorizer
+	Authorizer transport.Authorizer
+	// Prepare, when set, is asked at each start attempt (the first and every restart)
+	// for the environment (Command) and the headers (URL) of that attempt, in place of
+	// Env and Headers: a principal's secrets, read when its session starts. An error fails
+	// the attempt; nothing is started without what it asks for.
+	Prepare        func(ctx context.Context) (env, headers map[string]string, err error)
 	Observer       Observer          // told about starts, readiness, exits, restarts, timeouts (nil: nobody)
 	Transport      string            // for URL: TransportAuto (default), TransportStreamableHTTP or TransportSSE
 	Env            map[string]string // added to the proxy's environment
