@@ -152,15 +152,16 @@ type Upstream struct {
 	MaxInFlight int           // calls in flight at once (over all clients); 0: no cap
 	// Required: the proxy is ready (the admin listener's /readyz) only while this upstream
 	// is; default true for an enabled upstream, always false for a disabled one.
-	Required bool
-	OAuth    *OAuth   // the oauth block of a url upstream; nil when absent (see OAuth)
-	Tools    Filter   // the tools block and tool "NAME" blocks; zero: every tool as listed
-	Prompts  Filter   // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
-	Sandbox  *Sandbox // the sandbox block of a command upstream; nil when absent (see Sandbox)
+	Required  bool
+	OAuth     *OAuth    // the oauth block of a url upstream; nil when absent (see OAuth)
+	Tools     Filter    // the tools block and tool "NAME" blocks; zero: every tool as listed
+	Prompts   Filter    // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
+	Sandbox   *Sandbox  // the sandbox block of a command upstream; nil when absent (see Sandbox)
+	DeclRange hcl.Range // where the block is, for diagnostics reported by other packages later
+
 	// Credentials is whom the upstream's calls act as; nil (no block) is mode "shared".
 	Credentials *Credentials
 	// Secrets are the names of the secrets Env and Headers refer to with secret(),
 	// sorted; only in credentials mode "secret" (see ExpandSecrets).
-	Secrets   []string
-	DeclRange hcl.Range // where the block is, for diagnostics reported by other packages later
+	Secrets []string
 }

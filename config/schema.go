@@ -13,17 +13,18 @@ import "github.com/hashicorp/hcl/v2"
 
 // rawFile is the top level of a configuration file.
 type rawFile struct {
-	Proxies   []rawProxy      `hcl:"proxy,block"`
-	Upstreams []rawUpstream   `hcl:"upstream,block"`
-	Listens   []rawListen     `hcl:"listen,block"`
-	Auths     []rawAuth       `hcl:"auth,block"`
-	Policies  []rawPolicy     `hcl:"policy,block"`
-	Audits    []rawAudit      `hcl:"audit,block"`
-	Plugins   []rawPlugin     `hcl:"plugin,block"`
-	Telemetry []rawTelemetry  `hcl:"telemetry,block"`   // see telemetry.go
-	Admins    []rawAdmin      `hcl:"admin,block"`       // see admin.go
-	Clusters  []rawCluster    `hcl:"cluster,block"`     // see cluster.go
-	Stores    []rawTokenStore `hcl:"token_store,block"` // see tokenstore.go
+	Proxies   []rawProxy     `hcl:"proxy,block"`
+	Upstreams []rawUpstream  `hcl:"upstream,block"`
+	Listens   []rawListen    `hcl:"listen,block"`
+	Auths     []rawAuth      `hcl:"auth,block"`
+	Policies  []rawPolicy    `hcl:"policy,block"`
+	Audits    []rawAudit     `hcl:"audit,block"`
+	Plugins   []rawPlugin    `hcl:"plugin,block"`
+	Telemetry []rawTelemetry `hcl:"telemetry,block"` // see telemetry.go
+	Admins    []rawAdmin     `hcl:"admin,block"`     // see admin.go
+	Clusters  []rawCluster   `hcl:"cluster,block"`   // see cluster.go
+
+	Stores []rawTokenStore `hcl:"token_store,block"` // see tokenstore.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be
@@ -52,32 +53,33 @@ type rawProxy struct {
 
 // rawUpstream is one upstream "label" block.
 type rawUpstream struct {
-	Name           string           `hcl:"name,label"`
-	Command        *hcl.Attribute   `hcl:"command,optional"` // required; checked in upstream.go with a located error
-	Env            *hcl.Attribute   `hcl:"env,optional"`
-	Cwd            *hcl.Attribute   `hcl:"cwd,optional"`
-	Namespace      *hcl.Attribute   `hcl:"namespace,optional"`
-	Timeout        *hcl.Attribute   `hcl:"timeout,optional"`
-	StartupTimeout *hcl.Attribute   `hcl:"startup_timeout,optional"`
-	MaxMessageSize *hcl.Attribute   `hcl:"max_message_size,optional"`
-	Disabled       *hcl.Attribute   `hcl:"disabled,optional"`
-	Screen         *hcl.Attribute   `hcl:"screen,optional"`
-	Protocol       *hcl.Attribute   `hcl:"protocol,optional"`
-	URL            *hcl.Attribute   `hcl:"url,optional"`
-	Headers        *hcl.Attribute   `hcl:"headers,optional"`
-	Transport      *hcl.Attribute   `hcl:"transport,optional"`
-	Session        *hcl.Attribute   `hcl:"session,optional"`
-	MaxSessions    *hcl.Attribute   `hcl:"max_sessions,optional"`
-	IdleTimeout    *hcl.Attribute   `hcl:"idle_timeout,optional"`
-	MaxInFlight    *hcl.Attribute   `hcl:"max_in_flight,optional"`
-	Required       *hcl.Attribute   `hcl:"required,optional"`
-	OAuth          []rawOAuth       `hcl:"oauth,block"`
-	Tools          []rawSelection   `hcl:"tools,block"`       // see filters.go
-	ToolBlocks     []rawOverride    `hcl:"tool,block"`        // see filters.go
-	Prompts        []rawSelection   `hcl:"prompts,block"`     // see filters.go
-	PromptBlocks   []rawOverride    `hcl:"prompt,block"`      // see filters.go
-	Sandboxes      []rawSandbox     `hcl:"sandbox,block"`     // see sandbox.go
-	Credentials    []rawCredentials `hcl:"credentials,block"` // see credentials.go
+	Name           string         `hcl:"name,label"`
+	Command        *hcl.Attribute `hcl:"command,optional"` // required; checked in upstream.go with a located error
+	Env            *hcl.Attribute `hcl:"env,optional"`
+	Cwd            *hcl.Attribute `hcl:"cwd,optional"`
+	Namespace      *hcl.Attribute `hcl:"namespace,optional"`
+	Timeout        *hcl.Attribute `hcl:"timeout,optional"`
+	StartupTimeout *hcl.Attribute `hcl:"startup_timeout,optional"`
+	MaxMessageSize *hcl.Attribute `hcl:"max_message_size,optional"`
+	Disabled       *hcl.Attribute `hcl:"disabled,optional"`
+	Screen         *hcl.Attribute `hcl:"screen,optional"`
+	Protocol       *hcl.Attribute `hcl:"protocol,optional"`
+	URL            *hcl.Attribute `hcl:"url,optional"`
+	Headers        *hcl.Attribute `hcl:"headers,optional"`
+	Transport      *hcl.Attribute `hcl:"transport,optional"`
+	Session        *hcl.Attribute `hcl:"session,optional"`
+	MaxSessions    *hcl.Attribute `hcl:"max_sessions,optional"`
+	IdleTimeout    *hcl.Attribute `hcl:"idle_timeout,optional"`
+	MaxInFlight    *hcl.Attribute `hcl:"max_in_flight,optional"`
+	Required       *hcl.Attribute `hcl:"required,optional"`
+	OAuth          []rawOAuth     `hcl:"oauth,block"`
+	Tools          []rawSelection `hcl:"tools,block"`   // see filters.go
+	ToolBlocks     []rawOverride  `hcl:"tool,block"`    // see filters.go
+	Prompts        []rawSelection `hcl:"prompts,block"` // see filters.go
+	PromptBlocks   []rawOverride  `hcl:"prompt,block"`  // see filters.go
+	Sandboxes      []rawSandbox   `hcl:"sandbox,block"` // see sandbox.go
+
+	Credentials []rawCredentials `hcl:"credentials,block"` // see credentials.go
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

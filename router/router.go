@@ -449,14 +449,15 @@ func (r *Router) Upstreams() []UpstreamStatus {
 
 // UpstreamStatus describes one upstream for the front end and the CLI.
 type UpstreamStatus struct {
-	Name         string
-	Namespace    string
-	State        upstream.State
-	Err          error
-	Info         upstream.Info
-	PerClient    bool // one upstream session per client session
+	Name      string
+	Namespace string
+	State     upstream.State
+	Err       error
+	Info      upstream.Info
+	PerClient bool // one upstream session per client session
+	Sessions  int  // per-client (or per-principal) sessions open now
+
 	PerPrincipal bool // one upstream session per principal
-	Sessions     int  // per-client or per-principal sessions open now
 }
 
 // NotifyAll sends a client's notification to every running upstream of the legacy era
