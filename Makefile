@@ -92,7 +92,7 @@ fuzz:
 # cmd/mcp-bench's BenchmarkFloorCall the same through the floor forwarder: compare their
 # allocs/op (deterministic) and cpu-ns/op (noisy) line by line.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./proxy/ ./cmd/mcp-bench/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./credential/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./proxy/ ./cmd/mcp-bench/
 
 # The load tool: proxy vs direct, in one run.
 load:
