@@ -212,6 +212,16 @@ func (e *instanceEvents) notifyPrincipal(u *upstream.Upstream, m *jsonrpc.Messag
 	}
 }
 
+// perPrincipal reports whether the named upstream has a session per principal.
+func (r *Router) perPrincipal(name string) bool {
+	for _, b := range r.all() {
+		if b.name == name {
+			return b.pool != nil && b.pool.pc.ByPrincipal
+		}
+	}
+	return false
+}
+
 // PrincipalSessions counts, per upstream with per-principal sessions, the principals
 // that have one open now.
 func (r *Router) PrincipalSessions() map[string]int {

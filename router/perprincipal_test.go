@@ -82,3 +82,27 @@ func TestPerPrincipalRouting(t *testing.T) {
 		t.Errorf("closing alice's session: %d", n)
 	}
 }
+
+// TestPerPrincipalTask: a task created in a principal's own session is that principal's:
+// another principal asking for it gets "Unknown task", without a policy too.
+func TestPerPrincipalTask(t *testing.T) {
+	r, made := perPrincipalRouter(t, nil)
+	ctx := context.Background()
+	alice, bob := &principal.Principal{Name: "alice"}, &principal.Principal{Name: "bob"}
+	// alice's session is made on her first call; it answers with a task.
+	if _, err := r.Call(ctx, &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`), Principal: alice}); err != nil {
+		t.Fatal(err)
+	}
+	made["alice"].resp = []byte(taskResult)
+	if res, err := r.Call(ctx, &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t","task":{}}`), Principal: alice}); err != nil || !strings.Contains(string(res), `"taskId":"t1"`) {
+		t.Fatalf("alice's task: %s %v", res, err)
+	}
+	made["alice"].resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"taskId":"t1","status":"completed"}}`)
+	if res, err := r.Call(ctx, &Request{Method: mcp.MethodTasksGet, Params: json.RawMessage(`{"taskId":"t1"}`), Principal: alice}); err != nil || !strings.Contains(string(res), "completed") {
+		t.Errorf("alice's tasks/get: %s %v", res, err)
+	}
+	var je *jsonrpc.Error
+	if _, err := r.Call(ctx, &Request{Method: mcp.MethodTasksGet, Params: json.RawMessage(`{"taskId":"t1"}`), Principal: bob}); !errors.As(err, &je) || !strings.Contains(je.Message, "Unknown task") {
+		t.Errorf("bob reading alice's task: %v", err)
+	}
+}
