@@ -66,6 +66,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzEdit -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzScanValue -fuzztime=$(FUZZTIME) ./internal/jsonx/
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./config/
+	$(GO) test -run='^$$' -fuzz=FuzzSecretRefs -fuzztime=$(FUZZTIME) ./config/
 	$(GO) test -run='^$$' -fuzz=FuzzGlob -fuzztime=$(FUZZTIME) ./policy/
 	$(GO) test -run='^$$' -fuzz=FuzzHeaderValue -fuzztime=$(FUZZTIME) ./mcp/
 	$(GO) test -run='^$$' -fuzz=FuzzParamHeaders -fuzztime=$(FUZZTIME) ./mcp/
@@ -97,7 +98,7 @@ fuzz:
 # cmd/mcp-bench's BenchmarkFloorCall the same through the floor forwarder: compare their
 # allocs/op (deterministic) and cpu-ns/op (noisy) line by line.
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./proxy/ ./cmd/mcp-bench/
+	$(GO) test -run='^$$' -bench=. -benchmem ./jsonrpc/ ./internal/jsonx/ ./router/ ./credential/ ./internal/h1/ ./internal/h1client/ ./plugins/ ./plugins/redact/ ./telemetry/ ./metrics/ ./proxy/ ./cmd/mcp-bench/
 
 # The load tool: proxy vs direct, in one run.
 load:

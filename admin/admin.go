@@ -95,6 +95,9 @@ type Options struct {
 	// Approve, when set, approves what the named upstreams (all when none) list now in the
 	// lock file, for POST /lock (behind Auth, like /reload), and returns the new status.
 	Approve func(upstreams []string) (any, error)
+	// Credentials, when set, lists and revokes the principals' per-user credentials, for
+	// GET /credentials and POST /credentials/revoke (behind Auth); it never shows a token.
+	Credentials Credentials
 }
 
 // Server is the admin listener. Make it with New; Start listens and serves until
@@ -143,6 +146,9 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /status", guard(http.HandlerFunc(s.serveStatus)))
 	mux.Handle("POST /reload", guard(http.HandlerFunc(s.serveReload)))
 	mux.Handle("POST /lock", guard(http.HandlerFunc(s.serveApprove)))
+	mux.Handle("GET /credentials", guard(http.HandlerFunc(s.serveCredentials)))
+	mux.Handle("POST /credentials/revoke", guard(http.HandlerFunc(s.serveRevoke)))
+	mux.Handle("PUT /credentials/secret", guard(http.HandlerFunc(s.serveSetSecret)))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	mux.Handle("GET /{$}", guard(http.RedirectHandler("/status", http.StatusFound)))

@@ -110,7 +110,7 @@ Configuration <code id="config-path">{{.Config.Path}}</code>, sha256 <code id="c
 <thead><tr><th>Upstream</th><th>State</th><th>Required</th><th>Transport</th><th>Era</th><th>Tools</th><th>Prompts</th><th>Resources</th><th>Templates</th><th>Restarts</th><th>Last start</th><th>In flight</th><th>Calls</th><th>p50</th><th>p99</th><th>Last error</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr id="upstream-{{.Name}}" class="upstream {{.Class}}">
-<td class="name">{{.Name}}{{if .PerClient}} <small>(per client: {{.Sessions}})</small>{{end}}</td>
+<td class="name">{{.Name}}{{if .PerClient}} <small>(per client: {{.Sessions}})</small>{{end}}{{if .PerPrincipal}} <small>(per principal: {{.Sessions}})</small>{{end}}{{if .CredentialMode}} <small class="credentials">(credentials {{.CredentialMode}}{{with .Principals}}: {{.}} with one{{end}})</small>{{end}}</td>
 <td class="state {{.Class}}">{{.State}}</td>
 <td>{{if .Required}}yes{{else}}no{{end}}</td>
 <td>{{.Transport}}</td>

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -76,7 +77,13 @@ type UpstreamStatus struct {
 	P50Ms     float64 `json:"p50_ms"`
 	P99Ms     float64 `json:"p99_ms"`
 	PerClient bool    `json:"per_client,omitempty"`
-	Sessions  int     `json:"sessions,omitempty"` // per-client upstream sessions open
+	Sessions  int     `json:"sessions,omitempty"` // per-client (or per-principal) upstream sessions open
+	// PerPrincipal: one upstream session per principal. CredentialMode is the
+	// upstream's per-user credentials mode (docs/credentials.md), and Principals how many
+	// principals have a credential for it in the token store now.
+	PerPrincipal   bool   `json:"per_principal,omitempty"`
+	CredentialMode string `json:"credential_mode,omitempty"`
+	Principals     *int   `json:"principals_with_credential,omitempty"`
 }
 
 // StateDisabled is the state of an upstream whose block says disabled = true.
@@ -95,6 +102,12 @@ func (s *Server) Status() *Status {
 	}
 	if s.opts.Trust != nil {
 		st.Trust = s.opts.Trust()
+	}
+	var creds map[string]CredentialSummary
+	if s.opts.Credentials != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		creds = s.opts.Credentials.Summary(ctx)
+		cancel()
 	}
 	running := map[string]int{}
 	ups := s.opts.Engine.Upstreams()
@@ -138,7 +151,11 @@ func (s *Server) Status() *Status {
 			}
 			us.Calls = v.Latency.Count
 			us.P50Ms, us.P99Ms = ms(v.Latency.P50), ms(v.Latency.P99)
-			us.PerClient, us.Sessions = r.PerClient, r.Sessions
+			us.PerClient, us.Sessions, us.PerPrincipal = r.PerClient, r.Sessions, r.PerPrincipal
+			if c, ok := creds[c.Name]; ok {
+				n := c.Principals
+				us.CredentialMode, us.Principals = c.Mode, &n
+			}
 		}
 		switch {
 		case !us.Required || us.Ready:

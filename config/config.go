@@ -26,8 +26,9 @@ const (
 	TransportStreamableHTTP = "streamable-http"
 	TransportSSE            = "sse"
 
-	SessionShared    = "shared"
-	SessionPerClient = "per-client"
+	SessionShared       = "shared"
+	SessionPerClient    = "per-client"
+	SessionPerPrincipal = "per-principal"
 
 	DefaultMaxSessions = 64
 	DefaultIdleTimeout = 10 * time.Minute
@@ -62,6 +63,9 @@ type Config struct {
 	Admin     *Admin     // nil: no admin listener (see admin.go)
 	Cluster   *Cluster   // nil: no shared state, every replica on its own (see cluster.go)
 	Endpoints []Endpoint // in file order; none: the proxy is one face (see endpoint.go)
+	// TokenStore is where per-user credentials are kept; nil: in memory, or in Redis
+	// with a cluster block (see tokenstore.go).
+	TokenStore *TokenStore
 }
 
 // Proxy holds the settings of the optional proxy block.
@@ -141,12 +145,15 @@ type Upstream struct {
 	URL            string            // a Streamable HTTP upstream instead of Command
 	Headers        map[string]string // sent to URL on every request (the upstream's own credentials)
 	Transport      string            // for URL: "auto", "streamable-http" or "sse" (legacy HTTP+SSE)
-	// Session is "shared" (one upstream session for every client, the default) or
+	// Session is "shared" (one upstream session for every client, the default),
 	// "per-client" (one per client session of the HTTP front end, started on its first
-	// call, at most MaxSessions at once, closed after IdleTimeout without calls).
+	// call, at most MaxSessions at once, closed after IdleTimeout without calls) or
+	// "per-principal" (one per principal, shared by that principal's client sessions,
+	// capped and closed when idle the same way; the default, and the only choice, with
+	// a per-user credentials mode).
 	Session     string
-	MaxSessions int           // per-client: default 64; >= 1
-	IdleTimeout time.Duration // per-client: default 10m; > 0
+	MaxSessions int           // per-client, per-principal: default 64; >= 1
+	IdleTimeout time.Duration // per-client, per-principal: default 10m; > 0
 	MaxInFlight int           // calls in flight at once (over all clients); 0: no cap
 	// Required: the proxy is ready (the admin listener's /readyz) only while this upstream
 	// is; default true for an enabled upstream, always false for a disabled one.
@@ -156,4 +163,10 @@ type Upstream struct {
 	Prompts   Filter    // the prompts block and prompt "NAME" blocks; zero: every prompt as listed
 	Sandbox   *Sandbox  // the sandbox block of a command upstream; nil when absent (see Sandbox)
 	DeclRange hcl.Range // where the block is, for diagnostics reported by other packages later
+
+	// Credentials is whom the upstream's calls act as; nil (no block) is mode "shared".
+	Credentials *Credentials
+	// Secrets are the names of the secrets Env and Headers refer to with secret(),
+	// sorted; only in credentials mode "secret" (see ExpandSecrets).
+	Secrets []string
 }

@@ -18,6 +18,9 @@ import (
 type evaluator struct {
 	ctx   *hcl.EvalContext
 	diags hcl.Diagnostics
+	// secrets lets the next values hold secret() references (an upstream's env and
+	// headers, see secrets.go); anywhere else they are an error.
+	secrets bool
 }
 
 // errorf records an error diagnostic about attr's value.
@@ -72,8 +75,8 @@ func (e *evaluator) value(attr *hcl.Attribute, ty cty.Type, want string) (cty.Va
 	if diags.HasErrors() {
 		return cty.NilVal, false
 	}
-	v, _ = v.UnmarkDeep()
-	if v.IsNull() {
+	v, ok := e.unmark(attr, v)
+	if !ok || v.IsNull() {
 		return cty.NilVal, false
 	}
 	if !v.IsWhollyKnown() {
@@ -193,8 +196,8 @@ func (e *evaluator) durationMin(attr *hcl.Attribute, zero bool) (time.Duration, 
 	if diags.HasErrors() {
 		return 0, false
 	}
-	v, _ = v.UnmarkDeep()
-	if v.IsNull() {
+	v, ok := e.unmark(attr, v)
+	if !ok || v.IsNull() {
 		return 0, false
 	}
 	if v.Type() == cty.Number {

@@ -18,6 +18,7 @@ func newEvalContext(lookupEnv func(string) (string, bool)) *hcl.EvalContext {
 	return &hcl.EvalContext{
 		Functions: map[string]function.Function{
 			"env":       envFunc(lookupEnv),
+			"secret":    secretFunc(),
 			"upper":     stdlib.UpperFunc,
 			"lower":     stdlib.LowerFunc,
 			"trimspace": stdlib.TrimSpaceFunc,

@@ -115,6 +115,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 		Cluster:   decodeCluster(e, raw.Clusters),
 		Endpoints: decodeEndpoints(e, raw.Endpoints),
 	}
+	cfg.TokenStore = decodeTokenStore(e, raw.Stores, absBase)
 	cfg.Admin = decodeAdmin(e, raw.Admins, cfg.Auth)
 	if cfg.Proxy.LockFile == "" {
 		cfg.Proxy.LockFile = filepath.Join(absBase, DefaultLockFile)
@@ -124,6 +125,8 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 	checkExposedOverrides(e, cfg)
 	checkListen(e, cfg)
 	checkEndpoints(e, cfg)
+	checkCredentials(e, cfg)
+	checkTokenStore(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

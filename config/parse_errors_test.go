@@ -83,7 +83,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "bad session",
 			src:  "upstream \"a\" {\n  " + cmd + "\n  session = \"each\"\n}\n",
-			want: []string{`p.hcl:3:13: error: Invalid session; "session" must be "shared" or "per-client", got "each".`},
+			want: []string{`p.hcl:3:13: error: Invalid session; "session" must be "shared", "per-client" or "per-principal", got "each".`},
 		},
 		{
 			name: "bad max_sessions",

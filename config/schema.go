@@ -24,6 +24,8 @@ type rawFile struct {
 	Admins    []rawAdmin     `hcl:"admin,block"`     // see admin.go
 	Clusters  []rawCluster   `hcl:"cluster,block"`   // see cluster.go
 	Endpoints []rawEndpoint  `hcl:"endpoint,block"`  // see endpoint.go
+
+	Stores []rawTokenStore `hcl:"token_store,block"` // see tokenstore.go
 }
 
 // rawProxy is one proxy block. Several are decoded so that a duplicate can be
@@ -80,6 +82,8 @@ type rawUpstream struct {
 	Prompts        []rawSelection `hcl:"prompts,block"` // see filters.go
 	PromptBlocks   []rawOverride  `hcl:"prompt,block"`  // see filters.go
 	Sandboxes      []rawSandbox   `hcl:"sandbox,block"` // see sandbox.go
+
+	Credentials []rawCredentials `hcl:"credentials,block"` // see credentials.go
 
 	NameRange hcl.Range `hcl:"name,label_range"`
 	DefRange  hcl.Range `hcl:",def_range"`

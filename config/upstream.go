@@ -53,7 +53,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 			}
 			u.URL = url
 		}
-		if h, ok := e.stringMap(raw.Headers); ok {
+		if h, ok := e.secretMap(raw.Headers); ok {
 			u.Headers = h
 		}
 		u.Transport = TransportAuto
@@ -80,7 +80,7 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 		u.Command = decodeCommand(e, raw)
 	}
 
-	if env, ok := e.stringMap(raw.Env); ok {
+	if env, ok := e.secretMap(raw.Env); ok {
 		if checkEnv(e, raw.Env, env) {
 			u.Env = env
 		}
@@ -132,6 +132,9 @@ func decodeUpstream(e *evaluator, raw *rawUpstream, baseDir string) Upstream {
 	}
 	u.Sandbox = decodeSandbox(e, raw.Sandboxes, raw.URL == nil || raw.Command != nil, baseDir)
 	decodeSession(e, raw, &u)
+	u.Credentials = decodeCredentials(e, raw, &u, baseDir)
+	perUserSession(e, raw, &u)
+	checkSecretRefs(e, raw, &u)
 	if n, ok := e.int(raw.MaxInFlight); ok {
 		if n < 1 {
 			e.errorf(raw.MaxInFlight, "Invalid max_in_flight", "\"max_in_flight\" must be at least 1, got %d.", n)
@@ -301,11 +304,11 @@ func decodeSession(e *evaluator, raw *rawUpstream, u *Upstream) {
 	u.Session, u.MaxSessions, u.IdleTimeout = SessionShared, DefaultMaxSessions, DefaultIdleTimeout
 	if s, ok := e.string(raw.Session); ok {
 		switch s {
-		case SessionShared, SessionPerClient:
+		case SessionShared, SessionPerClient, SessionPerPrincipal:
 			u.Session = s
 		default:
 			e.errorf(raw.Session, "Invalid session",
-				"\"session\" must be %q or %q, got %q.", SessionShared, SessionPerClient, s)
+				"\"session\" must be %q, %q or %q, got %q.", SessionShared, SessionPerClient, SessionPerPrincipal, s)
 		}
 	}
 	if n, ok := e.int(raw.MaxSessions); ok {
@@ -318,11 +321,11 @@ func decodeSession(e *evaluator, raw *rawUpstream, u *Upstream) {
 	if d, ok := e.duration(raw.IdleTimeout); ok {
 		u.IdleTimeout = d
 	}
-	if u.Session != SessionPerClient {
+	if u.Session == SessionShared && (len(raw.Credentials) == 0 || raw.Session != nil) {
 		for _, a := range []*hcl.Attribute{raw.MaxSessions, raw.IdleTimeout} {
 			if a != nil {
 				e.warnf(a, "Setting has no effect",
-					"%q only applies to session = %q upstreams.", a.Name, SessionPerClient)
+					"%q only applies to session = %q and %q upstreams.", a.Name, SessionPerClient, SessionPerPrincipal)
 			}
 		}
 	}

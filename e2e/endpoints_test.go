@@ -111,9 +111,9 @@ audit {
 	return "http://" + addr, audit, root, stderr
 }
 
-// connectAs connects the Go SDK client to url with an API key; changed counts the
+// connectEndpoint connects the Go SDK client to url with an API key; changed counts the
 // tools/list_changed notifications it gets.
-func connectAs(t *testing.T, url, key, version string, changed *atomic.Int32, logs fmt.Stringer) *mcp.ClientSession {
+func connectEndpoint(t *testing.T, url, key, version string, changed *atomic.Int32, logs fmt.Stringer) *mcp.ClientSession {
 	t.Helper()
 	opts := &mcp.ClientOptions{}
 	if changed != nil {
@@ -194,7 +194,7 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 	base, audit, root, stderr := startEndpointProxy(t)
 	ctx := ctxT(t, 120*time.Second)
 	var changed atomic.Int32
-	alice := connectAs(t, base+"/mcp/ide", aliceKey, "2025-11-25", &changed, stderr)
+	alice := connectEndpoint(t, base+"/mcp/ide", aliceKey, "2025-11-25", &changed, stderr)
 	init := alice.InitializeResult()
 	if !strings.HasPrefix(init.Instructions, "Find the tools you need with search_tools.") || init.Capabilities.Tools == nil || !init.Capabilities.Tools.ListChanged {
 		t.Errorf("initialize: instructions %q, tools %+v", init.Instructions, init.Capabilities.Tools)
@@ -239,7 +239,7 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 
 	// Bob may not see mem__delete_*: never found, not even by its own words, and
 	// unknown when called.
-	bob := connectAs(t, base+"/mcp/ide", bobKey, "2025-11-25", nil, stderr)
+	bob := connectEndpoint(t, base+"/mcp/ide", bobKey, "2025-11-25", nil, stderr)
 	for _, q := range []string{"delete entities", "mem delete entities observations relations"} {
 		for _, n := range searchNames(t, ctx, bob, q, 20) {
 			if strings.HasPrefix(n, "mem__delete_") {
@@ -256,7 +256,7 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 	}
 
 	// ops: fs and npm only, npm's trigger* left out, and its own rule hides fs's writes.
-	ops := connectAs(t, base+"/mcp/ops", aliceKey, "2025-11-25", nil, stderr)
+	ops := connectEndpoint(t, base+"/mcp/ops", aliceKey, "2025-11-25", nil, stderr)
 	opsTools := listed(t, ctx, ops)
 	for _, n := range opsTools {
 		if !strings.HasPrefix(n, "fs__") && !strings.HasPrefix(n, "npm__") || strings.HasPrefix(n, "npm__trigger") ||
@@ -275,7 +275,7 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 		t.Errorf("another upstream's tool through ops: %v", err)
 	}
 	// The listen path is the whole catalogue, as without endpoints.
-	whole := connectAs(t, base+"/mcp", aliceKey, "2025-11-25", nil, stderr)
+	whole := connectEndpoint(t, base+"/mcp", aliceKey, "2025-11-25", nil, stderr)
 	if n := len(listed(t, ctx, whole)); n <= len(opsTools)+7 {
 		t.Errorf("the listen path lists %d tools", n)
 	}

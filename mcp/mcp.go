@@ -76,6 +76,13 @@ const (
 	CodeRateLimited         = -31006 // a rate or concurrency limit refused the call; data.retryAfterMs says when to retry
 	CodePluginDenied        = -31007 // a plugin's before hook refused the call; data.plugin names it
 	CodePluginFailed        = -31008 // a plugin failed (down, timed out, bad answer) and its failure mode is "closed"
+	// CodeCredentialUnavailable: the calling principal has no usable credential for the
+	// upstream (no secret, no token to exchange, no grant yet, or no principal at all), and
+	// a call never falls back to another principal's or the upstream's shared one.
+	CodeCredentialUnavailable = -31012
+	// CodeCredentialFailed: obtaining the principal's credential failed (the token
+	// exchange was refused, a refresh failed, the token store could not be read).
+	CodeCredentialFailed = -31013
 )
 
 // MetaPrefix is the reverse-DNS prefix of the proxy's own _meta keys.

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/jsonx"
+	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
 // Outcomes of an audited request.
@@ -63,6 +64,13 @@ type Record struct {
 	// trace context); SpanID the proxy's server span of it, when the proxy records one.
 	TraceID string `json:"trace_id,omitempty"`
 	SpanID  string `json:"span_id,omitempty"`
+	// Credential is the credential mode that served a call to a per-user upstream
+	// ("exchange", "oauth", "secret"; docs/credentials.md), UpstreamSubject whom the
+	// upstream knows the call as, when the proxy can tell (never a token).
+	Credential      string `json:"credential,omitempty"`
+	UpstreamSubject string `json:"upstream_subject,omitempty"`
+
+	cred router.CredentialNote // filled in by the router when it admits the call
 }
 
 // PluginNote is what one plugin hook decided about an audited call.

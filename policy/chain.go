@@ -167,8 +167,10 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 			rec.TraceID, rec.SpanID = c.TraceIDs(ctx)
 		}
 		c.Audit.arguments(rec, argumentsOf(call))
-		next(context.WithValue(ctx, recordKey{}, rec), call, func(res json.RawMessage, err error) {
+		ctx = router.WithCredentialNote(context.WithValue(ctx, recordKey{}, rec), &rec.cred)
+		next(ctx, call, func(res json.RawMessage, err error) {
 			rec.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+			rec.Credential, rec.UpstreamSubject = rec.cred.Mode, rec.cred.Subject
 			if rec.Outcome == "" { // not refused by a stage of the policy
 				rec.Outcome = outcomeOf(res, err)
 				if err != nil && !errors.Is(err, router.ErrCancelled) {

@@ -136,6 +136,9 @@ func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch
 		Version: e.version, Log: log,
 		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin", nil) },
 		Trust:  e.trustStatus, Approve: e.approve}
+	if e.creds != nil {
+		opts.Credentials = &credentialAdmin{c: e.creds, r: e.r}
+	}
 	if authn != nil {
 		opts.Auth = authn.Middleware
 	}

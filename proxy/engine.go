@@ -47,6 +47,9 @@ type build struct {
 	dial map[string]func(context.Context) (transport.Link, error)
 	// endpoint is the endpoint the stdio front end serves ("": the whole catalogue).
 	endpoint string
+	// creds are the per-user credentials' store and providers (credentials.go); they
+	// outlive reloads.
+	creds *credentials
 }
 
 // withOwn is cfg with the in-process upstreams own added after its upstream blocks; an
@@ -299,7 +302,11 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 		}
 		spec.OAuth = o
 	}
-	m := router.Member{Up: upstream.New(spec, log, events), Namespace: uc.Namespace}
+	prov, err := e.creds.provider(uc, proxyName(cfg))
+	if err != nil {
+		return router.Member{}, gate, fmt.Errorf("upstream %q: configuring its credentials: %w", uc.Name, err)
+	}
+	m := router.Member{Up: upstream.New(catalogueSpec(spec, uc, prov), log, events), Namespace: uc.Namespace}
 	if !isZeroFilter(&uc.Tools) || !isZeroFilter(&uc.Prompts) {
 		m.Filter = &router.Filter{Tools: selectionOf(&uc.Tools), Prompts: selectionOf(&uc.Prompts)}
 	}
@@ -310,6 +317,8 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 		return upstream.New(s, log.With().Bool("per_client", true).Logger(), events)
 	}
 	switch {
+	case uc.Session == config.SessionPerPrincipal:
+		m.PerClient = e.perPrincipal(uc, spec, prov, log)
 	case uc.Session == config.SessionPerClient && e.many:
 		m.PerClient = &router.PerClient{New: newInstance, MaxSessions: uc.MaxSessions, IdleTimeout: uc.IdleTimeout}
 	case e.many && uc.URL != "":

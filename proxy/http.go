@@ -54,6 +54,7 @@ func (p *Proxy) ListenAndServe(ctx context.Context) error {
 	if authn != nil {
 		handler = authn.Middleware(h) // every request, the RFC 9728 metadata excepted
 	}
+	handler = p.creds.handler(handler) // the per-user authorizations' links and callback: browsers, unauthenticated
 	// The lean HTTP/1.1 server takes the hot path; what it does not read, net/http does.
 	hs := &h1.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
 		ErrorLog: stdlog.New(log.With().Str("component", "http").Logger(), "", 0)}

@@ -52,6 +52,7 @@ type Proxy struct {
 	tr    *telemetry.Tracing // nil without tracing
 	fwd   *cluster.Forwarder // nil without a cluster block (HTTP only)
 	authn *auth.Switch       // the HTTP front end's authenticator; nil without one
+	creds *credentials       // the per-user credentials' store and providers
 
 	mu        sync.Mutex
 	served    bool
@@ -210,7 +211,12 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 	p := &Proxy{cfg: cfg, log: o.log, version: o.version, onSignal: o.onSignal, oneshot: o.oneshot}
 	b := build{log: o.log, version: o.version, inner: o.middleware, own: o.upstreams, dial: o.dial, endpoint: o.endpoint}
 	if o.oneshot {
+		if b.creds, err = newCredentials(cfg, o.log, nil); err != nil {
+			return nil, err
+		}
+		p.creds = b.creds
 		if p.e, err = buildEngine(ctx, cfg, b); err != nil {
+			p.creds.close()
 			return nil, err
 		}
 		p.e.attach(cfg.Filename, nil, nil, config.Listen{}, nil)
@@ -239,6 +245,10 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 	b.tr, b.log = p.tr, traceLogs(o.log, p.tr)
 	p.log = b.log
 	b.obs = newObservers(cfg, o.version)
+	if b.creds, err = newCredentials(cfg, b.log, b.obs.credentials(cfg)); err != nil {
+		return nil, err
+	}
+	p.creds = b.creds
 	if p.http {
 		l := cfg.Listen[0]
 		if p.fwd, err = startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, b.log); err != nil { // cluster.go; nil without a cluster block
@@ -381,6 +391,9 @@ func (p *Proxy) closeParts() error {
 	}
 	if p.fwd != nil {
 		p.fwd.Close()
+	}
+	if err2 := p.creds.close(); err2 != nil {
+		p.log.Error().Err(err2).Msg("closing the credential store")
 	}
 	stopTracing(p.tr, p.log)
 	if p.authn != nil {

@@ -555,6 +555,9 @@ func (e *engine) restartRequired(a, b *config.Config) []string {
 	if !config.Equal(a.Cluster, b.Cluster, a, b) {
 		out = append(out, "cluster")
 	}
+	if !config.Equal(a.TokenStore, b.TokenStore, a, b) {
+		out = append(out, "token_store")
+	}
 	pa, pb := a.Proxy, b.Proxy
 	pa.Watch, pb.Watch = false, false
 	copyLiveProxy(&pa, pb)

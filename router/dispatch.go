@@ -172,6 +172,11 @@ func (r *Router) Call(ctx context.Context, req *Request) (json.RawMessage, error
 // forward sends params to b (or, for a per-client upstream, to the calling client's own
 // session with it) and maps the outcome to Dispatch's contract.
 func (r *Router) forward(ctx context.Context, b *backend, req *Request, params json.RawMessage, spare *sendSpare, reply Reply) {
+	params, err := r.admit(ctx, b, req, params)
+	if err != nil {
+		answerAdmission(err, reply)
+		return
+	}
 	target, inst, err := r.route(b, req)
 	if err != nil {
 		reply(nil, err)

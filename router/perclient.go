@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -32,6 +33,20 @@ type PerClient struct {
 	// call, and modern clients share one modern session (stateless: their capabilities
 	// travel with each request).
 	Eras bool
+
+	// ByPrincipal keys the sessions by the principal a request is made for instead of
+	// by client session: one session per principal, shared by that principal's client
+	// sessions, started with NewFor (perprincipal.go).
+	ByPrincipal bool
+	// NewFor, with ByPrincipal, creates the session of principal p (New is not used).
+	NewFor func(p *principal.Principal, caps json.RawMessage, events upstream.Events) Upstream
+	// Admit, with ByPrincipal, is asked before each request is routed to the upstream:
+	// whether the principal may be served now (it has a usable credential), and with
+	// which params. Its error is the request's answer (a *ResultError as a result); it
+	// never sends the request elsewhere. The Admission's Mode is noted for the audit
+	// with an error too. A request for nobody (no principal) is refused before it is
+	// asked. Nil admits everything.
+	Admit func(ctx context.Context, req *Request, params json.RawMessage) (Admission, error)
 }
 
 // AddPerClient is Add for a per-client upstream: u is the catalogue instance.
@@ -80,9 +95,10 @@ type clientPool struct {
 // poolKey names an instance: a client session's own (per-client upstreams), or the one
 // for a set of client capabilities (capability sessions).
 type poolKey struct {
-	session Client // nil for a capability session
-	caps    string // CapabilitiesKey, for a capability session
-	era     string // with PerClient.Eras: "legacy" or "modern", the era the session is started for
+	session   Client // nil for a capability session
+	caps      string // CapabilitiesKey, for a capability session
+	era       string // with PerClient.Eras: "legacy" or "modern", the era the session is started for
+	principal string // with PerClient.ByPrincipal: the principal's name
 }
 
 // instance is one client's own session with the upstream. Its backend carries the
@@ -94,6 +110,9 @@ type instance struct {
 	shared   bool         // serves every client with these capabilities: its notifications go to all
 	calls    atomic.Int32 // requests in flight
 	lastUsed atomic.Int64 // unix nanoseconds
+	// principal, for a principal's session, are the client sessions of that principal
+	// that called through it; nil otherwise.
+	principal *principalClients
 }
 
 // instanceFor returns the client's instance, starting one if it has none; an error
@@ -109,6 +128,11 @@ func (p *clientPool) instanceFor(req *Request) (*instance, error) {
 // instanceForKey is instanceFor for any key: a client session, or (for capability
 // sessions) a set of client capabilities.
 func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instance, error) {
+	return p.instanceForKeyWho(key, caps, nil)
+}
+
+// instanceForKeyWho is instanceForKey; who is the principal of a per-principal session.
+func (p *clientPool) instanceForKeyWho(key poolKey, caps json.RawMessage, who *principal.Principal) (*instance, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if inst := p.byClient[key]; inst != nil {
@@ -125,7 +149,12 @@ func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instanc
 	}
 	inst := &instance{key: key, shared: p.byCaps}
 	inst.backend = backend{name: p.parent.name, namespace: p.parent.namespace, session: p.r.tasks.newSessionKey()}
-	inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
+	if p.pc.ByPrincipal {
+		inst.principal = &principalClients{}
+		inst.up = p.pc.NewFor(who, caps, &instanceEvents{p: p, inst: inst})
+	} else {
+		inst.up = p.pc.New(caps, &instanceEvents{p: p, inst: inst})
+	}
 	if cs, ok := inst.up.(clientShaped); ok && key.era != "" {
 		cs.SetPreferLegacy(key.era == eraLegacy)
 	}
@@ -137,10 +166,17 @@ func (p *clientPool) instanceForKey(key poolKey, caps json.RawMessage) (*instanc
 	}
 	inst.up.Start(ctx)
 	what := "per-client upstream session started"
-	if p.byCaps {
+	switch {
+	case p.byCaps:
 		what = "upstream session started for another set of client capabilities"
+	case p.pc.ByPrincipal:
+		what = "per-principal upstream session started"
 	}
-	p.r.log.Info().Str("upstream", p.parent.name).Int("sessions", len(p.byClient)).Msg(what)
+	ev := p.r.log.Info().Str("upstream", p.parent.name).Int("sessions", len(p.byClient))
+	if key.principal != "" {
+		ev = ev.Str("principal", key.principal)
+	}
+	ev.Msg(what)
 	return inst, nil
 }
 
@@ -189,6 +225,14 @@ func (p *clientPool) closeAsync(inst *instance, why string) {
 
 // release closes the client's instance (its session ended).
 func (p *clientPool) release(client Client) {
+	if p.pc.ByPrincipal { // the principal's session outlives its client sessions
+		p.mu.Lock()
+		for _, inst := range p.byClient {
+			inst.dropClient(client)
+		}
+		p.mu.Unlock()
+		return
+	}
 	key := poolKey{session: client}
 	p.mu.Lock()
 	inst := p.byClient[key]
@@ -260,6 +304,9 @@ func (r *Router) Release(client Client) {
 // calling client session's instance (inst is then that instance). Requests without a
 // session (stateless modern clients, the CLI) use the catalogue instance.
 func (r *Router) route(b *backend, req *Request) (target *backend, inst *instance, err error) {
+	if b.pool != nil && b.pool.pc.ByPrincipal {
+		return r.routePrincipal(b, req, req.Method != mcp.MethodLoggingSetLevel)
+	}
 	if b.capsPool != nil && req.Meta != nil && b.capsPool.pc.Eras {
 		return r.routeByEra(b, req)
 	}
@@ -362,6 +409,10 @@ func (e *instanceEvents) Notification(u *upstream.Upstream, m *jsonrpc.Message) 
 	}
 	if e.inst.shared {
 		r.broadcast(m.Method, r.adaptNotification(e.p.parent, u.Name(), m))
+		return
+	}
+	if e.inst.principal != nil {
+		e.notifyPrincipal(u, m)
 		return
 	}
 	if c := e.inst.key.session; c != nil {

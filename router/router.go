@@ -444,7 +444,8 @@ func (r *Router) Upstreams() []UpstreamStatus {
 		st, err := b.up.State()
 		out[i] = UpstreamStatus{Name: b.name, Namespace: b.namespace, State: st, Err: err, Info: b.up.Info()}
 		if b.pool != nil {
-			out[i].PerClient, out[i].Sessions = true, b.pool.sessions()
+			out[i].PerClient, out[i].Sessions = !b.pool.pc.ByPrincipal, b.pool.sessions()
+			out[i].PerPrincipal = b.pool.pc.ByPrincipal
 		}
 	}
 	return out
@@ -458,7 +459,9 @@ type UpstreamStatus struct {
 	Err       error
 	Info      upstream.Info
 	PerClient bool // one upstream session per client session
-	Sessions  int  // per-client sessions open now
+	Sessions  int  // per-client (or per-principal) sessions open now
+
+	PerPrincipal bool // one upstream session per principal
 }
 
 // NotifyAll sends a client's notification to every running upstream of the legacy era
@@ -470,6 +473,13 @@ func (r *Router) NotifyAll(client Client, method string, params json.RawMessage)
 		if b.pool != nil {
 			b.pool.mu.Lock()
 			inst := b.pool.byClient[poolKey{session: client}]
+			if b.pool.pc.ByPrincipal {
+				for _, in := range b.pool.byClient {
+					if in.hasClient(client) {
+						inst = in
+					}
+				}
+			}
 			b.pool.mu.Unlock()
 			if inst == nil {
 				continue

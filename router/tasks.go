@@ -184,8 +184,10 @@ func (r *Router) callTask(ctx context.Context, req *Request, reply Reply) {
 		reply(nil, errTaskStore(id))
 		return
 	}
-	// Under a policy a task belongs to the principal that created it.
-	if !known || (r.Guard() != nil && (o.Principal == "" || o.Principal != principalName(req))) {
+	// Under a policy a task belongs to the principal that created it; so does one of a
+	// per-principal upstream, which lives in its creator's own session.
+	mine := o.Principal != "" && o.Principal == principalName(req)
+	if !known || ((r.Guard() != nil || r.perPrincipal(o.Upstream)) && !mine) {
 		reply(nil, jsonrpc.Errorf(jsonrpc.CodeInvalidParams, "Unknown task: %s", id))
 		return
 	}

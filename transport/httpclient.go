@@ -28,6 +28,10 @@ type HTTPSpec struct {
 	// OAuth authorizes the link when the upstream answers 401 (or 403 insufficient_scope);
 	// nil: no authorization flow (a 401 fails the request).
 	OAuth *OAuth
+	// Authorizer, when set, gives every request its Authorization instead of OAuth: a
+	// principal's own credential (package credential). A request it has no token for
+	// fails without being sent.
+	Authorizer Authorizer
 }
 
 // HTTPLink speaks Streamable HTTP to one upstream: every message is a POST; the answer
@@ -43,7 +47,7 @@ type HTTPLink struct {
 	postTmpl *http.Request
 	headers  http.Header // spec.Headers with canonical keys, shared read-only by every request
 	lean     *leanPost   // the lean path of POSTs (httplean.go), or nil
-	oauth    *OAuth      // nil: no OAuth
+	authz    Authorizer  // spec.Authorizer, else spec.OAuth; nil: none
 	ctx      context.Context
 	cancel   context.CancelFunc
 
@@ -110,8 +114,14 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 	if spec.MaxMessage <= 0 {
 		spec.MaxMessage = jsonrpc.DefaultMaxMessageSize
 	}
-	l := &HTTPLink{spec: spec, client: &http.Client{Transport: transportFor(spec.URL)}, oauth: spec.OAuth, ctx: ctx, cancel: cancel,
+	l := &HTTPLink{spec: spec, client: &http.Client{Transport: transportFor(spec.URL)}, ctx: ctx, cancel: cancel,
 		in: make(chan []byte, 1024), done: make(chan struct{}), getReady: make(chan struct{})}
+	switch {
+	case spec.Authorizer != nil:
+		l.authz = spec.Authorizer
+	case spec.OAuth != nil:
+		l.authz = spec.OAuth
+	}
 	if req, err := http.NewRequestWithContext(ctx, http.MethodPost, spec.URL, nil); err == nil {
 		l.postTmpl = req
 	}
@@ -119,7 +129,7 @@ func DialHTTP(spec HTTPSpec) *HTTPLink {
 	for k, v := range spec.Headers {
 		l.headers.Set(k, v)
 	}
-	l.lean = newLeanPost(spec.URL, l.headers, spec.OAuth)
+	l.lean = newLeanPost(spec.URL, l.headers, l.authz)
 	return l
 }
 
@@ -151,7 +161,7 @@ func (l *HTTPLink) newPost(ctx context.Context, body []byte) (*http.Request, err
 	} else {
 		req.Body = h1client.NewBody(body) // the lean client writes these bytes without a copy
 	}
-	if l.oauth != nil {
+	if l.authz != nil {
 		// A retry after authorizing sends the body again.
 		req.GetBody = func() (io.ReadCloser, error) { return h1client.NewBody(body), nil }
 	}
@@ -310,9 +320,9 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 	for k, v := range l.headers {
 		req.Header[k] = v
 	}
-	if l.oauth != nil {
-		if t := l.oauth.token(); t != nil {
-			req.Header["Authorization"] = t.hdr
+	if l.authz != nil {
+		if b, _ := l.authz.Authorization(l.ctx); b != nil {
+			req.Header["Authorization"] = b.Header
 		}
 	}
 	l.mu.Lock()
@@ -327,14 +337,18 @@ func (l *HTTPLink) setHeaders(req *http.Request) {
 
 // post sends one message and hands what comes back to emit.
 func (l *HTTPLink) post(req *http.Request, m *jsonrpc.Message, emit func([]byte)) {
-	sent := l.tokenToSend()
+	sent, err := l.tokenToSend()
+	if err != nil {
+		l.postFailed(m, err)
+		return
+	}
 	if sent != nil {
 		// Again, as setHeaders did at Write: the token may have changed since, and a 401
 		// must be matched with the token actually sent.
-		req.Header["Authorization"] = sent.hdr
+		req.Header["Authorization"] = sent.Header
 	}
 	resp, err := l.client.Transport.RoundTrip(req) // no redirects or cookies to follow: skip http.Client's machinery on the hot path
-	if err == nil && l.oauth != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+	if err == nil && l.authz != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 		resp, err = l.reauthorize(req, resp, sent)
 	}
 	l.finishPost(req, resp, err, m, emit)
@@ -357,20 +371,13 @@ func (l *HTTPLink) postFailed(m *jsonrpc.Message, err error) {
 	}
 }
 
-// tokenToSend returns the OAuth token a POST is to carry, refreshed first when it is
-// about to expire; nil when there is none (or no OAuth).
-func (l *HTTPLink) tokenToSend() *oauthToken {
-	if l.oauth == nil {
-		return nil
+// tokenToSend returns the token a POST is to carry (see Authorizer.Authorization); nil
+// when there is none (or no authorizer), an error when the request must not go.
+func (l *HTTPLink) tokenToSend() (*Bearer, error) {
+	if l.authz == nil {
+		return nil, nil
 	}
-	sent := l.oauth.token()
-	if sent.needsRefresh() {
-		if err := l.oauth.Refresh(l.ctx, sent); err != nil {
-			l.oauth.log.Info().Err(err).Msg("refreshing the expiring token failed")
-		}
-		sent = l.oauth.token()
-	}
-	return sent
+	return l.authz.Authorization(l.ctx)
 }
 
 // postAnswer is what the link reads of the answer to a POST, whichever client read it.
@@ -684,7 +691,7 @@ func (l *HTTPLink) Stop(grace time.Duration) error {
 // reauthorize handles a 401 (or a 403 insufficient_scope) answer to req, sent with
 // token sent: it runs (or joins) the OAuth flow, then sends req again, once, with the
 // new token. Any other 403 is returned as it is.
-func (l *HTTPLink) reauthorize(req *http.Request, resp *http.Response, sent *oauthToken) (*http.Response, error) {
+func (l *HTTPLink) reauthorize(req *http.Request, resp *http.Response, sent *Bearer) (*http.Response, error) {
 	if !wantsAuthorization(resp.StatusCode, resp.Header) {
 		return resp, nil
 	}
@@ -701,8 +708,8 @@ func wantsAuthorization(status int, h http.Header) bool {
 
 // authorizeAndRetry runs (or joins) the OAuth flow for an answer of status with header
 // h to req, sent with token sent, then sends req again, once, with the new token.
-func (l *HTTPLink) authorizeAndRetry(req *http.Request, status int, h http.Header, sent *oauthToken) (*http.Response, error) {
-	if err := l.oauth.Authorize(l.ctx, status, h, sent); err != nil {
+func (l *HTTPLink) authorizeAndRetry(req *http.Request, status int, h http.Header, sent *Bearer) (*http.Response, error) {
+	if err := l.authz.Renew(l.ctx, status, h, sent); err != nil {
 		return nil, fmt.Errorf("authorizing with the upstream: %w", err)
 	}
 	retry := req.Clone(l.ctx)
@@ -713,14 +720,18 @@ func (l *HTTPLink) authorizeAndRetry(req *http.Request, status int, h http.Heade
 		}
 		retry.Body = body
 	}
-	if t := l.oauth.token(); t != nil {
-		retry.Header["Authorization"] = t.hdr
+	t, err := l.authz.Authorization(l.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
+		retry.Header["Authorization"] = t.Header
 	}
 	resp, err := l.client.Transport.RoundTrip(retry)
 	switch {
 	case err != nil:
 	case resp.StatusCode < 300:
-		l.oauth.succeeded()
+		l.authz.Accepted()
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 		ch := parseChallenge(resp.Header)
 		resp.Body.Close()

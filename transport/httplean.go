@@ -42,8 +42,8 @@ var leanPerCall = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method
 // keys), or returns nil when they cannot go that way. With OAuth, the token is written
 // per request (and the link's headers hold no Authorization: the token would replace
 // it).
-func newLeanPost(rawURL string, headers http.Header, oauth *OAuth) *leanPost {
-	if transportFor(rawURL) != leanTransport || oauth != nil && headers["Authorization"] != nil {
+func newLeanPost(rawURL string, headers http.Header, authz Authorizer) *leanPost {
+	if transportFor(rawURL) != leanTransport || authz != nil && headers["Authorization"] != nil {
 		return nil
 	}
 	u, err := url.Parse(rawURL)
@@ -98,13 +98,13 @@ var leanBufPool = sync.Pool{New: func() any { return &leanBufs{body: make([]byte
 
 // appendLeanPost writes the POST of m, whose body is in bufs.body, into bufs and returns
 // its bytes; token, when not nil, is the OAuth token it carries.
-func (l *HTTPLink) appendLeanPost(bufs *leanBufs, m *jsonrpc.Message, token *oauthToken) ([]byte, error) {
+func (l *HTTPLink) appendLeanPost(bufs *leanBufs, m *jsonrpc.Message, token *Bearer) ([]byte, error) {
 	body := bufs.body
 	var err error
 	b := append(bufs.wire[:0], l.lean.prefix...)
 	defer func() { bufs.wire = b[:0] }()
 	if token != nil {
-		for _, v := range token.hdr {
+		for _, v := range token.Header {
 			if b, err = h1client.AppendField(b, "Authorization", v); err != nil {
 				return nil, err
 			}
@@ -238,8 +238,11 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 		return // the link is stopping: as a POST whose context the stop cancelled
 	}
 	defer l.endLean(x)
-	sent := l.tokenToSend()
-	wire, err := l.appendLeanPost(x.bufs, m, sent)
+	sent, err := l.tokenToSend()
+	var wire []byte
+	if err == nil {
+		wire, err = l.appendLeanPost(x.bufs, m, sent)
+	}
 	var rep *h1client.Reply
 	if err == nil {
 		rep, err = l.lean.tr.Send(l.lean.key, http.MethodPost, wire, &x.abort)
@@ -250,7 +253,7 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 		return
 	}
 	defer rep.Body.Close()
-	if l.oauth != nil && (rep.StatusCode == http.StatusUnauthorized || rep.StatusCode == http.StatusForbidden) {
+	if l.authz != nil && (rep.StatusCode == http.StatusUnauthorized || rep.StatusCode == http.StatusForbidden) {
 		if h := rep.Header(); wantsAuthorization(rep.StatusCode, h) {
 			l.reauthorizeLean(rep, h, m, sent, emit)
 			return
@@ -275,7 +278,7 @@ func (l *HTTPLink) postLean(x *leanExchange, m *jsonrpc.Message, emit func([]byt
 // reauthorizeLean is reauthorize for a lean POST whose answer (rep, its fields h) asks
 // for authorization: the flow runs, and the request is sent again, once, the way an
 // OAuth retry always is (net/http-shaped, under the link's context).
-func (l *HTTPLink) reauthorizeLean(rep *h1client.Reply, h http.Header, m *jsonrpc.Message, sent *oauthToken, emit func([]byte)) {
+func (l *HTTPLink) reauthorizeLean(rep *h1client.Reply, h http.Header, m *jsonrpc.Message, sent *Bearer, emit func([]byte)) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(rep.Body, 64<<10))
 	rep.Body.Close()
 	body, err := m.Encode()

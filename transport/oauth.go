@@ -56,6 +56,10 @@ type OAuthConfig struct {
 	// OpenBrowser opens the authorization URL in the desktop's browser when a person
 	// must approve (besides logging it).
 	OpenBrowser bool
+	// ApplicationType is registered (RFC 7591, OpenID Connect): "native" (the default:
+	// a loopback redirect) or "web" (the per-user flows, whose redirect is the proxy's
+	// own HTTP listener).
+	ApplicationType string
 }
 
 // maxStepUps bounds the authorizations in a row that the upstream answers with 403
@@ -86,7 +90,7 @@ type OAuth struct {
 
 // oauthToken is one access token and what it was obtained with.
 type oauthToken struct {
-	hdr     []string // the Authorization header: "Bearer <access token>" (shared, never modified)
+	b       Bearer // the Authorization header: "Bearer <access token>" (shared, never modified)
 	refresh string
 	expiry  time.Time // zero: unknown
 	issuer  string
@@ -97,6 +101,41 @@ type oauthToken struct {
 }
 
 func (t *oauthToken) String() string { return "oauth token (redacted)" }
+
+// newOAuthToken returns the token of access token tok, its Bearer pointing back at it.
+func newOAuthToken(tok string) *oauthToken {
+	t := &oauthToken{}
+	t.b = Bearer{Header: []string{"Bearer " + tok}, oauth: t}
+	return t
+}
+
+// Authorization implements Authorizer: the current token, refreshed first when it is
+// about to expire; nil before the first authorization (the upstream's 401 starts it).
+func (o *OAuth) Authorization(ctx context.Context) (*Bearer, error) {
+	sent := o.token()
+	if sent.needsRefresh() {
+		if err := o.Refresh(ctx, sent); err != nil {
+			o.log.Info().Err(err).Msg("refreshing the expiring token failed")
+		}
+		sent = o.token()
+	}
+	if sent == nil {
+		return nil, nil
+	}
+	return &sent.b, nil
+}
+
+// Renew implements Authorizer: Authorize, for the token sent.
+func (o *OAuth) Renew(ctx context.Context, status int, h http.Header, sent *Bearer) error {
+	var t *oauthToken
+	if sent != nil {
+		t = sent.oauth
+	}
+	return o.Authorize(ctx, status, h, t)
+}
+
+// Accepted implements Authorizer: the upstream took the current token.
+func (o *OAuth) Accepted() { o.succeeded() }
 
 // oauthFlight is an authorization in progress; others wait for it.
 type oauthFlight struct {
@@ -120,6 +159,9 @@ func NewOAuth(resource string, cfg OAuthConfig, log zerolog.Logger) (*OAuth, err
 	}
 	if cfg.ClientName == "" {
 		cfg.ClientName = "mcp-proxy"
+	}
+	if cfg.ApplicationType == "" {
+		cfg.ApplicationType = "native"
 	}
 	o := &OAuth{cfg: cfg, resource: u, log: log.With().Str("oauth", u.Redacted()).Logger(),
 		http:    &http.Client{Transport: sharedTransport, Timeout: 30 * time.Second},

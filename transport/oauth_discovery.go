@@ -93,6 +93,7 @@ type asMetadata struct {
 	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	RegistrationEndpoint              string   `json:"registration_endpoint"`
+	RevocationEndpoint                string   `json:"revocation_endpoint"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
 	TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
@@ -260,4 +261,74 @@ func checkSecure(raw string) error {
 		return nil
 	}
 	return fmt.Errorf("refusing the non-https authorization server URL %q", raw)
+}
+
+// AuthServer is an upstream's authorization server as the proxy found it, for the
+// per-user authorizations of package credential (DiscoverAuthServer).
+type AuthServer struct {
+	Issuer                string
+	AuthorizationEndpoint string
+	TokenEndpoint         string
+	RevocationEndpoint    string // "" when it has none
+	// Resource is the resource identifier to ask tokens for (RFC 8707): the protected
+	// resource metadata's, else the upstream's URL.
+	Resource              string
+	ScopesSupported       []string
+	IssParameterSupported bool // RFC 9207: an authorization response must carry iss
+	// PKCE says the server advertises S256 (code_challenge_methods_supported).
+	PKCE bool
+	meta *asMetadata
+}
+
+// DiscoverAuthServer finds the authorization server of the upstream o is for, as the
+// MCP authorization specification has clients do it, without a 401 to start from: the
+// protected resource metadata at its well-known URIs (RFC 9728), else the 2025-03-26
+// fallback of the upstream's origin, then the server's metadata (RFC 8414, OpenID
+// Connect discovery).
+func (o *OAuth) DiscoverAuthServer(ctx context.Context) (*AuthServer, error) {
+	prm, err := o.fetchResourceMetadata(ctx, challenge{}, o.resource)
+	if err != nil {
+		return nil, err
+	}
+	issuer, target := o.resource.Scheme+"://"+o.resource.Host, canonicalResource(o.resource)
+	if prm != nil {
+		issuer, target = prm.AuthorizationServers[0], prm.Resource
+	}
+	as, err := o.fetchASMetadata(ctx, issuer)
+	if err != nil {
+		return nil, err
+	}
+	if as == nil {
+		return nil, fmt.Errorf("no authorization server metadata for %s", issuer)
+	}
+	if as.AuthorizationEndpoint == "" || as.TokenEndpoint == "" {
+		return nil, fmt.Errorf("the authorization server %s has no authorization or token endpoint", as.Issuer)
+	}
+	if err := checkSecure(as.RevocationEndpoint); err != nil {
+		return nil, err
+	}
+	a := &AuthServer{Issuer: as.Issuer, AuthorizationEndpoint: as.AuthorizationEndpoint, TokenEndpoint: as.TokenEndpoint,
+		RevocationEndpoint: as.RevocationEndpoint, Resource: target, ScopesSupported: as.ScopesSupported,
+		IssParameterSupported: as.IssParameterSupported, meta: as}
+	for _, m := range as.CodeChallengeMethodsSupported {
+		a.PKCE = a.PKCE || m == "S256"
+	}
+	return a, nil
+}
+
+// RegisteredClient is the proxy's identity at an authorization server.
+type RegisteredClient struct {
+	ID, Secret string
+	AuthMethod string // client_secret_basic, client_secret_post or none
+}
+
+// RegisterClient returns the proxy's client at as for redirectURI: the configured
+// client_id, a Client ID Metadata Document where supported, else a dynamic registration
+// (RFC 7591), kept per authorization server.
+func (o *OAuth) RegisterClient(ctx context.Context, as *AuthServer, redirectURI string) (RegisteredClient, error) {
+	c, err := o.clientFor(ctx, as.meta, redirectURI)
+	if err != nil {
+		return RegisteredClient{}, err
+	}
+	return RegisteredClient{ID: c.id, Secret: c.secret, AuthMethod: c.authMethod}, nil
 }

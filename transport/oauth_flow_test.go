@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -101,11 +102,14 @@ func TestOAuthHotPathAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.tok.Store(&oauthToken{hdr: []string{"Bearer x"}, refresh: "r", expiry: time.Now().Add(time.Hour)})
+	tok := newOAuthToken("x")
+	tok.refresh, tok.expiry = "r", time.Now().Add(time.Hour)
+	o.tok.Store(tok)
 	h := http.Header{}
+	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() {
-		if sent := o.token(); !sent.needsRefresh() {
-			h["Authorization"] = sent.hdr
+		if sent, _ := o.Authorization(ctx); sent != nil {
+			h["Authorization"] = sent.Header
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per request", n)

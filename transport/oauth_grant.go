@@ -97,7 +97,7 @@ func (o *OAuth) register(ctx context.Context, as *asMetadata, redirectURI string
 		"client_name":                o.cfg.ClientName,
 		"grant_types":                grants,
 		"token_endpoint_auth_method": method,
-		"application_type":           "native",
+		"application_type":           o.cfg.ApplicationType,
 	}
 	if redirectURI != "" {
 		meta["redirect_uris"] = []string{redirectURI}
@@ -320,8 +320,8 @@ func (o *OAuth) tokenRequest(ctx context.Context, as *asMetadata, c *oauthClient
 	if r.TokenType != "" && !strings.EqualFold(r.TokenType, "bearer") {
 		return nil, fmt.Errorf("token request to %s: token type %q is not supported", as.TokenEndpoint, r.TokenType)
 	}
-	t := &oauthToken{hdr: []string{"Bearer " + r.AccessToken}, refresh: r.RefreshToken, issuer: as.Issuer,
-		scopes: scopes, client: c, as: as, target: target}
+	t := newOAuthToken(r.AccessToken)
+	t.refresh, t.issuer, t.scopes, t.client, t.as, t.target = r.RefreshToken, as.Issuer, scopes, c, as, target
 	if n, err := strconv.ParseFloat(strings.Trim(string(r.ExpiresIn), `"`), 64); err == nil && n > 0 {
 		t.expiry = time.Now().Add(time.Duration(n * float64(time.Second)))
 	}

@@ -48,8 +48,8 @@ func (o *OAuth) setToken(t *oauthToken) {
 func (o *OAuth) saveToken(t *oauthToken) error {
 	st := storedToken{Resource: canonicalResource(o.resource), Issuer: t.issuer, RefreshToken: t.refresh,
 		Expiry: t.expiry, Scopes: t.scopes, Target: t.target, Server: t.as}
-	if len(t.hdr) == 1 && len(t.hdr[0]) > len("Bearer ") {
-		st.AccessToken = t.hdr[0][len("Bearer "):]
+	if h := t.b.Header; len(h) == 1 && len(h[0]) > len("Bearer ") {
+		st.AccessToken = h[0][len("Bearer "):]
 	}
 	if c := t.client; c != nil {
 		st.Client = storedID{ID: c.id, Secret: c.secret, AuthMethod: c.authMethod, RedirectURI: c.redirectURI}
@@ -110,8 +110,8 @@ func (o *OAuth) loadToken() {
 		return
 	}
 	c := &oauthClientID{id: st.Client.ID, secret: st.Client.Secret, authMethod: st.Client.AuthMethod, redirectURI: st.Client.RedirectURI}
-	t := &oauthToken{hdr: []string{"Bearer " + st.AccessToken}, refresh: st.RefreshToken, expiry: st.Expiry,
-		issuer: st.Issuer, scopes: st.Scopes, client: c, as: st.Server, target: st.Target}
+	t := newOAuthToken(st.AccessToken)
+	t.refresh, t.expiry, t.issuer, t.scopes, t.client, t.as, t.target = st.RefreshToken, st.Expiry, st.Issuer, st.Scopes, c, st.Server, st.Target
 	o.tok.Store(t)
 	o.mu.Lock()
 	o.clients[st.Issuer] = c

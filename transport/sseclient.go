@@ -57,6 +57,10 @@ func DialSSE(spec HTTPSpec, timeout time.Duration) (*SSELink, error) {
 	for k, v := range spec.Headers {
 		req.Header.Set(k, v)
 	}
+	if err := l.authorize(req); err != nil {
+		cancel()
+		return nil, err
+	}
 	resp, err := l.client.Do(req)
 	if err != nil {
 		cancel()
@@ -185,6 +189,9 @@ func (l *SSELink) Write(m *jsonrpc.Message) error {
 	for k, v := range l.spec.Headers {
 		req.Header.Set(k, v)
 	}
+	if err := l.authorize(req); err != nil {
+		return err
+	}
 	setTraceHeaders(req.Header, m)
 	l.wg.Add(1)
 	go func() {
@@ -252,3 +259,20 @@ func (l *SSELink) ExitErr() error {
 
 // Describe implements Link.
 func (l *SSELink) Describe() string { return l.spec.URL + " (HTTP+SSE)" }
+
+// authorize gives req the principal's token (HTTPSpec.Authorizer), when the link has one.
+// The legacy transport's stream is opened once: a token the upstream refuses ends it,
+// and the next start asks for a fresh one.
+func (l *SSELink) authorize(req *http.Request) error {
+	if l.spec.Authorizer == nil {
+		return nil
+	}
+	b, err := l.spec.Authorizer.Authorization(req.Context())
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		req.Header["Authorization"] = b.Header
+	}
+	return nil
+}

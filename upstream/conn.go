@@ -158,6 +158,14 @@ func (c *conn) requestFailed(id jsonrpc.ID, err error) {
 	if pc == nil {
 		return
 	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code != 0 {
+		// A failure the link's authorizer made for the client (no usable credential):
+		// it is the call's answer as it is.
+		c.log.Info().Ctx(pc.ctx).Int64("code", je.Code).Str("method", pc.method).Msg("request not sent upstream: no usable credential")
+		pc.done(nil, je)
+		return
+	}
 	code := int64(mcp.CodeUpstreamFailed)
 	if errors.Is(err, jsonrpc.ErrMessageTooLarge) {
 		code = mcp.CodeMessageTooLarge

@@ -198,8 +198,16 @@ func (u *Upstream) dial(ctx context.Context) (transport.Link, error) {
 		}
 		return l, nil
 	}
+	env, headers := u.spec.Env, u.spec.Headers
+	if u.spec.Prepare != nil {
+		var err error
+		if env, headers, err = u.spec.Prepare(ctx); err != nil {
+			return nil, fmt.Errorf("preparing the start: %w", err)
+		}
+	}
 	if u.spec.URL != "" {
-		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: u.spec.Headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth}
+		hs := transport.HTTPSpec{URL: u.spec.URL, Headers: headers, MaxMessage: u.spec.MaxMessage, OAuth: u.spec.OAuth,
+			Authorizer: u.spec.Authorizer}
 		if u.httpKind() == TransportSSE {
 			return transport.DialSSE(hs, u.spec.StartupTimeout)
 		}
@@ -207,7 +215,7 @@ func (u *Upstream) dial(ctx context.Context) (transport.Link, error) {
 	}
 	return transport.StartProcess(transport.ProcessSpec{
 		Command:    u.spec.Command,
-		Env:        u.spec.Env,
+		Env:        env,
 		Dir:        u.spec.Dir,
 		MaxMessage: u.spec.MaxMessage,
 		Sandbox:    u.spec.Sandbox,

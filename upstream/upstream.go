@@ -30,11 +30,19 @@ import (
 
 // Spec is the static description of one upstream.
 type Spec struct {
-	Name           string            // the configured label, used in logs and errors
-	Command        []string          // program and arguments (a child process), or
-	URL            string            // a Streamable HTTP endpoint
-	Headers        map[string]string // sent to the URL on every request
-	OAuth          *transport.OAuth  // for URL: authorizes on a 401; shared by every instance (nil: none)
+	Name    string            // the configured label, used in logs and errors
+	Command []string          // program and arguments (a child process), or
+	URL     string            // a Streamable HTTP endpoint
+	Headers map[string]string // sent to the URL on every request
+	OAuth   *transport.OAuth  // for URL: authorizes on a 401; shared by every instance (nil: none)
+	// Authorizer, for URL, gives each request its Authorization in place of OAuth: the
+	// principal's own credential of a per-principal session (nil: none).
+	Authorizer transport.Authorizer
+	// Prepare, when set, is asked at each start attempt (the first and every restart)
+	// for the environment (Command) and the headers (URL) of that attempt, in place of
+	// Env and Headers: a principal's secrets, read when its session starts. An error fails
+	// the attempt; nothing is started without what it asks for.
+	Prepare        func(ctx context.Context) (env, headers map[string]string, err error)
 	Observer       Observer          // told about starts, readiness, exits, restarts, timeouts (nil: nobody)
 	Transport      string            // for URL: TransportAuto (default), TransportStreamableHTTP or TransportSSE
 	Env            map[string]string // added to the proxy's environment

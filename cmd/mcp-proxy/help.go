@@ -123,6 +123,28 @@ found as for status; MCP_PROXY_API_KEY carries its key behind the auth block.`,
 		example: `mcp-proxy reload --config proxy.hcl`,
 	},
 	{
+		name: "credentials",
+		uses: []use{
+			{"list [--upstream NAME] [--principal NAME] [--admin URL | --config FILE] [--json]", "show the principals' per-user grants, never a token"},
+			{"revoke --principal NAME [--upstream NAME] [--admin URL | --config FILE] [--json]", "end a principal's grants and close its upstream sessions"},
+			{"set-secret --upstream NAME --principal NAME --name SECRET [--admin URL | --config FILE]", "store a principal's secret (read from stdin) in the token store"},
+		},
+		desc: `Ask a running proxy's admin listener for the per-user credentials of its upstreams
+(docs/credentials.md): list prints each grant's upstream, principal, mode, the subject
+the upstream knows it as, when it expires, whether it can be refreshed, and its scopes
+(or the names of a principal's secrets); never a token or a secret's value. revoke ends
+a principal's grants (with one upstream, or all): the authorization server is asked to
+revoke them where it offers revocation, the store forgets them, and the principal's
+upstream sessions close; its next call starts afresh (in mode "oauth", with a new link
+to authorize). set-secret stores the principal's secret NAME, read from stdin, for an
+upstream in mode "secret" without a secrets_file (its next session uses it). The admin
+listener is found as for status; MCP_PROXY_API_KEY carries its key behind the auth
+block.`,
+		example: `mcp-proxy credentials list --upstream jira
+mcp-proxy credentials revoke --principal alice@example.com --upstream jira`,
+		args: "list revoke set-secret",
+	},
+	{
 		name: "import",
 		uses: []use{{"[-o FILE [--force]] [--workspace DIR] FILE...", "convert IDE server lists (JSON) into a config"}},
 		desc: `Convert the MCP server lists of client configuration files into one mcp-proxy

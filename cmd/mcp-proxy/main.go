@@ -94,6 +94,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return cmdStatus(ctx, rest, stdout, stderr)
 	case "reload":
 		return cmdReload(ctx, rest, stdout, stderr)
+	case "credentials":
+		return cmdCredentials(ctx, rest, stdin, stdout, stderr)
 	case "hash-key":
 		return cmdHashKey(rest, stdin, stdout, stderr)
 	case "completion":

@@ -110,6 +110,7 @@ var modules = map[string][]reason{
 	"internal/testing/leaktest":     nil,
 	"internal/testing/benchwire":    nil, // the benchmarks' hand-written HTTP/1.1 client: the standard library only
 	"internal/testing/testserver":   nil, // must build anywhere, with nothing but Go
+	"internal/testing/authserver":   nil, // the standard library only: it shares nothing with what it tests
 	"principal":                     nil,
 	"mcp":                           nil,
 	"cmd/mcp-bench":                 {{"golang.org/x/sys", "the floor forwarder's HTTP leg (internal/h1client's pooled-connection peek); posix_fadvise before idle readings"}},
@@ -119,6 +120,7 @@ var modules = map[string][]reason{
 	"cmd/mcp-proxy-sandbox":         {{"golang.org/x/sys", "the sandbox launcher (package sandbox)"}},
 	"transport":                     logging,
 	"upstream":                      logging,
+	"credential":                    join(logging, jose), // jose: the private_key_jwt client assertion
 	"router":                        logging,
 	"server":                        logging,
 	"auth":                          join(logging, jose),
@@ -135,8 +137,8 @@ var modules = map[string][]reason{
 	"cmd/mcp-proxy-redact":          pluginSDK,
 	"proxy":                         join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis),
 	"cmd/mcp-proxy":                 join(logging, hcl, ratelimit, jose, pluginSDK, otel, prometheus, redis), // through proxy
-	"cluster":                       join(logging, hcl, ratelimit, redis),
-	"internal/testing/topology":     nil, // starts redis-server, haproxy and mcp-proxy: the standard library only
+	"cluster":                       join(logging, hcl, ratelimit, redis, jose),                              // jose: through credential (the token store's types)
+	"internal/testing/topology":     nil,                                                                     // starts redis-server, haproxy and mcp-proxy: the standard library only
 	"internal/testing/devcluster":   nil,
 	"telemetry":                     join(logging, otel),
 	"trust":                         join(logging, hcl), // hcl: the diagnostics validate prints

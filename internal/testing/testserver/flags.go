@@ -40,8 +40,16 @@ type config struct {
 	toolsFile string     // also serve the echo tools this JSON file defines (read at start)
 	fileTools []fileTool // what toolsFile defines
 
-	echoMeta bool // the echo_meta tool; over HTTP, log the traceparent header of every request
-	flood    bool // the flood tool
+	echoMeta bool   // the echo_meta tool; over HTTP, log the traceparent header of every request
+	flood    bool   // the flood tool
+	whoami   bool   // the whoami tool
+	needEnv  string // exit at start when this environment variable is unset (a server that needs its API key)
+
+	// With -http, as an OAuth protected resource (bearer.go).
+	authJWKS               string // the JWKS tokens are checked against; "" checks nothing
+	authIssuer             string // the iss they must have; "" any
+	authAS                 string // the authorization server the resource metadata names
+	authAnonymousCatalogue bool   // initialize and lists without a token
 }
 
 // parseConfig parses args, whose first element is the program name. Usage
@@ -77,6 +85,13 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 		"(percent-decoded) and add a read_file tool; it checks nothing itself")
 	fs.BoolVar(&cfg.echoMeta, "echo-meta", false, "add an echo_meta tool that returns the _meta of its call; with -http, also log\n"+
 		"the traceparent and tracestate headers of every request to stderr")
+	fs.BoolVar(&cfg.whoami, "whoami", false, "add a whoami tool: \"pid=N env=$WHOAMI sub=S\", S the subjects of the bearer tokens an HTTP session carried")
+	fs.StringVar(&cfg.needEnv, "require-env", "", "exit with status 2 at start when the environment variable `NAME` is unset or empty,\n"+
+		"as a server that needs its API key does")
+	fs.StringVar(&cfg.authJWKS, "auth-jwks", "", "with -http: require a bearer JWT (ES256) signed by a key of the JWKS at `URL`, whose aud is this server's URL")
+	fs.StringVar(&cfg.authIssuer, "auth-issuer", "", "with -auth-jwks: the `iss` tokens must have")
+	fs.StringVar(&cfg.authAS, "auth-as", "", "with -auth-jwks: the authorization server `URL` the protected resource metadata names")
+	fs.BoolVar(&cfg.authAnonymousCatalogue, "auth-anonymous-catalogue", false, "with -auth-jwks: let initialize and the lists through without a token")
 	fs.BoolVar(&cfg.flood, "flood", false, "add a flood tool that sends count log notifications of bytes characters each as fast as it can, then answers")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile to `file` (for comparing a benchmark's direct target with the proxy)")
 	fs.Usage = func() {
@@ -107,6 +122,9 @@ func parseConfig(args []string, stderr io.Writer) (*config, error) {
 	}
 	if cfg.httpKeepAlive <= 0 {
 		problems = append(problems, fmt.Errorf("-http-keepalive must be positive, got %v", cfg.httpKeepAlive))
+	}
+	if cfg.authJWKS != "" && cfg.httpAddr == "" {
+		problems = append(problems, errors.New("-auth-jwks needs -http"))
 	}
 	if cfg.httpAddr == "" && cfg.httpAddrFile != "" {
 		problems = append(problems, errors.New("-http-addr-file needs -http"))

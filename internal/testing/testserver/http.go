@@ -73,6 +73,13 @@ func serveHTTP(ctx context.Context, cfg *config, logger *log.Logger) error {
 		ErrorLog:          log.New(logger.Writer(), "http: ", 0),
 	}
 	addr := ln.Addr().String()
+	if h.auth != nil {
+		scheme := "http"
+		if cfg.tlsCert != "" {
+			scheme = "https"
+		}
+		h.auth.self = scheme + "://" + addr + mcpPath
+	}
 	if cfg.httpAddrFile != "" {
 		if err := writeFileAtomic(cfg.httpAddrFile, []byte(addr+"\n")); err != nil {
 			ln.Close()
@@ -126,7 +133,8 @@ type httpServer struct {
 	fullCfg *config // per-session full servers: cfg without -exit-after (counted here)
 	log     *log.Logger
 	exit    func(*exitError)
-	fast    *fastServer // -fast: requests are answered inline; nil: a full server per session
+	fast    *fastServer   // -fast: requests are answered inline; nil: a full server per session
+	auth    *resourceAuth // -auth-jwks: the bearer tokens' check; nil: none
 
 	mu       sync.RWMutex // guards sessions and closed
 	sessions map[string]*httpSession
@@ -179,6 +187,9 @@ func newHTTPServer(cfg *config, logger *log.Logger, exit func(*exitError)) *http
 	h.writers.New = func() any { return newLineWriterSize(io.Discard, httpWriterSize) }
 	h.bodies.New = func() any { return new(bytes.Buffer) }
 	h.msgs.New = func() any { return new(fastMessage) }
+	if cfg.authJWKS != "" {
+		h.auth = &resourceAuth{jwksURL: cfg.authJWKS, issuer: cfg.authIssuer, as: cfg.authAS, anonymousCatalogue: cfg.authAnonymousCatalogue}
+	}
 	return h
 }
 
@@ -222,6 +233,13 @@ func (h *httpServer) snapshot() statsSnapshot {
 func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case mcpPath:
+	case "/.well-known/oauth-protected-resource" + mcpPath:
+		if h.auth == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.auth.metadata(w)
+		return
 	case statsPath:
 		b, _ := json.Marshal(h.snapshot())
 		w.Header().Set("Content-Type", "application/json")
@@ -237,6 +255,11 @@ func (h *httpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
 		httpRPCError(w, http.StatusForbidden, nil, codeInvalidRequest, "Forbidden: Origin is not a loopback origin")
 		return
+	}
+	if h.auth != nil && r.Method != http.MethodPost {
+		if _, ok := h.auth.check(w, r, ""); !ok {
+			return
+		}
 	}
 	switch r.Method {
 	case http.MethodPost:
@@ -362,19 +385,31 @@ func (h *httpServer) post(w http.ResponseWriter, r *http.Request) {
 	if h.cfg.chatter {
 		h.log.Printf("received method=%q id=%s", msg.Method, msg.ID)
 	}
+	var subject string
+	if h.auth != nil {
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(body, &m)
+		var ok bool
+		if subject, ok = h.auth.check(w, r, m.Method); !ok {
+			return
+		}
+	}
 	isRequest := msg.Method != fastAbsent && len(msg.ID) > 0
 	if isRequest && msg.Method == fastInitialize {
 		if r.Header.Get(headerSessionID) != "" {
 			httpRPCError(w, http.StatusBadRequest, msg.ID, codeInvalidRequest, "Invalid Request: initialize inside a session")
 			return
 		}
-		h.initialize(w, r, msg, body)
+		h.initialize(w, r, msg, body, subject)
 		return
 	}
 	s := h.lookup(w, r, msg.ID)
 	if s == nil {
 		return
 	}
+	s.addSubject(subject)
 	if !h.versionOK(r) {
 		httpRPCError(w, http.StatusBadRequest, msg.ID, codeInvalidRequest,
 			"Bad Request: unsupported MCP-Protocol-Version "+r.Header.Get(headerProtocolVersion))
@@ -424,12 +459,13 @@ func (h *httpServer) countRequest() {
 
 // initialize opens a session and answers the handshake, with the session id in the
 // Mcp-Session-Id header.
-func (h *httpServer) initialize(w http.ResponseWriter, r *http.Request, msg *fastMessage, body []byte) {
+func (h *httpServer) initialize(w http.ResponseWriter, r *http.Request, msg *fastMessage, body []byte, subject string) {
 	s, err := h.newSession()
 	if err != nil {
 		httpRPCError(w, http.StatusServiceUnavailable, msg.ID, codeInternalError, err.Error())
 		return
 	}
+	s.addSubject(subject)
 	w.Header().Set(headerSessionID, s.id)
 	if h.fast != nil {
 		h.answerFast(w, msg)

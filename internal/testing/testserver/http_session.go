@@ -17,8 +17,9 @@ type httpSession struct {
 	closeOnce sync.Once
 	full      *fullSession // nil with -fast
 
-	mu      sync.Mutex // guards streams
-	streams map[chan []byte]struct{}
+	mu       sync.Mutex // guards streams and subjects
+	streams  map[chan []byte]struct{}
+	subjects []string // of the bearer tokens its requests carried (bearer.go)
 }
 
 func (s *httpSession) addStream() chan []byte {
@@ -70,6 +71,7 @@ func startFullSession(h *httpServer, s *httpSession) *fullSession {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	f.srv = newServer(h.fullCfg, newLineWriter(f), h.log, h.exit)
+	f.srv.subjects = s.subjectList
 	go func() {
 		defer close(f.served)
 		if err := f.srv.serve(ctx, pr); err != nil {

@@ -115,6 +115,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	logger := log.New(stderr, "", 0)
+	if cfg.needEnv != "" && os.Getenv(cfg.needEnv) == "" {
+		logger.Printf("%s: %s is not set: exiting", cfg.name, cfg.needEnv)
+		return &exitError{code: 2, reason: cfg.needEnv + " is not set"}
+	}
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
 		if err != nil {

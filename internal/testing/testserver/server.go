@@ -51,6 +51,9 @@ type server struct {
 	log   *log.Logger
 	exit  func(*exitError)
 	tools *catalogue
+	// subjects, over HTTP, returns the subjects of the bearer tokens the session's
+	// requests carried (whoami); nil on stdio.
+	subjects func() []string
 
 	outgoing outgoing // the server's own requests (ping_client)
 

@@ -23,6 +23,7 @@ const (
 	toolGarbage = "garbage"
 	toolEnv     = "env"
 	toolCwd     = "cwd"
+	toolWhoami  = "whoami"
 
 	toolEchoMeta = "echo_meta" // with -echo-meta
 	toolFlood    = "flood"     // with -flood
@@ -121,6 +122,9 @@ func newCatalogue(cfg *config) *catalogue {
 	}
 	if cfg.echoMeta {
 		tools = append(tools, &tool{toolEchoMeta, "Returns the _meta of its call (its traceparent, say) as structuredContent.", schemaAny, echoCallMeta})
+	}
+	if cfg.whoami {
+		tools = append(tools, &tool{toolWhoami, "Returns whom this server acts for: its process id, $WHOAMI, and over HTTP the subjects of the tokens its session carried.", schemaNone, whoami})
 	}
 	if cfg.flood {
 		tools = append(tools, &tool{toolFlood, "Sends count notifications/message of bytes characters each as fast as it can, then answers.", schemaFlood, flood})
@@ -463,6 +467,17 @@ func env(_ context.Context, _ *server, call *toolCall) (json.RawMessage, *rpcErr
 		return errorResult("environment variable " + args.Name + " is not set")
 	}
 	return textResult(v)
+}
+
+// whoami reports the identity a call carried: "pid=N env=$WHOAMI sub=S", S being the
+// subjects of the bearer tokens the HTTP session's requests carried, comma-separated
+// (more than one means a session carried two people).
+func whoami(_ context.Context, s *server, _ *toolCall) (json.RawMessage, *rpcError) {
+	var subs []string
+	if s.subjects != nil {
+		subs = s.subjects()
+	}
+	return textResult(fmt.Sprintf("pid=%d env=%s sub=%s", os.Getpid(), os.Getenv("WHOAMI"), strings.Join(subs, ",")))
 }
 
 func cwd(context.Context, *server, *toolCall) (json.RawMessage, *rpcError) {

@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/authserver"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
+)
+
+// TestCredentialsCluster: two replicas behind HAProxy share the principals' grants in
+// Redis, sealed with the cluster's key. A principal gets the link from replica A,
+// follows it through the load balancer (the flow is in Redis: either replica completes
+// it), and replica B serves the principal's calls with the grant. When the token
+// expires, concurrent calls on both replicas make one refresh (a Redis lease). No token
+// is in Redis in the clear or in a log.
+func TestCredentialsCluster(t *testing.T) {
+	t.Parallel()
+	as := startAuthServer(t, authserver.Options{AccessJWTTTL: 4 * time.Second})
+	up, upLog := startTestserverHTTP(t, "-whoami", "-auth-jwks", as.URL+"/jwks", "-auth-issuer", as.URL, "-auth-as", as.URL,
+		"-auth-anonymous-catalogue")
+	front, err := topology.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource := "http://" + front + "/mcp"
+	base := fmt.Sprintf(`auth {
+  resource = %q
+  jwt {
+    issuer   = %q
+    jwks_url = %q
+  }
+}
+upstream "jira" {
+  url = %q
+  credentials { mode = "oauth" }
+}
+`, resource, as.URL, as.URL+"/jwks", up)
+	topo, err := topology.Start(topology.Options{ProxyBin: proxyBin, Replicas: 2, Base: withTestGrace(base), FrontAddr: front,
+		ClusterAttrs: `key = "0123456789abcdef0123456789abcdef-cluster"`, Dir: t.TempDir(), LogLevel: "debug"})
+	if errors.Is(err, topology.ErrMissing) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := topo.Close(); err != nil {
+			t.Errorf("stopping the cluster: %v", err)
+		}
+		if t.Failed() {
+			for _, r := range topo.Replicas {
+				t.Logf("--- %s:\n%s", r.Name, r.Output.String())
+			}
+		}
+	})
+	logs := stringerFunc(func() string {
+		var b strings.Builder
+		for _, r := range topo.Replicas {
+			fmt.Fprintf(&b, "--- %s\n%s\n", r.Name, r.Output.String())
+		}
+		return b.String()
+	})
+	tok := as.IssueFront("alice", resource, 10*time.Minute)
+	a := connectAs(t, "http://"+topo.Replicas[0].Addr+"/mcp", tok, nil, logs)
+	b := connectAs(t, "http://"+topo.Replicas[1].Addr+"/mcp", tok, nil, logs)
+
+	res, err := whoamiOf(t, a, "jira__whoami")
+	link := ""
+	if err != nil {
+		link = connectLink.FindString(err.Error())
+	}
+	if link == "" || !strings.HasPrefix(link, "http://"+front+"/oauth/connect/") {
+		t.Fatalf("replica A's answer before authorizing: %v %v\n%s", res, err, logs)
+	}
+	if code, body := newBrowser(t, as, "alice").get(link); code != 200 {
+		t.Fatalf("following the link through the load balancer: %d %s\n%s", code, body, logs)
+	}
+	// Replica B serves alice with the grant obtained through the load balancer.
+	for name, cs := range map[string]*mcp.ClientSession{"B": b, "A": a} {
+		if w, err := whoamiOf(t, cs, "jira__whoami"); err != nil || w["sub"] != "alice" {
+			t.Errorf("replica %s: %v %v\n%s", name, w, err, logs)
+		}
+	}
+	if n := as.Count(authserver.GrantCode, "alice"); n != 1 {
+		t.Errorf("%d authorization codes redeemed, want 1", n)
+	}
+
+	// The token expires at the upstream: concurrent calls on both replicas, one refresh.
+	time.Sleep(5200 * time.Millisecond) // past the JWT's exp, whole seconds after issue
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		cs := a
+		if i%2 == 1 {
+			cs = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if w, err := whoamiOf(t, cs, "jira__whoami"); err != nil || w["sub"] != "alice" {
+				t.Errorf("a call after expiry: %v %v", w, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := as.Count(authserver.GrantRefresh, "alice"); n != 1 {
+		t.Errorf("concurrent calls on two replicas made %d refreshes, want 1\n%s", n, logs)
+	}
+	noTokens(t, as, logs, upLog)
+}
+
+type stringerFunc func() string
+
+func (f stringerFunc) String() string { return f() }

@@ -1,0 +1,108 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
+	"github.com/mcp-proxy/mcp-proxy/mcp"
+	"github.com/mcp-proxy/mcp-proxy/principal"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// perPrincipalRouter is a router with one per-principal upstream "gh" (tool "t") whose
+// sessions are fakes, made per principal and recorded in made; admit is its Admit.
+func perPrincipalRouter(t testing.TB, admit func(context.Context, *Request, json.RawMessage) (Admission, error)) (*Router, map[string]*fakeUpstream) {
+	made := map[string]*fakeUpstream{}
+	r := New(Options{}, zerolog.Nop())
+	r.AddPerClient(newFake("gh", "t"), "gh", PerClient{ByPrincipal: true, MaxSessions: 2, Admit: admit,
+		NewFor: func(p *principal.Principal, _ json.RawMessage, _ upstream.Events) Upstream {
+			f := newFake("gh", "t")
+			f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"as ` + p.Name + `"}]}}`)
+			made[p.Name] = f
+			return f
+		}})
+	r.rebuild()
+	t.Cleanup(func() { r.Close() })
+	return r, made
+}
+
+// TestPerPrincipalRouting: each principal's calls go to its own session, whatever its
+// client session; Admit's refusal is the call's answer (a ResultError as a result), and
+// its Mode reaches the credential note; a request for nobody is refused when there is an
+// admission check; the cap holds.
+func TestPerPrincipalRouting(t *testing.T) {
+	r, made := perPrincipalRouter(t, func(_ context.Context, req *Request, _ json.RawMessage) (Admission, error) {
+		switch req.Principal.Name {
+		case "carol":
+			return Admission{Mode: "oauth"}, &ResultError{Result: json.RawMessage(`{"content":[],"isError":true}`), Err: errors.New("authorize")}
+		case "dave":
+			return Admission{Mode: "exchange"}, mcp.ProxyError(mcp.CodeCredentialFailed, "gh", "refused")
+		}
+		return Admission{Mode: "exchange", Subject: req.Principal.Name + "@idp"}, nil
+	})
+	ctx := context.Background()
+	callAs := func(name string) (string, error, *CredentialNote) {
+		var note CredentialNote
+		res, err := r.Call(WithCredentialNote(ctx, &note), &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`),
+			Principal: &principal.Principal{Name: name}})
+		return string(res), err, &note
+	}
+	for _, name := range []string{"alice", "bob", "alice"} {
+		res, err, note := callAs(name)
+		if err != nil || !strings.Contains(res, "as "+name) || note.Mode != "exchange" || note.Subject != name+"@idp" {
+			t.Errorf("%s: %s %v %+v", name, res, err, note)
+		}
+	}
+	if len(made) != 2 {
+		t.Errorf("%d sessions for two principals", len(made))
+	}
+	if res, err, note := callAs("carol"); err != nil || !strings.Contains(res, `"isError":true`) || note.Mode != "oauth" {
+		t.Errorf("carol: %s %v %+v", res, err, note)
+	}
+	var je *jsonrpc.Error
+	if _, err, _ := callAs("dave"); !errors.As(err, &je) || je.Code != mcp.CodeCredentialFailed {
+		t.Errorf("dave: %v", err)
+	}
+	if made["carol"] != nil || made["dave"] != nil {
+		t.Error("a session was started for a principal who was not admitted")
+	}
+	if _, err := r.Call(ctx, &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`)}); !errors.As(err, &je) || je.Code != mcp.CodeCredentialUnavailable {
+		t.Errorf("a call for nobody: %v", err)
+	}
+	if s := r.PrincipalSessions()["gh"]; s != 2 {
+		t.Errorf("%d principal sessions", s)
+	}
+	if n := r.ClosePrincipal("gh", "alice"); n != 1 || r.PrincipalSessions()["gh"] != 1 {
+		t.Errorf("closing alice's session: %d", n)
+	}
+}
+
+// TestPerPrincipalTask: a task created in a principal's own session is that principal's:
+// another principal asking for it gets "Unknown task", without a policy too.
+func TestPerPrincipalTask(t *testing.T) {
+	r, made := perPrincipalRouter(t, nil)
+	ctx := context.Background()
+	alice, bob := &principal.Principal{Name: "alice"}, &principal.Principal{Name: "bob"}
+	// alice's session is made on her first call; it answers with a task.
+	if _, err := r.Call(ctx, &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`), Principal: alice}); err != nil {
+		t.Fatal(err)
+	}
+	made["alice"].resp = []byte(taskResult)
+	if res, err := r.Call(ctx, &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t","task":{}}`), Principal: alice}); err != nil || !strings.Contains(string(res), `"taskId":"t1"`) {
+		t.Fatalf("alice's task: %s %v", res, err)
+	}
+	made["alice"].resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"taskId":"t1","status":"completed"}}`)
+	if res, err := r.Call(ctx, &Request{Method: mcp.MethodTasksGet, Params: json.RawMessage(`{"taskId":"t1"}`), Principal: alice}); err != nil || !strings.Contains(string(res), "completed") {
+		t.Errorf("alice's tasks/get: %s %v", res, err)
+	}
+	var je *jsonrpc.Error
+	if _, err := r.Call(ctx, &Request{Method: mcp.MethodTasksGet, Params: json.RawMessage(`{"taskId":"t1"}`), Principal: bob}); !errors.As(err, &je) || !strings.Contains(je.Message, "Unknown task") {
+		t.Errorf("bob reading alice's task: %v", err)
+	}
+}
