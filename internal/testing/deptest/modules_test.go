@@ -149,6 +149,7 @@ var modules = map[string][]reason{
 	"internal/testing/searcheval":   nil,
 	"internal/testing/searchbench":  nil,
 	"internal/testing/searchlex":    nil, // runs npm pack for WordNet: the standard library only
+	"internal/testing/searchembed":  nil, // runs npm pack for the word vectors: the standard library only
 }
 
 // TestThirdPartyModules checks every package's transitive third-party modules against
