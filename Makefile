@@ -225,6 +225,8 @@ bench: bench-go load
 SEARCH_BENCH_FLAGS ?=
 bench-search:
 	$(GO) run ./internal/testing/searchbench $(SEARCH_BENCH_FLAGS)
+	$(if $(SEARCH_BENCH_FLAGS),,@echo; echo "== the independent set (written blind to the ranker; never tuned on)")
+	$(if $(SEARCH_BENCH_FLAGS),,$(GO) run ./internal/testing/searchbench -queries search/testdata/queries-independent.json | sed -n '1,8p')
 	$(if $(SEARCH_BENCH_FLAGS),,$(GO) test -run='^$$' -bench='BenchmarkSearch|BenchmarkBuild' -benchmem -count=1 ./search/)
 
 # Regenerate the search lexicon (search/wordnet.lex) from WordNet 3.1: fetches the npm
