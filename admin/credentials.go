@@ -61,19 +61,28 @@ func (e *InputError) Error() string { return e.Msg }
 // maxSecret bounds a secret's value.
 const maxSecret = 64 << 10
 
-// serveSetSecret stores the request's body as ?principal='s secret ?name for ?upstream.
+// serveSetSecret stores the request's body as ?principal='s secret ?name for ?upstream
+// (the caller's own without ?principal=; another's for an administrator only).
 func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Credentials == nil {
 		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
 		return
 	}
 	q := r.URL.Query()
+	who, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "set")
+	if !ok {
+		return
+	}
+	if who == "" {
+		http.Error(w, "principal is required", http.StatusBadRequest)
+		return
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxSecret+1))
 	if err != nil || len(b) > maxSecret {
 		http.Error(w, "the secret is unreadable or larger than 64 KiB", http.StatusBadRequest)
 		return
 	}
-	err = s.opts.Credentials.SetSecret(r.Context(), q.Get("upstream"), q.Get("principal"), q.Get("name"), string(b))
+	err = s.opts.Credentials.SetSecret(r.Context(), q.Get("upstream"), who, q.Get("name"), string(b))
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
@@ -84,7 +93,7 @@ func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "storing the secret failed: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	s.opts.Log.Info().Str("upstream", q.Get("upstream")).Str("principal", q.Get("principal")).Str("name", q.Get("name")).
+	s.opts.Log.Info().Str("upstream", q.Get("upstream")).Str("principal", who).Str("name", q.Get("name")).
 		Msg("admin: a principal's secret stored")
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -121,14 +130,19 @@ type CredentialSummary struct {
 	Principals int
 }
 
-// serveCredentials lists the grants: ?upstream= and ?principal= narrow the list.
+// serveCredentials lists the grants: ?upstream= and ?principal= narrow the list; a
+// principal that is not an administrator sees its own only.
 func (s *Server) serveCredentials(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Credentials == nil {
 		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
 		return
 	}
 	q := r.URL.Query()
-	l, err := s.opts.Credentials.List(r.Context(), q.Get("upstream"), q.Get("principal"))
+	who, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "list")
+	if !ok {
+		return
+	}
+	l, err := s.opts.Credentials.List(r.Context(), q.Get("upstream"), who)
 	if err != nil {
 		s.opts.Log.Warn().Err(err).Msg("admin: listing credentials")
 		http.Error(w, "listing the credentials failed: "+err.Error(), http.StatusServiceUnavailable)
@@ -140,14 +154,18 @@ func (s *Server) serveCredentials(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"grants": l})
 }
 
-// serveRevoke revokes ?principal='s grants (with ?upstream= only, when given).
+// serveRevoke revokes ?principal='s grants (with ?upstream= only, when given): the
+// caller's own without ?principal=; another's for an administrator only.
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Credentials == nil {
 		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
 		return
 	}
 	q := r.URL.Query()
-	p := q.Get("principal")
+	p, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "revoke")
+	if !ok {
+		return
+	}
 	if p == "" {
 		http.Error(w, "principal is required", http.StatusBadRequest)
 		return

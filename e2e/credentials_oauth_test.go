@@ -96,6 +96,7 @@ listen "http" {
 }
 admin {
   address = %q
+  groups  = ["ops"]
 }
 auth {
   resource = %q
@@ -269,7 +270,7 @@ upstream "jira" {
 	cli := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(proxyBin, append([]string{"credentials"}, append(args, "--admin", "http://"+adminAddr)...)...)
-		cmd.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+front("ops"))
+		cmd.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+as.IssueFrontGroups("ops", resource, 10*time.Minute, "ops"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("mcp-proxy credentials %v: %v\n%s", args, err, out)
@@ -312,7 +313,7 @@ upstream "jira" {
 	get := func(path, accept string) string {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, "http://"+adminAddr+path, nil)
-		req.Header.Set("Authorization", "Bearer "+front("ops"))
+		req.Header.Set("Authorization", "Bearer "+as.IssueFrontGroups("ops", resource, 10*time.Minute, "ops"))
 		req.Header.Set("Accept", accept)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

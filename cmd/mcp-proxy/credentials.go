@@ -13,7 +13,9 @@ import (
 
 // cmdCredentials lists or revokes the principals' per-user credentials of a running
 // proxy, or stores a principal's secret, through its admin listener: `credentials list`,
-// `credentials revoke` and `credentials set-secret` (the value on stdin).
+// `credentials revoke` and `credentials set-secret` (the value on stdin). Who may do it
+// is the admin listener's decision (an administrator anyone's, any other principal its
+// own): its refusal (403) is printed with its reason.
 func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	const name = "credentials"
 	if len(args) == 0 || (args[0] != "list" && args[0] != "revoke" && args[0] != "set-secret" && !strings.HasPrefix(args[0], "-")) {
@@ -28,7 +30,7 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
 	asJSON := fs.Bool("json", false, "print what the admin listener answers, as JSON")
 	upstream := fs.String("upstream", "", "only this upstream's grants (`NAME`)")
-	principal := fs.String("principal", "", "only this principal's grants (`NAME`); required by revoke and set-secret")
+	principal := fs.String("principal", "", "only this principal's grants (`NAME`); revoke and set-secret: whose (default: yours, the principal of "+adminKeyEnv+")")
 	secretName := fs.String("name", "", "set-secret: the secret's `NAME`, as secret(\"NAME\") names it")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -36,9 +38,6 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 	}
 	if len(pos) > 0 {
 		return usageErrorf(name, "takes no arguments after the subcommand (got %q)", pos)
-	}
-	if (sub == "revoke" || sub == "set-secret") && *principal == "" {
-		return usageErrorf(name, "%s needs --principal", sub)
 	}
 	if sub == "set-secret" && (*upstream == "" || *secretName == "") {
 		return usageErrorf(name, "set-secret needs --upstream and --name (the value is read from stdin)")
@@ -64,7 +63,11 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 		if err := admin.PutSecret(rctx, nil, url, key, *upstream, *principal, *secretName, value); err != nil {
 			return exitError{code: 1, msg: err.Error()}
 		}
-		fmt.Fprintf(stdout, "stored secret %s of principal %s for %s (its next session uses it)\n", *secretName, *principal, *upstream)
+		whose := "your"
+		if *principal != "" {
+			whose = "principal " + *principal + "'s"
+		}
+		fmt.Fprintf(stdout, "stored %s secret %s for %s (its next session uses it)\n", whose, *secretName, *upstream)
 		return nil
 	}
 	if sub == "revoke" {

@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"plugins/sdk":          {"plugins/proto"},
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "search", "jsonrpc", "mcp", "internal/jsonx", "internal/lazyre"},
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "trust", "jsonrpc", "mcp", "internal/jsonx"},
-	"admin":                {"metrics", "router", "upstream"},
+	"admin":                {"metrics", "router", "upstream", "principal"}, // principal: who asks (access.go)
 	"cluster":              {"policy", "router", "config", "jsonrpc", "credential"},
 	"plugins/guard":        {},
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
