@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -38,8 +39,8 @@ func (s *Server) callerOf(r *http.Request) caller {
 	return caller{p: p, admin: p != nil && slices.ContainsFunc(s.opts.Groups, p.InGroup)}
 }
 
-// ownKey is the name p's credentials are kept under.
-func ownKey(p *principal.Principal) string { return p.Name }
+// ownKey is the identity p's credentials are kept under.
+func ownKey(p *principal.Principal) string { return p.ID() }
 
 // name is how refusals name the caller.
 func (c caller) name() string {
@@ -76,10 +77,24 @@ func (s *Server) forbid(w http.ResponseWriter, r *http.Request, c caller, why st
 }
 
 // whose decides whose credentials a request of c may concern, given the principal it
-// names (asked, "" for none): an administrator's, anyone's (asked as it is; "" when it
+// names (asked, "" for none; resolved to an identity first: a bare name the
+// configuration makes ambiguous is a 400): an administrator's, anyone's (asked as it is; "" when it
 // named none); anyone else's, its own only (its own when it named none). ok is false
 // when the request was refused (answered already).
 func (s *Server) whose(w http.ResponseWriter, r *http.Request, c caller, asked, verb string) (string, bool) {
+	if asked != "" {
+		id, err := s.opts.Credentials.Resolve(asked)
+		if err != nil {
+			var ie *InputError
+			if errors.As(err, &ie) {
+				http.Error(w, ie.Msg, http.StatusBadRequest)
+			} else {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
+			return "", false
+		}
+		asked = id
+	}
 	if c.admin {
 		if asked == "" && c.p != nil && verb != "list" {
 			return ownKey(c.p), true

@@ -27,6 +27,17 @@ func (f *fakeCreds) Revoke(_ context.Context, up, p string) (*Revoked, error) {
 
 func (f *fakeCreds) Summary(context.Context) map[string]CredentialSummary { return nil }
 
+// Resolve qualifies a bare name as an API key's, except "amb", which is ambiguous.
+func (f *fakeCreds) Resolve(name string) (string, error) {
+	switch {
+	case name == "amb":
+		return "", &InputError{Msg: "principal \"amb\" is ambiguous"}
+	case strings.Contains(name, ":"):
+		return name, nil
+	}
+	return "api_key:" + name, nil
+}
+
 func (f *fakeCreds) SetSecret(_ context.Context, up, p, name, _ string) error {
 	f.calls = append(f.calls, "set "+up+" "+p+" "+name)
 	return nil
@@ -71,43 +82,46 @@ func TestAccess(t *testing.T) {
 			{"", "GET", "/status", 200, "", ""},
 			{"", "POST", "/reload", 501, "", ""},
 			{"", "GET", "/credentials", 200, "list  ", ""},
-			{"", "GET", "/credentials?principal=bob", 200, "list  bob", ""},
-			{"", "POST", "/credentials/revoke?principal=bob", 200, "revoke  bob", ""},
+			{"", "GET", "/credentials?principal=bob", 200, "list  api_key:bob", ""},
+			{"", "POST", "/credentials/revoke?principal=bob", 200, "revoke  api_key:bob", ""},
 			{"", "POST", "/credentials/revoke", 400, "", "principal is required"},
-			{"", "PUT", "/credentials/secret?upstream=u&principal=bob&name=k", 204, "set u bob k", ""},
+			{"", "PUT", "/credentials/secret?upstream=u&principal=bob&name=k", 200, "set u api_key:bob k", ""},
 		}},
 		{"auth without groups", bearerPrincipals, nil, []ask{
 			{"alice", "GET", "/status", 200, "", ""},
 			{"alice", "GET", "/metrics", 200, "", ""},
 			{"alice", "POST", "/reload", 501, "", ""},
-			{"alice", "GET", "/credentials", 200, "list  alice", ""},
-			{"alice", "GET", "/credentials?principal=alice&upstream=u", 200, "list u alice", ""},
-			{"alice", "GET", "/credentials?principal=bob", 403, "", `principal "alice" may list only its own credentials, not "bob"'s; set admin groups`},
+			{"alice", "GET", "/credentials", 200, "list  api_key:alice", ""},
+			{"alice", "GET", "/credentials?principal=alice&upstream=u", 200, "list u api_key:alice", ""},
+			{"alice", "GET", "/credentials?principal=api_key:alice", 200, "list  api_key:alice", ""},
+			{"alice", "GET", "/credentials?principal=jwt:alice", 403, "", `not "jwt:alice"'s`}, // a token's alice is another principal
+			{"alice", "GET", "/credentials?principal=amb", 400, "", "ambiguous"},
+			{"alice", "GET", "/credentials?principal=bob", 403, "", `principal "api_key:alice" may list only its own credentials, not "api_key:bob"'s; set admin groups`},
 			{"alice", "POST", "/credentials/revoke?principal=bob", 403, "", "may revoke only its own"},
-			{"alice", "POST", "/credentials/revoke", 200, "revoke  alice", ""},
+			{"alice", "POST", "/credentials/revoke", 200, "revoke  api_key:alice", ""},
 			{"alice", "PUT", "/credentials/secret?upstream=u&principal=bob&name=k", 403, "", "may set only its own"},
-			{"alice", "PUT", "/credentials/secret?upstream=u&name=k", 204, "set u alice k", ""},
+			{"alice", "PUT", "/credentials/secret?upstream=u&name=k", 200, "set u api_key:alice k", ""},
 			{"carol", "POST", "/credentials/revoke?principal=bob", 403, "", "may revoke only its own"}, // no groups: no administrator
 			{"", "GET", "/credentials", 401, "", ""},
 		}},
 		{"auth with admin groups", bearerPrincipals, []string{"sre", "ops"}, []ask{
-			{"alice", "GET", "/status", 403, "", `principal "alice" is not in the admin groups (sre, ops)`},
+			{"alice", "GET", "/status", 403, "", `principal "api_key:alice" is not in the admin groups (sre, ops)`},
 			{"alice", "GET", "/metrics", 403, "", ""},
 			{"alice", "POST", "/reload", 403, "", ""},
 			{"alice", "POST", "/lock", 403, "", ""},
 			{"alice", "GET", "/", 403, "", ""},
-			{"alice", "GET", "/credentials", 200, "list  alice", ""},
+			{"alice", "GET", "/credentials", 200, "list  api_key:alice", ""},
 			{"alice", "GET", "/credentials?principal=bob", 403, "", "members of the admin groups (sre, ops) may list anyone's"},
 			{"alice", "POST", "/credentials/revoke?principal=bob&upstream=u", 403, "", ""},
 			{"alice", "PUT", "/credentials/secret?upstream=u&principal=carol&name=k", 403, "", ""},
-			{"alice", "PUT", "/credentials/secret?upstream=u&principal=alice&name=k", 204, "set u alice k", ""},
+			{"alice", "PUT", "/credentials/secret?upstream=u&principal=alice&name=k", 200, "set u api_key:alice k", ""},
 			{"carol", "GET", "/status", 200, "", ""},
 			{"carol", "POST", "/reload", 501, "", ""},
 			{"carol", "GET", "/credentials", 200, "list  ", ""},
-			{"carol", "GET", "/credentials?principal=bob", 200, "list  bob", ""},
-			{"carol", "POST", "/credentials/revoke?principal=bob&upstream=u", 200, "revoke u bob", ""},
-			{"carol", "POST", "/credentials/revoke", 200, "revoke  carol", ""},
-			{"carol", "PUT", "/credentials/secret?upstream=u&principal=alice&name=k", 204, "set u alice k", ""},
+			{"carol", "GET", "/credentials?principal=bob", 200, "list  api_key:bob", ""},
+			{"carol", "POST", "/credentials/revoke?principal=bob&upstream=u", 200, "revoke u api_key:bob", ""},
+			{"carol", "POST", "/credentials/revoke", 200, "revoke  api_key:carol", ""},
+			{"carol", "PUT", "/credentials/secret?upstream=u&principal=alice&name=k", 200, "set u api_key:alice k", ""},
 			{"", "GET", "/healthz", 200, "", ""},
 		}},
 	} {

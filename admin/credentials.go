@@ -51,6 +51,10 @@ type Credentials interface {
 	// SetSecret stores principal's secret name for upstream (mode "secret" without a
 	// secrets file); an *InputError when the request is wrong.
 	SetSecret(ctx context.Context, upstream, principal, name, value string) error
+	// Resolve is the identity (principal.ID) a request means by name: an identity as
+	// it is, or a bare name the configuration makes unambiguous; an *InputError
+	// otherwise. The principals of List, Revoke and SetSecret are identities.
+	Resolve(name string) (string, error)
 }
 
 // InputError is a request the admin listener refuses as the caller's mistake (400).
@@ -95,33 +99,47 @@ func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
 	}
 	s.opts.Log.Info().Str("upstream", q.Get("upstream")).Str("principal", who).Str("name", q.Get("name")).
 		Msg("admin: a principal's secret stored")
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, StoredSecret{Upstream: q.Get("upstream"), Principal: who, Name: q.Get("name")})
+}
+
+// StoredSecret is what PUT /credentials/secret answers: whose secret was stored (never
+// its value).
+type StoredSecret struct {
+	Upstream  string `json:"upstream"`
+	Principal string `json:"principal"` // the identity
+	Name      string `json:"name"`
 }
 
 // PutSecret stores principal's secret name for upstream through the admin listener at
-// baseURL (`mcp-proxy credentials set-secret`).
-func PutSecret(ctx context.Context, client *http.Client, baseURL, token, upstream, principal, name, value string) error {
+// baseURL (`mcp-proxy credentials set-secret`; principal "" is the caller's own), and
+// returns whose it stored.
+func PutSecret(ctx context.Context, client *http.Client, baseURL, token, upstream, principal, name, value string) (*StoredSecret, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	u := strings.TrimSuffix(baseURL, "/") + "/credentials/secret?" + url.Values{"upstream": {upstream}, "principal": {principal}, "name": {name}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, strings.NewReader(value))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("asking %s to store the secret: %w", baseURL, err)
+		return nil, fmt.Errorf("asking %s to store the secret: %w", baseURL, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("%s/credentials/secret answered %d %s: %s", strings.TrimSuffix(baseURL, "/"), resp.StatusCode, http.StatusText(resp.StatusCode), firstLine(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s/credentials/secret answered %d %s: %s", strings.TrimSuffix(baseURL, "/"), resp.StatusCode, http.StatusText(resp.StatusCode), firstLine(string(body)))
 	}
-	return nil
+	var out StoredSecret
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("the answer from %s is not what mcp-proxy serves: %w", baseURL, err)
+	}
+	return &out, nil
 }
 
 // CredentialSummary is one per-user upstream's credentials in the status.

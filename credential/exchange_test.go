@@ -34,7 +34,8 @@ func startAS(t *testing.T) *authserver.Server {
 }
 
 func frontPrincipal(as *authserver.Server, name string) *principal.Principal {
-	return &principal.Principal{Name: name, Via: "jwt", Token: principal.NewSecret(as.IssueFront(name, "https://proxy.example/mcp", time.Hour))}
+	return (&principal.Principal{Name: name, Via: principal.ViaJWT, Issuer: as.URL,
+		Token: principal.NewSecret(as.IssueFront(name, "https://proxy.example/mcp", time.Hour))}).Identify()
 }
 
 // TestExchangeProvider: the provider exchanges a principal's token once however many
@@ -75,7 +76,7 @@ func TestExchangeProvider(t *testing.T) {
 	if err != nil || c.Str("sub") != "alice" || !c.HasAud("https://gh.example/mcp") {
 		t.Errorf("the upstream's token: %v %v", c, err)
 	}
-	if g, _ := store.Get(ctx, "gh", "alice"); g == nil || g.Mode != ModeExchange || g.Subject != "alice" {
+	if g, _ := store.Get(ctx, "gh", alice.ID()); g == nil || g.Mode != ModeExchange || g.Subject != "alice" {
 		t.Errorf("stored %+v", g)
 	}
 	// A 401: one re-exchange, whatever the number of requests refused.

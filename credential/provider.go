@@ -229,13 +229,13 @@ func (p *Provider) Admit(ctx context.Context, who *principal.Principal, call Cal
 	if who == nil {
 		return Admitted{}, unavailable(p.cfg.Upstream, "it acts as the calling principal, and this call is made for nobody")
 	}
-	h := p.handle(who.Name)
+	h := p.handle(who.ID())
 	if p.cfg.Mode == ModeSecret {
 		if err := h.admitSecrets(ctx); err != nil {
 			p.event(EventUnavailable)
 			return Admitted{}, err
 		}
-		return Admitted{Subject: who.Name}, nil
+		return Admitted{Subject: who.ID()}, nil
 	}
 	if h.who.Load() != who {
 		h.who.Store(who)
@@ -317,7 +317,7 @@ func (p *Provider) Authorizer(who *principal.Principal) transport.Authorizer {
 	if p.strat == nil {
 		return nil
 	}
-	return p.handle(who.Name)
+	return p.handle(who.ID())
 }
 
 var _ transport.Authorizer = (*handle)(nil)

@@ -279,11 +279,11 @@ upstream "jira" {
 	}
 	list := cli("list", "--json")
 	for _, p := range []string{"alice", "bob", "carol", "erin", "frank"} {
-		if !strings.Contains(list, `"principal": "`+p+`"`) {
+		if !strings.Contains(list, `"principal": "jwt:`+as.URL+"#"+p+`"`) { // the identity: the issuer's subject
 			t.Errorf("credentials list lacks %s:\n%s", p, list)
 		}
 	}
-	if out := cli("revoke", "--principal", "alice", "--upstream", "jira"); !strings.Contains(out, "revoked principal alice's grants for jira") {
+	if out := cli("revoke", "--principal", "alice", "--upstream", "jira"); !strings.Contains(out, "revoked principal jwt:"+as.URL+"#alice's grants for jira") {
 		t.Errorf("revoke: %s", out)
 	}
 	if as.Count("revoke", "") != 1 {
@@ -292,7 +292,7 @@ upstream "jira" {
 	alice2 := connectAs(t, url, front("alice"), nil, stderr)
 	linkOf(alice2) // authorize again
 	table := cli("list", "--upstream", "jira")
-	if strings.Contains(table, "alice") || !strings.Contains(table, "bob") {
+	if strings.Contains(table, "#alice") || !strings.Contains(table, "#bob") {
 		t.Errorf("credentials list after revoking alice:\n%s", table)
 	}
 

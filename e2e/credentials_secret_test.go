@@ -79,10 +79,10 @@ func TestCredentialsSecret(t *testing.T) {
 	dir := t.TempDir()
 	secrets := filepath.Join(dir, "secrets.json")
 	if err := os.WriteFile(secrets, []byte(`{
-  "alice": {"who": "alice-secret-0001"},
-  "bob":   {"who": "bob-secret-0002"},
-  "dave":  {"who": "dave-secret-0004"},
-  "svc":   {"who": "svc-secret-0000"}
+  "api_key:alice": {"who": "alice-secret-0001"},
+  "api_key:bob":   {"who": "bob-secret-0002"},
+  "api_key:dave":  {"who": "dave-secret-0004"},
+  "api_key:svc":   {"who": "svc-secret-0000"}
 }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ upstream "t" {
   credentials {
     mode                = "secret"
     secrets_file        = %q
-    catalogue_principal = "svc"   # the catalogue is listed with svc's secret
+    catalogue_principal = "api_key:svc"   # the catalogue is listed with svc's secret
   }
 }
 `, auth.String(), adminAddr, q(testserverBin), q(testserverBin), secrets))
@@ -188,7 +188,7 @@ upstream "t" {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if out, err := cli(keys["alice"], "alice-stored-0005\n", "set-secret", "--upstream", "s", "--name", "who"); err != nil || !strings.Contains(out, "stored your secret who") {
+	if out, err := cli(keys["alice"], "alice-stored-0005\n", "set-secret", "--upstream", "s", "--name", "who"); err != nil || !strings.Contains(out, "stored secret who of principal api_key:alice for s") {
 		t.Fatalf("alice setting her own secret: %v %s", err, out)
 	}
 	if w, err := whoamiOf(t, alice, "s__whoami"); err != nil || w["env"] != "alice-stored-0005" {
@@ -201,7 +201,7 @@ upstream "t" {
 	for _, args := range [][]string{{"set-secret", "--upstream", "s", "--name", "who", "--principal", "alice"},
 		{"revoke", "--principal", "alice"}, {"list", "--principal", "alice"}} {
 		out, err := cli(keys["bob"], "bob-attack-0006\n", args...)
-		if err == nil || !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, `principal "bob" may `+map[string]string{"set-secret": "set", "revoke": "revoke", "list": "list"}[args[0]]+` only its own credentials, not "alice"'s`) {
+		if err == nil || !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, `principal "api_key:bob" may `+map[string]string{"set-secret": "set", "revoke": "revoke", "list": "list"}[args[0]]+` only its own credentials, not "api_key:alice"'s`) {
 			t.Errorf("bob: credentials %v: %v %s", args, err, out)
 		}
 	}
@@ -213,14 +213,14 @@ upstream "t" {
 	}
 	st := exec.Command(proxyBin, "status", "--admin", "http://"+adminAddr)
 	st.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+keys["bob"])
-	if out, err := st.CombinedOutput(); err == nil || !strings.Contains(string(out), `403 Forbidden: principal "bob" is not in the admin groups (ops)`) {
+	if out, err := st.CombinedOutput(); err == nil || !strings.Contains(string(out), `403 Forbidden: principal "api_key:bob" is not in the admin groups (ops)`) {
 		t.Errorf("bob's status: %v %s", err, out)
 	}
 	if w, err := whoamiOf(t, alice, "s__whoami"); err != nil || w["env"] != "alice-stored-0005" {
 		t.Errorf("alice's secret after bob's attempts: %v %v", w, err)
 	}
 	// An administrator sets bob's secret for him.
-	if out, err := cli(keys["ops"], "bob-stored-0007\n", "set-secret", "--upstream", "s", "--name", "who", "--principal", "bob"); err != nil || !strings.Contains(out, "stored principal bob's secret who") {
+	if out, err := cli(keys["ops"], "bob-stored-0007\n", "set-secret", "--upstream", "s", "--name", "who", "--principal", "bob"); err != nil || !strings.Contains(out, "stored secret who of principal api_key:bob for s") {
 		t.Fatalf("ops setting bob's secret: %v %s", err, out)
 	}
 	if w, err := whoamiOf(t, bob, "s__whoami"); err != nil || w["env"] != "bob-stored-0007" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -28,6 +29,8 @@ type credentials struct {
 	store credential.Store
 	obs   credential.Observer // nil without metrics
 
+	ids atomic.Pointer[identities] // whose a name is, by the running configuration
+
 	mu        sync.Mutex                      // guards providers and flows
 	providers map[string]*credential.Provider // by upstream name
 	flows     *credential.Flows               // the per-user authorizations; nil until an upstream is in mode "oauth"
@@ -39,6 +42,7 @@ type credentials struct {
 // token_store file; in memory otherwise. It connects to nothing yet.
 func newCredentials(cfg *config.Config, log zerolog.Logger, obs credential.Observer) (*credentials, error) {
 	c := &credentials{log: log, obs: obs, providers: map[string]*credential.Provider{}}
+	c.ids.Store(identitiesOf(cfg))
 	key, previous := cfg.StoreKey()
 	switch {
 	case cfg.Cluster != nil && key != "":
@@ -91,7 +95,7 @@ func (c *credentials) provider(uc config.Upstream, name string) (*credential.Pro
 	switch cc.Mode {
 	case config.CredentialsSecret:
 		if cc.SecretsFile != "" {
-			src, err := credential.NewFileSource(cc.SecretsFile)
+			src, err := credential.NewFileSource(cc.SecretsFile, func(k string) (string, error) { return c.ids.Load().secretsKey(k) })
 			if err != nil {
 				return nil, err
 			}
@@ -188,7 +192,7 @@ func (e *engine) perPrincipal(uc config.Upstream, spec upstream.Spec, prov *cred
 		if prov != nil {
 			principalSpec(&s, uc, prov, p)
 		}
-		return upstream.New(s, log.With().Str("principal", p.Name).Logger(), events)
+		return upstream.New(s, log.With().Str("principal", p.ID()).Logger(), events)
 	}
 	if prov != nil {
 		pc.Admit = func(ctx context.Context, req *router.Request, params json.RawMessage) (router.Admission, error) {
@@ -223,7 +227,7 @@ func principalSpec(s *upstream.Spec, uc config.Upstream, prov *credential.Provid
 		s.Authorizer = prov.Authorizer(p)
 		return
 	}
-	s.Prepare = secretsPreparer(uc, prov, p.Name)
+	s.Prepare = secretsPreparer(uc, prov, p.ID())
 }
 
 // secretsPreparer is the Prepare of a session that runs with who's secrets: uc's env
@@ -263,13 +267,15 @@ func secretsPreparer(uc config.Upstream, prov *credential.Provider, who string) 
 // name a principal's secret (or, with catalogue_principal, with that service
 // principal's), and with the shared OAuth client only when an oauth block asks for it
 // (a client_credentials grant, say), never the interactive flow.
-func catalogueSpec(spec upstream.Spec, uc config.Upstream, prov *credential.Provider) upstream.Spec {
+func catalogueSpec(spec upstream.Spec, uc config.Upstream, prov *credential.Provider, c *credentials) upstream.Spec {
 	if !uc.Credentials.PerUser() {
 		return spec
 	}
 	spec.Env, spec.Headers = config.WithoutSecrets(uc.Env), config.WithoutSecrets(uc.Headers)
-	if cp := uc.Credentials.CataloguePrincipal; cp != "" && prov != nil && prov.Mode() == credential.ModeSecret {
-		spec.Prepare = secretsPreparer(uc, prov, cp)
+	if cp := uc.Credentials.CataloguePrincipal; cp != "" && prov != nil && prov.Mode() == credential.ModeSecret && c != nil {
+		if id, ok := c.ids.Load().canonical(cp); ok { // config has checked it is an identity
+			spec.Prepare = secretsPreparer(uc, prov, id)
+		}
 	}
 	if uc.OAuth == nil {
 		spec.OAuth = nil
@@ -383,6 +389,9 @@ func (a *credentialAdmin) Summary(ctx context.Context) map[string]admin.Credenti
 	}
 	return out
 }
+
+// Resolve implements admin.Credentials: the identity an operator means by name.
+func (a *credentialAdmin) Resolve(name string) (string, error) { return a.c.ids.Load().resolve(name) }
 
 // SetSecret implements admin.Credentials: the principal's secret goes into the store's
 // grant of (upstream, principal), for an upstream in mode "secret" that has no secrets

@@ -14,7 +14,8 @@ import (
 )
 
 // A per-principal upstream (PerClient.ByPrincipal) has, besides the catalogue instance,
-// one session per principal, shared by that principal's client sessions, capped and
+// one session per principal (by its identity, principal.ID: an API key named "alice"
+// and a token whose subject is "alice" are two principals), shared by that principal's client sessions, capped and
 // closed when idle like per-client sessions. No session, process or connection ever
 // carries two principals: a request is routed by the principal it is made for, and a
 // session's notifications go only to the client sessions of its principal that called
@@ -108,7 +109,7 @@ func (r *Router) routePrincipal(b *backend, req *Request, create bool) (*backend
 		return b, nil, nil
 	}
 	pool := b.pool
-	key := poolKey{principal: p.Name}
+	key := poolKey{principal: p.ID()}
 	var caps json.RawMessage
 	if req.Meta != nil {
 		caps = req.Meta.Capabilities
@@ -234,16 +235,16 @@ func (r *Router) PrincipalSessions() map[string]int {
 	return out
 }
 
-// ClosePrincipal closes the principal's sessions with the named upstream ("" for every
-// upstream), for a credential revoked: its next call starts afresh, and is admitted
-// again. It returns how many it closed.
-func (r *Router) ClosePrincipal(upstreamName, principalName string) int {
+// ClosePrincipal closes the sessions of the principal whose identity (principal.ID) is
+// id with the named upstream ("" for every upstream), for a credential revoked: its
+// next call starts afresh, and is admitted again. It returns how many it closed.
+func (r *Router) ClosePrincipal(upstreamName, id string) int {
 	n := 0
 	for _, b := range r.all() {
 		if b.pool == nil || !b.pool.pc.ByPrincipal || (upstreamName != "" && b.name != upstreamName) {
 			continue
 		}
-		key := poolKey{principal: principalName}
+		key := poolKey{principal: id}
 		b.pool.mu.Lock()
 		inst := b.pool.byClient[key]
 		if inst != nil {

@@ -23,13 +23,33 @@ func perPrincipalRouter(t testing.TB, admit func(context.Context, *Request, json
 	r.AddPerClient(newFake("gh", "t"), "gh", PerClient{ByPrincipal: true, MaxSessions: 2, Admit: admit,
 		NewFor: func(p *principal.Principal, _ json.RawMessage, _ upstream.Events) Upstream {
 			f := newFake("gh", "t")
-			f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"as ` + p.Name + `"}]}}`)
-			made[p.Name] = f
+			f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"as ` + p.ID() + `"}]}}`)
+			made[p.ID()] = f
 			return f
 		}})
 	r.rebuild()
 	t.Cleanup(func() { r.Close() })
 	return r, made
+}
+
+// TestPerPrincipalIdentity: an API key and a token of the same name are two
+// principals: two sessions, and closing one's leaves the other's.
+func TestPerPrincipalIdentity(t *testing.T) {
+	r, made := perPrincipalRouter(t, nil)
+	byKey := (&principal.Principal{Name: "alice", Via: principal.ViaAPIKey}).Identify()
+	byJWT := (&principal.Principal{Name: "alice", Via: principal.ViaJWT, Issuer: "https://idp.example"}).Identify()
+	for _, p := range []*principal.Principal{byKey, byJWT, byKey} {
+		res, err := r.Call(context.Background(), &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`), Principal: p})
+		if err != nil || !strings.Contains(string(res), "as "+p.ID()+`"`) {
+			t.Errorf("%s: %s %v", p.ID(), res, err)
+		}
+	}
+	if len(made) != 2 || made["api_key:alice"] == nil || made["jwt:https://idp.example#alice"] == nil {
+		t.Fatalf("sessions made: %v", made)
+	}
+	if n := r.ClosePrincipal("gh", "jwt:https://idp.example#alice"); n != 1 || r.PrincipalSessions()["gh"] != 1 {
+		t.Errorf("closing the token alice's session: %d, %d left", n, r.PrincipalSessions()["gh"])
+	}
 }
 
 // TestPerPrincipalRouting: each principal's calls go to its own session, whatever its

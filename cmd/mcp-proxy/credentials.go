@@ -30,7 +30,8 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
 	asJSON := fs.Bool("json", false, "print what the admin listener answers, as JSON")
 	upstream := fs.String("upstream", "", "only this upstream's grants (`NAME`)")
-	principal := fs.String("principal", "", "only this principal's grants (`NAME`); revoke and set-secret: whose (default: yours, the principal of "+adminKeyEnv+")")
+	principal := fs.String("principal", "", "only this principal's grants (`NAME`): an identity as list shows it (api_key:alice, jwt:alice for the jwt block's issuer), "+
+		"or a bare name when only one way of authenticating knows it; revoke and set-secret: whose (default: yours, the principal of "+adminKeyEnv+")")
 	secretName := fs.String("name", "", "set-secret: the secret's `NAME`, as secret(\"NAME\") names it")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -60,14 +61,11 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 		if value == "" {
 			return exitError{code: 1, msg: "no secret on stdin"}
 		}
-		if err := admin.PutSecret(rctx, nil, url, key, *upstream, *principal, *secretName, value); err != nil {
+		out, err := admin.PutSecret(rctx, nil, url, key, *upstream, *principal, *secretName, value)
+		if err != nil {
 			return exitError{code: 1, msg: err.Error()}
 		}
-		whose := "your"
-		if *principal != "" {
-			whose = "principal " + *principal + "'s"
-		}
-		fmt.Fprintf(stdout, "stored %s secret %s for %s (its next session uses it)\n", whose, *secretName, *upstream)
+		fmt.Fprintf(stdout, "stored secret %s of principal %s for %s (its next session uses it)\n", out.Name, out.Principal, out.Upstream)
 		return nil
 	}
 	if sub == "revoke" {

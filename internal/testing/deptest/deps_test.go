@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"principal":           {},
 	"auth":                {"principal"},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
-	"config":              {"internal/glob", "internal/lazyre"},
+	"config":              {"internal/glob", "internal/lazyre", "principal"}, // principal: the syntax of identities (catalogue_principal)
 	"sandbox":             {},
 	"transport":           {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client", "sandbox"},
 	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx", "sandbox"},
