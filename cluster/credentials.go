@@ -23,7 +23,7 @@ import (
 //
 // A grant is the hash PREFIX cred:SHA256(upstream NUL principal) with the fields u, p
 // (the names, for List) and g (the sealed grant); one that cannot be refreshed expires
-// with its token. A flow in progress is PREFIX credflow:SHA256(id), sealed, expiring
+// with its token (or when the principal's exchanged token does, Grant.Ends). A flow in progress is PREFIX credflow:SHA256(id), sealed, expiring
 // with the flow; TakeFlow is GETDEL. A lease is PREFIX credlease:…, SET NX PX with a
 // token of its holder's, released by a script that deletes it only while it holds that
 // token. Each operation is one round trip on one key (Redis Cluster too), List excepted
@@ -78,8 +78,8 @@ func (s *RedisCredentials) Put(ctx context.Context, g *credential.Grant) error {
 	k := s.grantKey(g.Upstream, g.Principal)
 	_, err = s.client.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.HSet(ctx, k, "u", g.Upstream, "p", g.Principal, "g", b)
-		if !g.Expiry.IsZero() && g.RefreshToken.IsZero() && len(g.Secrets) == 0 {
-			pl.PExpireAt(ctx, k, g.Expiry.Add(time.Minute))
+		if end := g.Ends(); !end.IsZero() && g.RefreshToken.IsZero() && len(g.Secrets) == 0 {
+			pl.PExpireAt(ctx, k, end.Add(time.Minute))
 		} else {
 			pl.Persist(ctx, k)
 		}

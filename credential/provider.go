@@ -162,15 +162,18 @@ type handle struct {
 type token struct {
 	bearer  *transport.Bearer
 	expiry  time.Time // zero: unknown
+	until   time.Time // Grant.Until: not sent from then on, whatever its expiry; zero: none
 	margin  time.Duration
 	subject string // whom the upstream sees, when known
 	grant   *Grant // what the store holds (its refresh token)
 }
 
 // usable reports whether t may be sent at now: it does not expire within its margin
-// (skew, or a quarter of its lifetime for a short-lived token).
+// (skew, or a quarter of its lifetime for a short-lived token), and the principal's own
+// token it was exchanged for has not expired (until; no margin: the upstream's token
+// itself lives on, the limit is the proxy's).
 func (t *token) usable(now time.Time) bool {
-	return t != nil && (t.expiry.IsZero() || now.Add(t.margin).Before(t.expiry))
+	return t != nil && (t.expiry.IsZero() || now.Add(t.margin).Before(t.expiry)) && (t.until.IsZero() || now.Before(t.until))
 }
 
 type flight struct {

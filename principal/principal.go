@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Ways a principal is established (Principal.Via).
@@ -33,6 +34,9 @@ type Principal struct {
 	// upstream in credentials mode "exchange". It prints, marshals and logs as
 	// "[redacted]"; only Reveal gives its value.
 	Token Secret
+	// TokenExpiry is when Token expires (its exp claim); zero without a token. What is
+	// obtained with the token (an exchange) is not used past it.
+	TokenExpiry time.Time
 
 	id string // ID, when Identify computed it
 }
