@@ -33,9 +33,12 @@ type Grant struct {
 type Revoked struct {
 	Principal string   `json:"principal"`
 	Upstreams []string `json:"upstreams"` // those where the principal had a grant
-	// Sessions are the principal's upstream sessions closed, so that nothing keeps
-	// using what was revoked.
+	// Sessions are the principal's upstream sessions closed (by this replica), so that
+	// nothing keeps using what was revoked.
 	Sessions int `json:"sessions_closed"`
+	// Warning, when set, says what went wrong beside the revocation, which applied
+	// (the other replicas could not be told at once).
+	Warning string `json:"warning,omitempty"`
 }
 
 // Credentials lists and revokes the principals' per-user credentials, for GET

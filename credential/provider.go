@@ -413,6 +413,15 @@ func (p *Provider) Forget(who string) {
 	}
 }
 
+// ForgetAll drops what this process caches of every principal's credential (changes
+// of another replica's may have been missed): every next call reads the store again.
+func (p *Provider) ForgetAll() {
+	p.handles.Range(func(k, _ any) bool {
+		p.Forget(k.(string))
+		return true
+	})
+}
+
 // Revoke ends who's grant for the upstream: it asks the authorization server to revoke
 // it (mode "oauth", where the server offers revocation; best effort), deletes it from
 // the store and drops what this process caches. The principal's next call starts

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +45,7 @@ upstream "jira" {
 }
 `, resource, as.URL, as.URL+"/jwks", up)
 	topo, err := topology.Start(topology.Options{ProxyBin: proxyBin, Replicas: 2, Base: withTestGrace(base), FrontAddr: front,
-		ClusterAttrs: `key = "0123456789abcdef0123456789abcdef-cluster"`, Dir: t.TempDir(), LogLevel: "debug"})
+		ClusterAttrs: `key = "0123456789abcdef0123456789abcdef-cluster"`, Dir: t.TempDir(), LogLevel: "debug", Admin: true})
 	if errors.Is(err, topology.ErrMissing) && os.Getenv("CI") == "" {
 		t.Skip(err)
 	}
@@ -112,6 +113,34 @@ upstream "jira" {
 	wg.Wait()
 	if n := as.Count(authserver.GrantRefresh, "alice"); n != 1 {
 		t.Errorf("concurrent calls on two replicas made %d refreshes, want 1\n%s", n, logs)
+	}
+
+	// Alice revokes her grant through replica A; replica B, which has her (refreshed,
+	// still valid) token cached, stops using it at once: her next call through B is
+	// sent to authorize, without waiting for B's cache to be checked again (30 s).
+	revoke := exec.Command(proxyBin, "credentials", "revoke", "--upstream", "jira", "--admin", "http://"+topo.Replicas[0].AdminAddr)
+	revoke.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+tok)
+	if out, err := revoke.CombinedOutput(); err != nil || !strings.Contains(string(out), "#alice's grants for jira") {
+		t.Fatalf("alice revoking her grant through A: %v %s", err, out)
+	}
+	// The change reaches B through Redis in about a millisecond, an MCP call takes longer;
+	// a few tries are allowed for a loaded machine, far less than B's recheck.
+	var after string
+	for try := 0; try < 20; try++ {
+		_, err := whoamiOf(t, b, "jira__whoami")
+		if err != nil && connectLink.MatchString(err.Error()) {
+			after = ""
+			t.Logf("B sent alice to authorize on try %d after the revocation", try+1)
+			break
+		}
+		after = fmt.Sprint(err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after != "" {
+		t.Errorf("replica B after the revocation through A: %s\n%s", after, logs)
+	}
+	if !strings.Contains(topo.Replicas[1].Output.String(), "revoked through another replica") {
+		t.Errorf("replica B did not hear of the revocation\n%s", logs)
 	}
 	noTokens(t, as, logs, upLog)
 }

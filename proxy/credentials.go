@@ -34,6 +34,12 @@ type credentials struct {
 	mu        sync.Mutex                      // guards providers and flows
 	providers map[string]*credential.Provider // by upstream name
 	flows     *credential.Flows               // the per-user authorizations; nil until an upstream is in mode "oauth"
+
+	// What applies the other replicas' changes (listen): closeSessions closes a
+	// principal's upstream sessions; stop ends the subscription and done says it ended.
+	closeSessions func(upstream, id string) int
+	stop          context.CancelFunc
+	done          chan struct{}
 }
 
 // newCredentials makes the credentials of cfg's proxy over its token store: in Redis,
@@ -73,12 +79,90 @@ func newCredentials(cfg *config.Config, log zerolog.Logger, obs credential.Obser
 	return c, nil
 }
 
-// close releases the store.
+// close stops hearing the other replicas' changes and releases the store.
 func (c *credentials) close() error {
 	if c == nil {
 		return nil
 	}
+	if c.stop != nil {
+		c.stop()
+		<-c.done
+	}
 	return c.store.Close()
+}
+
+// listen makes this process apply the changes the other processes sharing the store
+// publish (a store that is a credential.Broadcaster: Redis), until close: a revocation
+// drops what is cached of the principal's grants and closes its sessions
+// (closeSessions: the router's ClosePrincipal) at once, on every replica. Without such a
+// store there is nobody else to hear.
+func (c *credentials) listen(closeSessions func(upstream, id string) int) {
+	if c == nil || c.stop != nil {
+		return
+	}
+	b, ok := c.store.(credential.Broadcaster)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.closeSessions, c.stop, c.done = closeSessions, cancel, make(chan struct{})
+	go func() {
+		defer close(c.done)
+		b.Subscribe(ctx, c.apply, c.resync)
+	}()
+}
+
+// someProviders are the providers of upstream ("" for every one).
+func (c *credentials) someProviders(upstream string) []*credential.Provider {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*credential.Provider
+	for name, p := range c.providers {
+		if upstream == "" || name == upstream {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// apply applies a change another replica made.
+func (c *credentials) apply(ch credential.Change) {
+	switch ch.Kind {
+	case credential.ChangeRevoked:
+		for _, p := range c.someProviders(ch.Upstream) {
+			p.Forget(ch.Principal)
+		}
+		n := c.closeSessions(ch.Upstream, ch.Principal)
+		c.log.Info().Str("principal", ch.Principal).Str("upstream", ch.Upstream).Int("sessions_closed", n).
+			Msg("credentials: a principal's grants were revoked through another replica")
+	case credential.ChangeSecret:
+		for _, p := range c.someProviders(ch.Upstream) {
+			p.Forget(ch.Principal)
+		}
+	}
+}
+
+// resync drops everything cached: changes of the other replicas may have been missed.
+func (c *credentials) resync() {
+	for _, p := range c.someProviders("") {
+		p.ForgetAll()
+	}
+	c.log.Info().Msg("credentials: subscribed to the other replicas' changes again; cached credentials dropped")
+}
+
+// publish tells the other replicas of ch (nothing to do without a shared store). A
+// failure is returned as a warning for whoever made the change: it applies here and in
+// the store already, and the other replicas catch up as their caches expire.
+func (c *credentials) publish(ctx context.Context, ch credential.Change) string {
+	b, ok := c.store.(credential.Broadcaster)
+	if !ok {
+		return ""
+	}
+	if err := b.Publish(ctx, ch); err != nil {
+		c.log.Warn().Err(err).Str("principal", ch.Principal).Msg("credentials: the other replicas could not be told of a change")
+		return "the other replicas could not be told at once (" + err.Error() + "): they stop using what they cache as it expires"
+	}
+	return ""
 }
 
 // provider makes the provider of uc's credentials (nil for mode "shared"), replacing
@@ -358,6 +442,7 @@ func (a *credentialAdmin) Revoke(ctx context.Context, upstream, principal string
 		}
 	}
 	out.Sessions = a.r.ClosePrincipal(upstream, principal)
+	out.Warning = a.c.publish(ctx, credential.Change{Kind: credential.ChangeRevoked, Upstream: upstream, Principal: principal})
 	return out, nil
 }
 
@@ -413,5 +498,9 @@ func (a *credentialAdmin) SetSecret(ctx context.Context, upstream, principalName
 	case strings.ContainsAny(value, "\x00\r\n"):
 		return &admin.InputError{Msg: "a secret may not hold a NUL byte or a line break"}
 	}
-	return p.SetSecret(ctx, principalName, name, value)
+	if err := p.SetSecret(ctx, principalName, name, value); err != nil {
+		return err
+	}
+	a.c.publish(ctx, credential.Change{Kind: credential.ChangeSecret, Upstream: upstream, Principal: principalName})
+	return nil
 }

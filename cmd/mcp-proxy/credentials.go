@@ -82,6 +82,9 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 			fmt.Fprintf(stdout, "revoked principal %s's grants for %s", out.Principal, strings.Join(out.Upstreams, ", "))
 		}
 		fmt.Fprintf(stdout, "; %d upstream session(s) closed\n", out.Sessions)
+		if out.Warning != "" {
+			fmt.Fprintln(stderr, "warning: "+out.Warning)
+		}
 		return nil
 	}
 	grants, err := admin.FetchCredentials(rctx, nil, url, key, *upstream, *principal)
