@@ -251,3 +251,41 @@ func TestPrune(t *testing.T) {
 		t.Error("a handle with a live token was dropped")
 	}
 }
+
+// notes records the notifications a client session gets.
+type notes struct{ got []string }
+
+func (n *notes) Notify(method string, params json.RawMessage) {
+	n.got = append(n.got, method+" "+string(params))
+}
+
+// TestFlowWaiters: the client sessions given a link as a url-mode elicitation are told,
+// each once, when its flow completes, with the elicitationId they were given; nobody is
+// told of another flow, and waiters are forgotten once their flow expires.
+func TestFlowWaiters(t *testing.T) {
+	fl := NewFlows(NewMemoryStore(), zerolog.Nop())
+	now := time.Now()
+	fl.now = func() time.Time { return now }
+	a, b, c := &notes{}, &notes{}, &notes{}
+	fl.wait("flow-1", a)
+	fl.wait("flow-1", a) // a retried before authorizing: the same link
+	fl.wait("flow-1", b)
+	fl.wait("flow-2", c)
+	fl.Complete(FlowKey("flow-1"))
+	fl.Complete(FlowKey("flow-1")) // completed already: nobody is told twice
+	want := `notifications/elicitation/complete {"elicitationId":"flow-1"}`
+	if len(a.got) != 1 || a.got[0] != want || len(b.got) != 1 || b.got[0] != want || len(c.got) != 0 {
+		t.Errorf("a %q, b %q, c %q", a.got, b.got, c.got)
+	}
+	now = now.Add(flowTTL + time.Second)
+	fl.wait("flow-3", a) // prunes flow-2's, expired
+	fl.mu.Lock()
+	_, kept := fl.waiting[FlowKey("flow-2")]
+	fl.mu.Unlock()
+	if kept {
+		t.Error("the waiters of an expired flow are kept")
+	}
+	if FlowKey("flow-1") == "flow-1" || len(FlowKey("flow-1")) != 64 {
+		t.Error("FlowKey does not hash the id")
+	}
+}

@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -141,6 +144,52 @@ upstream "jira" {
 	}
 	if !strings.Contains(topo.Replicas[1].Output.String(), "revoked through another replica") {
 		t.Errorf("replica B did not hear of the revocation\n%s", logs)
+	}
+
+	// Frank's client (the TypeScript SDK, URL elicitation) is on replica A; he completes
+	// the authorization through replica B (the link and the callback sent there): A's
+	// client is told (notifications/elicitation/complete), and its retry succeeds.
+	ts := exec.Command("node", filepath.Join("testdata", "ts-url-elicitation.mjs"), "http://"+topo.Replicas[0].Addr+"/mcp",
+		as.IssueFront("frank", resource, 10*time.Minute), "jira__whoami")
+	var tsErr strings.Builder
+	ts.Stderr = &tsErr
+	tsOut, _ := ts.StdoutPipe()
+	if err := ts.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Process.Kill()
+	lines := bufio.NewScanner(tsOut)
+	var el struct {
+		Elicitation struct{ ElicitationID, URL string }
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &el) != nil || el.Elicitation.URL == "" {
+		t.Fatalf("TS client on A: %s\n%s", lines.Text(), tsErr.String())
+	}
+	onB := func(u string) string {
+		return strings.Replace(u, "http://"+front+"/", "http://"+topo.Replicas[1].Addr+"/", 1)
+	}
+	frank := newBrowser(t, as, "frank")
+	code, toAS := frank.step(onB(el.Elicitation.URL))
+	if code != 302 {
+		t.Fatalf("opening frank's link on B: %d %s", code, toAS)
+	}
+	code, callback := frank.step(toAS)
+	if code != 302 || !strings.HasPrefix(callback, "http://"+front+"/oauth/callback") {
+		t.Fatalf("authorizing at the authorization server: %d %s", code, callback)
+	}
+	if code, body := frank.get(onB(callback)); code != 200 {
+		t.Fatalf("the callback on B: %d %s\n%s", code, body, logs)
+	}
+	var done struct{ Complete string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &done) != nil || done.Complete != el.Elicitation.ElicitationID {
+		t.Fatalf("TS client on A after frank authorized through B: %s\n%s\n%s", lines.Text(), tsErr.String(), logs)
+	}
+	var retry struct{ Result string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &retry) != nil || !strings.Contains(retry.Result, "sub=frank") {
+		t.Errorf("TS client's retry on A: %s\n%s", lines.Text(), tsErr.String())
+	}
+	if err := ts.Wait(); err != nil {
+		t.Errorf("TS client: %v\n%s", err, tsErr.String())
 	}
 	noTokens(t, as, logs, upLog)
 }

@@ -196,11 +196,12 @@ upstream "jira" {
 		t.Errorf("the proxy registered %d times, want once", n)
 	}
 
-	// The TypeScript SDK, declaring URL elicitation: -32042, then the call succeeds.
+	// The TypeScript SDK, declaring URL elicitation: -32042; once the link's
+	// authorization completes, notifications/elicitation/complete with its
+	// elicitationId, and the call it retries then succeeds.
 	ts := exec.Command("node", filepath.Join("testdata", "ts-url-elicitation.mjs"), url, front("erin"), "jira__whoami")
 	var tsErr strings.Builder
 	ts.Stderr = &tsErr
-	tsIn, _ := ts.StdinPipe()
 	tsOut, _ := ts.StdoutPipe()
 	if err := ts.Start(); err != nil {
 		t.Fatal(err)
@@ -214,7 +215,11 @@ upstream "jira" {
 		t.Fatalf("TS client: %s\n%s", lines.Text(), tsErr.String())
 	}
 	authorize(el.Elicitation.URL, "erin")
-	fmt.Fprintln(tsIn, "go")
+	var done struct{ Complete string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &done) != nil || done.Complete != el.Elicitation.ElicitationID {
+		ts.Process.Kill()
+		t.Fatalf("TS client after authorizing, waiting for notifications/elicitation/complete: %s\n%s\n%s", lines.Text(), tsErr.String(), stderr)
+	}
 	var res struct {
 		Result  string
 		IsError bool

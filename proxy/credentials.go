@@ -139,6 +139,13 @@ func (c *credentials) apply(ch credential.Change) {
 		for _, p := range c.someProviders(ch.Upstream) {
 			p.Forget(ch.Principal)
 		}
+	case credential.ChangeAuthorized:
+		c.mu.Lock()
+		fl := c.flows
+		c.mu.Unlock()
+		if fl != nil {
+			fl.Complete(ch.Flow)
+		}
 	}
 }
 
@@ -281,6 +288,9 @@ func (e *engine) perPrincipal(uc config.Upstream, spec upstream.Spec, prov *cred
 	if prov != nil {
 		pc.Admit = func(ctx context.Context, req *router.Request, params json.RawMessage) (router.Admission, error) {
 			call := credential.Call{Method: req.Method, Params: params, Modern: req.Modern}
+			if req.Session != nil {
+				call.Client = req.Session // told when an authorization it was sent to completes
+			}
 			if req.Meta != nil {
 				call.Capabilities = req.Meta.Capabilities
 			}
