@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/testing/authserver"
 )
@@ -113,5 +117,48 @@ upstream "p" {
 	}
 	if strings.Contains(stderr.String(), "alice-0001") || strings.Contains(stderr.String(), "alice-0002") {
 		t.Error("a secret in the proxy's log")
+	}
+}
+
+// TestPerPrincipalCapabilities: with a legacy upstream that asks a client only what it
+// declared (npm's server-everything offers its sampling tool only to a session whose
+// client declared sampling), a principal's client without sampling starts the
+// principal's first session; its second client, declaring sampling, gets a session of
+// its own initialized with it, whose server asks it; the first is never asked.
+func TestPerPrincipalCapabilities(t *testing.T) {
+	t.Parallel()
+	const key = "alice-key-0123456789"
+	url, stderr, _ := startHTTPProxyHCL(t, fmt.Sprintf(`auth {
+  api_key "alice" {
+    token = %q
+  }
+}
+upstream "ev" {
+  command         = ["node", %s, "stdio"]
+  namespace       = "ev"
+  startup_timeout = "60s"
+  session         = "per-principal"
+}
+`, key, q(npmEverything)))
+	var sampled atomic.Int32
+	withSampling := &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		sampled.Add(1)
+		return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "sampled by the second client"}}, nil
+	}}
+	ctx := ctxT(t, 120*time.Second)
+	// The client with sampling connects first: the catalogue session is started with its
+	// capabilities, so the catalogue lists the sampling tool.
+	second := connectAs(t, url, key, withSampling, stderr)
+	first := connectAs(t, url, key, nil, stderr)
+	// The client without sampling calls first: alice's first session, without sampling.
+	if _, err := first.CallTool(ctx, &mcp.CallToolParams{Name: "ev__echo", Arguments: map[string]any{"message": "hi"}}); err != nil {
+		t.Fatalf("alice's first client: %v\n%s", err, stderr)
+	}
+	res, err := second.CallTool(ctx, &mcp.CallToolParams{Name: "ev__trigger-sampling-request", Arguments: map[string]any{"prompt": "hi"}})
+	if err != nil || res.IsError || !strings.Contains(textOf(res), "sampled by the second client") || sampled.Load() != 1 {
+		t.Errorf("alice's client with sampling: %v %q (sampled %d times)\n%s", err, textOf(res), sampled.Load(), stderr)
+	}
+	if n := strings.Count(stderr.String(), "per-principal upstream session started"); n != 2 {
+		t.Errorf("%d per-principal sessions started, want 2 (one per class of alice's clients)", n)
 	}
 }

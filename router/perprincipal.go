@@ -95,7 +95,10 @@ func answerAdmission(err error, reply Reply) {
 }
 
 // routePrincipal picks the principal's own session of a per-principal upstream, starting
-// it on the principal's first call. A request for nobody (no principal: the CLI) goes to
+// it on the principal's first call. While the upstream speaks the legacy era, a
+// principal has a session per class of client capabilities (CapabilitiesKey), as
+// capability sessions do: a second client of the principal's that declares sampling or
+// elicitation gets a session initialized with them, which can ask it. A request for nobody (no principal: the CLI) goes to
 // the catalogue instance when the upstream has no admission check (shared credentials),
 // and is refused otherwise. With create false (logging/setLevel), only a session that
 // exists is used.
@@ -113,6 +116,12 @@ func (r *Router) routePrincipal(b *backend, req *Request, create bool) (*backend
 	var caps json.RawMessage
 	if req.Meta != nil {
 		caps = req.Meta.Capabilities
+		if !b.up.Info().Modern {
+			// A legacy session is initialized with one client's capabilities, and the
+			// server asks only what they declare: a principal's clients of another
+			// class (sampling, elicitation, roots) get a session of their own.
+			key.caps = req.Meta.CapsKey(CapabilitiesKey)
+		}
 	}
 	var inst *instance
 	if create {
@@ -223,8 +232,8 @@ func (r *Router) perPrincipal(name string) bool {
 	return false
 }
 
-// PrincipalSessions counts, per upstream with per-principal sessions, the principals
-// that have one open now.
+// PrincipalSessions counts, per upstream with per-principal sessions, the sessions open
+// now (a principal has one per class of client capabilities with a legacy upstream).
 func (r *Router) PrincipalSessions() map[string]int {
 	out := map[string]int{}
 	for _, b := range r.all() {
@@ -244,13 +253,13 @@ func (r *Router) ClosePrincipal(upstreamName, id string) int {
 		if b.pool == nil || !b.pool.pc.ByPrincipal || (upstreamName != "" && b.name != upstreamName) {
 			continue
 		}
-		key := poolKey{principal: id}
 		b.pool.mu.Lock()
-		inst := b.pool.byClient[key]
-		if inst != nil {
-			delete(b.pool.byClient, key)
-			b.pool.closeAsync(inst, "the principal's credential was revoked")
-			n++
+		for key, inst := range b.pool.byClient { // one per class of client capabilities
+			if key.principal == id {
+				delete(b.pool.byClient, key)
+				b.pool.closeAsync(inst, "the principal's credential was revoked")
+				n++
+			}
 		}
 		b.pool.mu.Unlock()
 	}

@@ -52,6 +52,46 @@ func TestPerPrincipalIdentity(t *testing.T) {
 	}
 }
 
+// TestPerPrincipalCapabilities: with a legacy upstream, a principal's clients of two
+// classes of capabilities get two sessions, each started with its class's
+// capabilities (the one with sampling can be asked for it); clients of one class share
+// one; with a modern upstream (capabilities travel with each request) one session
+// serves every class. Closing the principal's sessions closes them all.
+func TestPerPrincipalCapabilities(t *testing.T) {
+	for _, modern := range []bool{false, true} {
+		started := map[string][]string{} // principal → the capabilities of each session started
+		r := New(Options{}, zerolog.Nop())
+		cat := newFake("gh", "t")
+		cat.info.Modern = modern
+		r.AddPerClient(cat, "gh", PerClient{ByPrincipal: true, MaxSessions: 8,
+			NewFor: func(p *principal.Principal, caps json.RawMessage, _ upstream.Events) Upstream {
+				started[p.ID()] = append(started[p.ID()], string(caps))
+				f := newFake("gh", "t")
+				f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+				return f
+			}})
+		r.rebuild()
+		alice := (&principal.Principal{Name: "alice", Via: principal.ViaAPIKey}).Identify()
+		for _, caps := range []string{`{}`, `{"sampling":{}}`, `{ }`, `{"sampling":{}}`} {
+			if _, err := r.Call(context.Background(), &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`),
+				Principal: alice, Meta: &ClientMeta{Capabilities: json.RawMessage(caps)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []string{`{}`, `{"sampling":{}}`}
+		if modern {
+			want = want[:1]
+		}
+		if got := started["api_key:alice"]; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("modern %v: sessions started with %q, want %q", modern, got, want)
+		}
+		if n := r.ClosePrincipal("gh", "api_key:alice"); n != len(want) || r.PrincipalSessions()["gh"] != 0 {
+			t.Errorf("modern %v: closed %d sessions of alice's, want %d", modern, n, len(want))
+		}
+		r.Close()
+	}
+}
+
 // TestPerPrincipalRouting: each principal's calls go to its own session, whatever its
 // client session; Admit's refusal is the call's answer (a ResultError as a result), and
 // its Mode reaches the credential note; a request for nobody is refused when there is an
