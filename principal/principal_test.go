@@ -79,3 +79,28 @@ func TestIdentity(t *testing.T) {
 		t.Errorf("ID of an identified principal allocates %v times", n)
 	}
 }
+
+// FuzzParseIdentity: whatever it reads, ParseIdentity never panics, and what it reads as
+// an identity is written back as the same string by Identity; every identity a
+// configuration can make (a known way, a URL issuer without '#' for a token, any name)
+// reads back as itself.
+func FuzzParseIdentity(f *testing.F) {
+	for _, s := range []string{"api_key:alice", "jwt:https://idp.example.com#alice", "jwt:alice", "stdio:me", "anonymous:anonymous",
+		"alice", "jwt:https://x#a#b", "jwt:", ":", "user:x", "jwt:x#y"} {
+		f.Add(s, "https://idp.example.com", "alice")
+	}
+	f.Fuzz(func(t *testing.T, s, issuer, name string) {
+		if via, iss, n, ok := ParseIdentity(s); ok && Identity(via, iss, n) != s {
+			t.Errorf("ParseIdentity(%q) = %q %q %q, which Identity writes %q", s, via, iss, n, Identity(via, iss, n))
+		}
+		if name == "" || !strings.Contains(issuer, ":") || strings.Contains(issuer, "#") {
+			return
+		}
+		for _, p := range []Principal{{Name: name, Via: ViaAPIKey}, {Name: name, Via: ViaStdio}, {Name: name, Via: ViaJWT, Issuer: issuer}} {
+			via, iss, n, ok := ParseIdentity(p.ID())
+			if !ok || via != p.Via || iss != p.Issuer || n != p.Name {
+				t.Errorf("%+v: ID %q reads back as %q %q %q %v", p, p.ID(), via, iss, n, ok)
+			}
+		}
+	})
+}
