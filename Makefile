@@ -93,6 +93,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzSearch -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLexicon -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzReadVectors -fuzztime=$(FUZZTIME) ./internal/testing/searchembed/
+	$(GO) test -run='^$$' -fuzz=FuzzParseIdentity -fuzztime=$(FUZZTIME) ./principal/
 
 # Go benchmarks of the per-message hot path. proxy's BenchmarkHTTPFrontCall is
 # one whole call through the proxy's HTTP front end to a real upstream process, and

@@ -15,10 +15,12 @@
 // WriteText), so that the page, the JSON and the terminal table come from one Status.
 //
 // It reads the proxy through small interfaces (Engine) and package metrics, and must not
-// sit on the request path: nothing here runs per MCP call. It decides nothing about
-// credentials either: Options.Auth, when set, is the front end's authenticator. The
-// probes (/healthz, /readyz) are always open, since load balancers and kubelets probe
-// without credentials; they reveal no more than upstream names.
+// sit on the request path: nothing here runs per MCP call. It authenticates nobody
+// itself: Options.Auth, when set, is the front end's authenticator; what it decides is
+// what each authenticated principal may do (access.go: the admin groups administer
+// everything, every other principal only its own credentials). The probes (/healthz,
+// /readyz) are always open, since load balancers and kubelets probe without
+// credentials; they reveal no more than upstream names.
 package admin
 
 import (
@@ -74,9 +76,15 @@ type ConfigInfo struct {
 type Options struct {
 	// Address is host:port to listen on ("127.0.0.1:0" picks a free port).
 	Address string
-	// Auth, when set, wraps /metrics and /status (the front end's authenticator: the
-	// same API keys and JWTs as the MCP endpoint). Nil: no credentials asked.
+	// Auth, when set, wraps every endpoint but the probes (the front end's
+	// authenticator: the same API keys and JWTs as the MCP endpoint), and puts the
+	// principal in the request's context. Nil: no credentials asked, and whoever reaches
+	// the listener is the operator, who may do everything.
 	Auth func(http.Handler) http.Handler
+	// Groups, with Auth, are the admin groups: their members may do everything, any
+	// other principal only list, revoke and set its own credentials. Nil: any principal
+	// may also read the status and metrics, reload and lock (see access.go).
+	Groups []string
 	// Engine is the running router; Metrics the proxy's metrics. Both required.
 	Engine  Engine
 	Metrics *metrics.Metrics
@@ -96,7 +104,9 @@ type Options struct {
 	// lock file, for POST /lock (behind Auth, like /reload), and returns the new status.
 	Approve func(upstreams []string) (any, error)
 	// Credentials, when set, lists and revokes the principals' per-user credentials, for
-	// GET /credentials and POST /credentials/revoke (behind Auth); it never shows a token.
+	// GET /credentials, POST /credentials/revoke and PUT /credentials/secret (behind
+	// Auth: an administrator's for anyone, any other principal's for itself only); it
+	// never shows a token.
 	Credentials Credentials
 }
 
@@ -139,19 +149,21 @@ func (s *Server) routes() http.Handler {
 		}
 		return h
 	}
+	op := func(h http.Handler) http.Handler { return guard(s.operator(h)) } // administrators only, with admin groups
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", guard(promhttp.HandlerFor(s.opts.Metrics.Registry(), promhttp.HandlerOpts{
+	mux.Handle("GET /metrics", op(promhttp.HandlerFor(s.opts.Metrics.Registry(), promhttp.HandlerOpts{
 		ErrorLog: stdlog.New(s.opts.Log.With().Str("component", "admin").Logger(), "", 0),
 	})))
-	mux.Handle("GET /status", guard(http.HandlerFunc(s.serveStatus)))
-	mux.Handle("POST /reload", guard(http.HandlerFunc(s.serveReload)))
-	mux.Handle("POST /lock", guard(http.HandlerFunc(s.serveApprove)))
+	mux.Handle("GET /status", op(http.HandlerFunc(s.serveStatus)))
+	mux.Handle("POST /reload", op(http.HandlerFunc(s.serveReload)))
+	mux.Handle("POST /lock", op(http.HandlerFunc(s.serveApprove)))
+	// Each principal's own credentials, or anyone's for an administrator (access.go).
 	mux.Handle("GET /credentials", guard(http.HandlerFunc(s.serveCredentials)))
 	mux.Handle("POST /credentials/revoke", guard(http.HandlerFunc(s.serveRevoke)))
 	mux.Handle("PUT /credentials/secret", guard(http.HandlerFunc(s.serveSetSecret)))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
-	mux.Handle("GET /{$}", guard(http.RedirectHandler("/status", http.StatusFound)))
+	mux.Handle("GET /{$}", op(http.RedirectHandler("/status", http.StatusFound)))
 	return mux
 }
 

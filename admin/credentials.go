@@ -33,9 +33,12 @@ type Grant struct {
 type Revoked struct {
 	Principal string   `json:"principal"`
 	Upstreams []string `json:"upstreams"` // those where the principal had a grant
-	// Sessions are the principal's upstream sessions closed, so that nothing keeps
-	// using what was revoked.
+	// Sessions are the principal's upstream sessions closed (by this replica), so that
+	// nothing keeps using what was revoked.
 	Sessions int `json:"sessions_closed"`
+	// Warning, when set, says what went wrong beside the revocation, which applied
+	// (the other replicas could not be told at once).
+	Warning string `json:"warning,omitempty"`
 }
 
 // Credentials lists and revokes the principals' per-user credentials, for GET
@@ -51,6 +54,10 @@ type Credentials interface {
 	// SetSecret stores principal's secret name for upstream (mode "secret" without a
 	// secrets file); an *InputError when the request is wrong.
 	SetSecret(ctx context.Context, upstream, principal, name, value string) error
+	// Resolve is the identity (principal.ID) a request means by name: an identity as
+	// it is, or a bare name the configuration makes unambiguous; an *InputError
+	// otherwise. The principals of List, Revoke and SetSecret are identities.
+	Resolve(name string) (string, error)
 }
 
 // InputError is a request the admin listener refuses as the caller's mistake (400).
@@ -61,19 +68,28 @@ func (e *InputError) Error() string { return e.Msg }
 // maxSecret bounds a secret's value.
 const maxSecret = 64 << 10
 
-// serveSetSecret stores the request's body as ?principal='s secret ?name for ?upstream.
+// serveSetSecret stores the request's body as ?principal='s secret ?name for ?upstream
+// (the caller's own without ?principal=; another's for an administrator only).
 func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Credentials == nil {
 		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
 		return
 	}
 	q := r.URL.Query()
+	who, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "set")
+	if !ok {
+		return
+	}
+	if who == "" {
+		http.Error(w, "principal is required", http.StatusBadRequest)
+		return
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxSecret+1))
 	if err != nil || len(b) > maxSecret {
 		http.Error(w, "the secret is unreadable or larger than 64 KiB", http.StatusBadRequest)
 		return
 	}
-	err = s.opts.Credentials.SetSecret(r.Context(), q.Get("upstream"), q.Get("principal"), q.Get("name"), string(b))
+	err = s.opts.Credentials.SetSecret(r.Context(), q.Get("upstream"), who, q.Get("name"), string(b))
 	var ie *InputError
 	switch {
 	case errors.As(err, &ie):
@@ -84,35 +100,49 @@ func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "storing the secret failed: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	s.opts.Log.Info().Str("upstream", q.Get("upstream")).Str("principal", q.Get("principal")).Str("name", q.Get("name")).
+	s.opts.Log.Info().Str("upstream", q.Get("upstream")).Str("principal", who).Str("name", q.Get("name")).
 		Msg("admin: a principal's secret stored")
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, StoredSecret{Upstream: q.Get("upstream"), Principal: who, Name: q.Get("name")})
+}
+
+// StoredSecret is what PUT /credentials/secret answers: whose secret was stored (never
+// its value).
+type StoredSecret struct {
+	Upstream  string `json:"upstream"`
+	Principal string `json:"principal"` // the identity
+	Name      string `json:"name"`
 }
 
 // PutSecret stores principal's secret name for upstream through the admin listener at
-// baseURL (`mcp-proxy credentials set-secret`).
-func PutSecret(ctx context.Context, client *http.Client, baseURL, token, upstream, principal, name, value string) error {
+// baseURL (`mcp-proxy credentials set-secret`; principal "" is the caller's own), and
+// returns whose it stored.
+func PutSecret(ctx context.Context, client *http.Client, baseURL, token, upstream, principal, name, value string) (*StoredSecret, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	u := strings.TrimSuffix(baseURL, "/") + "/credentials/secret?" + url.Values{"upstream": {upstream}, "principal": {principal}, "name": {name}}.Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, strings.NewReader(value))
 	if err != nil {
-		return err
+		return nil, err
 	}
+	req.Header.Set("Accept", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("asking %s to store the secret: %w", baseURL, err)
+		return nil, fmt.Errorf("asking %s to store the secret: %w", baseURL, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusNoContent {
-		return fmt.Errorf("%s/credentials/secret answered %d %s: %s", strings.TrimSuffix(baseURL, "/"), resp.StatusCode, http.StatusText(resp.StatusCode), firstLine(string(body)))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s/credentials/secret answered %d %s: %s", strings.TrimSuffix(baseURL, "/"), resp.StatusCode, http.StatusText(resp.StatusCode), firstLine(string(body)))
 	}
-	return nil
+	var out StoredSecret
+	if err := json.Unmarshal(body, &out); err != nil {
+		return nil, fmt.Errorf("the answer from %s is not what mcp-proxy serves: %w", baseURL, err)
+	}
+	return &out, nil
 }
 
 // CredentialSummary is one per-user upstream's credentials in the status.
@@ -121,14 +151,19 @@ type CredentialSummary struct {
 	Principals int
 }
 
-// serveCredentials lists the grants: ?upstream= and ?principal= narrow the list.
+// serveCredentials lists the grants: ?upstream= and ?principal= narrow the list; a
+// principal that is not an administrator sees its own only.
 func (s *Server) serveCredentials(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Credentials == nil {
 		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
 		return
 	}
 	q := r.URL.Query()
-	l, err := s.opts.Credentials.List(r.Context(), q.Get("upstream"), q.Get("principal"))
+	who, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "list")
+	if !ok {
+		return
+	}
+	l, err := s.opts.Credentials.List(r.Context(), q.Get("upstream"), who)
 	if err != nil {
 		s.opts.Log.Warn().Err(err).Msg("admin: listing credentials")
 		http.Error(w, "listing the credentials failed: "+err.Error(), http.StatusServiceUnavailable)
@@ -140,14 +175,18 @@ func (s *Server) serveCredentials(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"grants": l})
 }
 
-// serveRevoke revokes ?principal='s grants (with ?upstream= only, when given).
+// serveRevoke revokes ?principal='s grants (with ?upstream= only, when given): the
+// caller's own without ?principal=; another's for an administrator only.
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Credentials == nil {
 		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
 		return
 	}
 	q := r.URL.Query()
-	p := q.Get("principal")
+	p, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "revoke")
+	if !ok {
+		return
+	}
 	if p == "" {
 		http.Error(w, "principal is required", http.StatusBadRequest)
 		return

@@ -16,9 +16,10 @@ import (
 const minTokenLen = 16
 
 type apiKeyEntry struct {
-	hash   [sha256.Size]byte
-	name   string
-	groups []string
+	hash [sha256.Size]byte
+	// who is the key's principal, identified once: each request gets a copy (with
+	// groups of its own), whose ID costs nothing.
+	who principal.Principal
 }
 
 func buildAPIKeys(cfg []APIKey, log zerolog.Logger) ([]apiKeyEntry, error) {
@@ -33,7 +34,8 @@ func buildAPIKeys(cfg []APIKey, log zerolog.Logger) ([]apiKeyEntry, error) {
 			return nil, fmt.Errorf("auth: API key %q is configured twice", k.Name)
 		}
 		names[k.Name] = true
-		e := apiKeyEntry{name: k.Name, groups: slices.Clone(k.Groups)}
+		e := apiKeyEntry{who: principal.Principal{Name: k.Name, Groups: slices.Clone(k.Groups), Via: principal.ViaAPIKey}}
+		e.who.Identify()
 		switch {
 		case k.SHA256 != "" && k.Token != "":
 			return nil, fmt.Errorf("auth: API key %q: set sha256 or token, not both", k.Name)
@@ -83,6 +85,7 @@ func (a *Authenticator) matchAPIKey(tok string) *principal.Principal {
 	if idx < 0 {
 		return nil
 	}
-	k := &a.keys[idx]
-	return &principal.Principal{Name: k.name, Groups: slices.Clone(k.groups), Via: "api_key"}
+	p := a.keys[idx].who
+	p.Groups = slices.Clone(p.Groups)
+	return &p
 }

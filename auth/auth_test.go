@@ -118,6 +118,15 @@ func TestAuthenticate(t *testing.T) {
 				if p.Name != c.want.name || p.Via != c.want.via || !slices.Equal(p.Groups, c.want.groups) || !slices.Equal(p.Scopes, c.want.scopes) {
 					t.Fatalf("principal %+v, want name %q via %q groups %q scopes %q", p, c.want.name, c.want.via, c.want.groups, c.want.scopes)
 				}
+				// Its identity says how it was established (and by which issuer), and is
+				// computed already: ID is free per call.
+				wantID := c.want.via + ":" + c.want.name
+				if c.want.via == "jwt" {
+					wantID = "jwt:" + jc.Issuer + "#" + c.want.name
+				}
+				if p.ID() != wantID || testing.AllocsPerRun(10, func() { _ = p.ID() }) != 0 {
+					t.Errorf("identity %q, want %q, computed once", p.ID(), wantID)
+				}
 				return
 			}
 			if f == nil {

@@ -350,7 +350,7 @@ func (v *jwtValidator) verify(tok string, now time.Time) (verifiedClaims, *token
 	if name == "" {
 		return fail(tokErr("token has no subject", fmt.Sprintf("claim %q missing, empty or not a string", v.principalClaim)))
 	}
-	p := &principal.Principal{Name: name, Via: "jwt", Token: principal.NewSecret(tok)}
+	p := &principal.Principal{Name: name, Via: principal.ViaJWT, Issuer: v.issuer, Token: principal.NewSecret(tok), TokenExpiry: std.Expiry.Time()}
 	p.Groups = claimStrings(lookupClaim(all, v.groupClaim))
 	for _, c := range []string{"scope", "scp"} {
 		for _, s := range claimStrings(all[c]) {
@@ -359,6 +359,7 @@ func (v *jwtValidator) verify(tok string, now time.Time) (verifiedClaims, *token
 			}
 		}
 	}
+	p.Identify()
 	return verifiedClaims{p: p, exp: std.Expiry.Time()}, nil
 }
 

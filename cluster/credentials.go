@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -23,24 +25,112 @@ import (
 //
 // A grant is the hash PREFIX cred:SHA256(upstream NUL principal) with the fields u, p
 // (the names, for List) and g (the sealed grant); one that cannot be refreshed expires
-// with its token. A flow in progress is PREFIX credflow:SHA256(id), sealed, expiring
+// with its token (or when the principal's exchanged token does, Grant.Ends). A flow in progress is PREFIX credflow:SHA256(id), sealed, expiring
 // with the flow; TakeFlow is GETDEL. A lease is PREFIX credlease:…, SET NX PX with a
 // token of its holder's, released by a script that deletes it only while it holds that
 // token. Each operation is one round trip on one key (Redis Cluster too), List excepted
 // (a SCAN, for the admin listener only). The proxy reads the store on a miss of its own
 // cache, never per call.
+//
+// It is a credential.Broadcaster: a change (a revocation, a secret set, an authorization
+// completed) is PUBLISHed on PREFIX credchanges, which every replica SUBSCRIBEs to, so
+// that each drops what it caches of the principal's credential at once; a cache hit
+// still makes no round trip. A message names the upstream and the principal's identity
+// (and a hash of a completed flow's id), never a token.
 type RedisCredentials struct {
 	client redis.UniversalClient
 	prefix string
 	sealer *credential.Sealer
+	origin string // this store's own id: its own messages are not handed back to it
 }
 
-var _ credential.Store = (*RedisCredentials)(nil)
+var (
+	_ credential.Store       = (*RedisCredentials)(nil)
+	_ credential.Broadcaster = (*RedisCredentials)(nil)
+)
 
 // NewRedisCredentials returns the store over client (closed by Close), with every key
 // under prefix, sealed by sealer. It has no side effects.
 func NewRedisCredentials(client redis.UniversalClient, prefix string, sealer *credential.Sealer) *RedisCredentials {
-	return &RedisCredentials{client: client, prefix: prefix, sealer: sealer}
+	id := make([]byte, 12)
+	_, _ = rand.Read(id)
+	return &RedisCredentials{client: client, prefix: prefix, sealer: sealer, origin: hex.EncodeToString(id)}
+}
+
+// changes is the channel the changes are published on.
+func (s *RedisCredentials) changes() string { return s.prefix + "credchanges" }
+
+// changeMsg is a credential.Change on the wire.
+type changeMsg struct {
+	Origin    string `json:"o"`
+	Kind      string `json:"k"`
+	Upstream  string `json:"u,omitempty"`
+	Principal string `json:"p,omitempty"`
+	Flow      string `json:"f,omitempty"`
+}
+
+// Publish implements credential.Broadcaster: one PUBLISH.
+func (s *RedisCredentials) Publish(ctx context.Context, c credential.Change) error {
+	b, err := json.Marshal(changeMsg{Origin: s.origin, Kind: c.Kind, Upstream: c.Upstream, Principal: c.Principal, Flow: c.Flow})
+	if err != nil {
+		return err
+	}
+	if err := s.client.Publish(ctx, s.changes(), b).Err(); err != nil {
+		return fmt.Errorf("publishing a credential change in redis: %w", err)
+	}
+	return nil
+}
+
+// subscribeIdle is how long the subscription may hear nothing before it is pinged (a
+// connection that died silently is found within it).
+const subscribeIdle = 30 * time.Second
+
+// Subscribe implements credential.Broadcaster: it SUBSCRIBEs until ctx ends. When the
+// connection breaks, go-redis connects and subscribes again; since what was published
+// meanwhile is lost, resync is called once the subscription is back.
+func (s *RedisCredentials) Subscribe(ctx context.Context, fn func(credential.Change), resync func()) {
+	ps := s.client.Subscribe(ctx, s.changes())
+	stop := context.AfterFunc(ctx, func() { ps.Close() }) // ends a Receive in progress
+	defer func() {
+		stop()
+		ps.Close()
+	}()
+	subscribed := false
+	for ctx.Err() == nil {
+		msg, err := ps.ReceiveTimeout(ctx, subscribeIdle)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				if ps.Ping(ctx) == nil {
+					continue
+				}
+			}
+			select { // Redis unreachable: try again, without spinning
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				if subscribed {
+					resync() // subscribed again: what was published meanwhile is lost
+				}
+				subscribed = true
+			}
+		case *redis.Message:
+			var c changeMsg
+			if json.Unmarshal([]byte(m.Payload), &c) != nil || c.Origin == s.origin {
+				continue
+			}
+			fn(credential.Change{Kind: c.Kind, Upstream: c.Upstream, Principal: c.Principal, Flow: c.Flow})
+		}
+	}
 }
 
 func (s *RedisCredentials) grantKey(up, p string) string {
@@ -78,8 +168,8 @@ func (s *RedisCredentials) Put(ctx context.Context, g *credential.Grant) error {
 	k := s.grantKey(g.Upstream, g.Principal)
 	_, err = s.client.TxPipelined(ctx, func(pl redis.Pipeliner) error {
 		pl.HSet(ctx, k, "u", g.Upstream, "p", g.Principal, "g", b)
-		if !g.Expiry.IsZero() && g.RefreshToken.IsZero() && len(g.Secrets) == 0 {
-			pl.PExpireAt(ctx, k, g.Expiry.Add(time.Minute))
+		if end := g.Ends(); !end.IsZero() && g.RefreshToken.IsZero() && len(g.Secrets) == 0 {
+			pl.PExpireAt(ctx, k, end.Add(time.Minute))
 		} else {
 			pl.Persist(ctx, k)
 		}

@@ -91,3 +91,111 @@ func TestRedisCredentials(t *testing.T) {
 		t.Error("a deleted grant is still there")
 	}
 }
+
+// TestCredentialChanges: a change published by one replica's store reaches every other
+// subscribed replica (not its own), names no token, and a subscription that was lost
+// (Redis restarted) and made again asks for a resync: what was published meanwhile is
+// lost. Subscribe returns when its context ends.
+func TestCredentialChanges(t *testing.T) {
+	r := startRedis(t)
+	sealer, err := credential.NewSealer("0123456789abcdef0123456789abcdef-redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newStore := func() *RedisCredentials {
+		c, err := NewClient(clusterOf(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewRedisCredentials(c, "test:", sealer)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := newStore(), newStore()
+	type heard struct {
+		mu      sync.Mutex
+		changes []credential.Change
+		resyncs int
+	}
+	listen := func(s *RedisCredentials) (*heard, func()) {
+		h := &heard{}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.Subscribe(ctx, func(c credential.Change) {
+				h.mu.Lock()
+				h.changes = append(h.changes, c)
+				h.mu.Unlock()
+			}, func() {
+				h.mu.Lock()
+				h.resyncs++
+				h.mu.Unlock()
+			})
+		}()
+		return h, func() { cancel(); <-done }
+	}
+	ha, stopA := listen(a)
+	defer stopA()
+	hb, stopB := listen(b)
+	defer stopB()
+	count := func(h *heard) (int, int) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.changes), h.resyncs
+	}
+	ctx := context.Background()
+	// The subscriptions are made asynchronously: publish until b hears.
+	want := credential.Change{Kind: credential.ChangeRevoked, Upstream: "jira", Principal: "jwt:https://idp#alice"}
+	deadline := time.Now().Add(10 * time.Second)
+	for n, _ := count(hb); n == 0; n, _ = count(hb) {
+		if time.Now().After(deadline) {
+			t.Fatal("b never heard a's change")
+		}
+		if err := a.Publish(ctx, want); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	hb.mu.Lock()
+	got := hb.changes[0]
+	hb.mu.Unlock()
+	if got != want {
+		t.Errorf("b heard %+v, want %+v", got, want)
+	}
+	if n, _ := count(ha); n != 0 {
+		t.Errorf("a heard %d of its own changes", n)
+	}
+
+	// Redis restarts: both subscribe again, and resync.
+	if err := r.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		_, ra := count(ha)
+		_, rb := count(hb)
+		if ra >= 1 && rb >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Redis restarted: resyncs a %d, b %d", ra, rb)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before, _ := count(hb)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := a.Publish(ctx, credential.Change{Kind: credential.ChangeSecret, Upstream: "gh", Principal: "api_key:bob"}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := count(hb); n > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b hears nothing after Redis restarted")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

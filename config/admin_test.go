@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -21,6 +22,16 @@ func TestParseAdmin(t *testing.T) {
 		{"all interfaces with auth", "admin {\n  address = \"0.0.0.0:9090\"\n}\n" + auth + up, &Admin{Address: "0.0.0.0:9090"}},
 		{"all interfaces, insecure", "admin {\n  address = \":9090\"\n  insecure_no_auth = true\n}\n" + up,
 			&Admin{Address: ":9090", InsecureNoAuth: true}},
+		{"admin groups", "admin {\n  groups = [\"ops\", \"sre\"]\n}\n" + strings.Replace(auth, "token", "groups = [\"sre\"]\n    token", 1) + up,
+			&Admin{Address: DefaultAdminAddress, Groups: []string{"ops", "sre"}}},
+		{"admin groups with a jwt block", "admin {\n  groups = [\"ops\"]\n}\n" + `auth {
+  resource = "https://mcp.example.com/mcp"
+  jwt {
+    issuer   = "https://idp.example.com"
+    jwks_url = "https://idp.example.com/jwks"
+  }
+}
+` + up, &Admin{Address: DefaultAdminAddress, Groups: []string{"ops"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +50,7 @@ func TestParseAdmin(t *testing.T) {
 			}
 			got := *cfg.Admin
 			got.DeclRange = tt.want.DeclRange
-			if got != *tt.want {
+			if !reflect.DeepEqual(got, *tt.want) {
 				t.Errorf("admin = %+v, want %+v", got, *tt.want)
 			}
 		})
@@ -73,6 +84,24 @@ upstream "e" {
 	for _, u := range cfg.Upstreams {
 		if u.Required != want[u.Name] {
 			t.Errorf("upstream %s: Required = %v, want %v", u.Name, u.Required, want[u.Name])
+		}
+	}
+}
+
+// TestAdminGroupsErrors: admin groups name groups of authenticated principals: none
+// without an auth block, none empty, and with API keys only, one key must be in one.
+func TestAdminGroupsErrors(t *testing.T) {
+	const up = "upstream \"a\" {\n  command = [\"a\"]\n}\n"
+	for _, tt := range []struct{ src, want string }{
+		{"admin {\n  groups = [\"ops\"]\n}\n" + up,
+			`p.hcl:2:12: error: Admin groups without authentication; "groups" names groups of the principals the auth block authenticates, and there is no auth block: without one, whoever reaches the admin listener is its operator. Add an auth block or remove groups.`},
+		{"admin {\n  groups = []\n}\n" + up,
+			`p.hcl:2:12: error: Invalid admin groups; "groups" must name at least one group, and no empty one: remove it to let every authenticated principal operate the proxy (each still manages only its own credentials).`},
+		{"admin {\n  groups = [\"ops\"]\n}\nauth {\n  api_key \"alice\" {\n    token  = \"0123456789abcdef0123\"\n    groups = [\"dev\"]\n  }\n}\n" + up,
+			`p.hcl:2:12: error: Nobody may administer; No api_key is in one of the admin groups ["ops"], and no jwt block may bring a principal in: nobody could reload, lock or manage another principal's credentials. Give an api_key groups = ["ops"].`},
+	} {
+		if got := mustFail(t, tt.src, fakeEnv(nil)); got != tt.want+"\n" {
+			t.Errorf("got:\n%s\nwant:\n%s", got, tt.want)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
 // Credential modes: whom an upstream's calls act as (docs/credentials.md).
@@ -84,7 +86,8 @@ type Credentials struct {
 	SecretsFile string
 	// CataloguePrincipal, mode secret: the principal (a service account) whose secrets
 	// the upstream's own session, which lists the catalogue, is started with, for a
-	// server that does not start without them; "": that session gets none.
+	// server that does not start without them; "": that session gets none. It is an
+	// identity as the secrets are kept under (principal.ParseIdentity: "api_key:svc").
 	CataloguePrincipal string
 
 	DeclRange hcl.Range
@@ -270,6 +273,10 @@ func decodeCredentials(e *evaluator, raw *rawUpstream, u *Upstream, baseDir stri
 		// secret() references are checked with the env and headers (checkSecretRefs).
 		if r.CataloguePrincipal != nil && c.CataloguePrincipal == "" {
 			e.errorf(r.CataloguePrincipal, "Invalid catalogue_principal", "\"catalogue_principal\" must name a principal; leave it out for none.")
+		} else if _, _, _, ok := principal.ParseIdentity(c.CataloguePrincipal); c.CataloguePrincipal != "" && !ok {
+			e.errorf(r.CataloguePrincipal, "Invalid catalogue_principal",
+				"\"catalogue_principal\" names a principal as the secrets are kept, by its identity: \"api_key:%s\", \"jwt:%s\" or \"stdio:%s\", not %q.",
+				c.CataloguePrincipal, c.CataloguePrincipal, c.CataloguePrincipal, c.CataloguePrincipal)
 		}
 	}
 	if c.ClientSecret != "" && c.ClientID == "" && r.ClientSecret != nil && c.Mode != CredentialsShared {

@@ -165,6 +165,24 @@ func TestCredentialsErrors(t *testing.T) {
     id_jag { issuer = "https://as" }
   }
 }`, `Block does not apply`},
+		{`upstream "a" {
+  command = ["x"]
+  env = { T = secret("t") }
+  credentials {
+    mode = "secret"
+    catalogue_principal = "svc"
+  }
+}`, `p.hcl:6:27: error: Invalid catalogue_principal; "catalogue_principal" names a principal as the secrets are kept, by its identity: "api_key:svc", "jwt:svc" or "stdio:svc", not "svc".`},
+		{`auth {
+  resource = "https://mcp.example.com/mcp"
+  jwt {
+    issuer   = "https://idp.example.com/#x"
+    jwks_url = "https://idp.example.com/jwks"
+  }
+}
+upstream "a" {
+  command = ["x"]
+}`, `p.hcl:4:16: error: Invalid issuer; "issuer" must be the issuer's URL, such as "https://idp.example.com", without a fragment, got "https://idp.example.com/#x".`},
 	} {
 		got := mustFail(t, tc.src, Options{})
 		if !strings.Contains(got, tc.want) {

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -246,6 +247,11 @@ func decodeJWT(e *evaluator, rj *rawJWT) *JWT {
 	jwksFailed := len(e.diags) > n
 	if (j.Issuer == "" && !issuerFailed) || (j.JWKSURL == "" && !jwksFailed) {
 		e.blockErrorf(rj.DefRange, "Incomplete jwt block", "A jwt block needs issuer and jwks_url.")
+	}
+	// The issuer is part of its principals' identity (jwt:ISSUER#NAME), which a '#'
+	// would make ambiguous; an issuer is a URL without a fragment (RFC 8414 §2).
+	if pu, err := url.Parse(j.Issuer); j.Issuer != "" && (err != nil || pu.Scheme == "" || pu.Opaque != "" || strings.Contains(j.Issuer, "#")) {
+		e.errorf(rj.Issuer, "Invalid issuer", "\"issuer\" must be the issuer's URL, such as \"https://idp.example.com\", without a fragment, got %q.", j.Issuer)
 	}
 	if s, ok := e.string(rj.Audience); ok {
 		j.Audience = s

@@ -20,6 +20,15 @@ type Call struct {
 	// Capabilities are the client's (whether it declared elicitation in url mode); read
 	// only when the call must be answered with a link.
 	Capabilities json.RawMessage
+	// Client is the client session the call came from (nil: none, a stateless request):
+	// one given a url-mode elicitation (-32042) is told when its authorization completes
+	// (notifications/elicitation/complete). It must be comparable (a pointer).
+	Client Notifier
+}
+
+// Notifier is a client session the proxy can send a notification to (router.Client).
+type Notifier interface {
+	Notify(method string, params json.RawMessage)
 }
 
 // urlElicitation reports whether caps declare elicitation in url mode.

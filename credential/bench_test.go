@@ -21,9 +21,9 @@ func cachedProvider(b testing.TB, names ...string) (*Provider, []*principal.Prin
 	now := time.Now()
 	ps := make([]*principal.Principal, len(names))
 	for i, n := range names {
-		store.Put(context.Background(), &Grant{Upstream: "gh", Principal: n, Mode: ModeExchange, Subject: n,
+		ps[i] = (&principal.Principal{Name: n, Via: principal.ViaJWT, Issuer: "https://idp.example", Token: principal.NewSecret("front-token-" + n)}).Identify()
+		store.Put(context.Background(), &Grant{Upstream: "gh", Principal: ps[i].ID(), Mode: ModeExchange, Subject: n,
 			AccessToken: principal.NewSecret(fmt.Sprintf("eyJhbGciOiJFUzI1NiJ9.upstream-token-of-%s.%0200d", n, i)), Expiry: now.Add(time.Hour), Updated: now})
-		ps[i] = &principal.Principal{Name: n, Via: "jwt", Token: principal.NewSecret("front-token-" + n)}
 	}
 	p, err := NewProvider(Config{Upstream: "gh", Mode: ModeExchange, Exchange: &ExchangeConfig{TokenEndpoint: "http://127.0.0.1:1/token",
 		Client: Client{ID: "proxy"}, Resource: "https://gh.example/mcp"}}, Deps{Store: store, Log: zerolog.Nop()})
@@ -86,7 +86,7 @@ func BenchmarkExchangeFirstCall(b *testing.B) {
 	ps := make([]*principal.Principal, b.N)
 	for i := range ps {
 		n := fmt.Sprintf("p%d", i)
-		ps[i] = &principal.Principal{Name: n, Via: "jwt", Token: principal.NewSecret(as.IssueFront(n, "https://proxy.example/mcp", time.Hour))}
+		ps[i] = (&principal.Principal{Name: n, Via: principal.ViaJWT, Issuer: as.URL, Token: principal.NewSecret(as.IssueFront(n, "https://proxy.example/mcp", time.Hour))}).Identify()
 	}
 	ctx := context.Background()
 	b.ReportAllocs()

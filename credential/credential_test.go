@@ -44,9 +44,58 @@ func TestFileSourceRefusesOpenFile(t *testing.T) {
 		{`{"alice":{"k":1}}`, 0o600, "not a JSON object of principals"},
 		{`{"alice":{"k":"v1-secret\nX-Evil: 1"}}`, 0o600, "line break"},
 	} {
-		_, err := NewFileSource(writeSecrets(t, tc.body, tc.mode))
+		_, err := NewFileSource(writeSecrets(t, tc.body, tc.mode), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "v1-secret") {
 			t.Errorf("%s (%o): %v", tc.body, tc.mode, err)
+		}
+	}
+}
+
+// TestSecretsByIdentity: an API key and a token of the same name are two principals,
+// with secrets of their own (the file's keys are identities, as its key function reads
+// them); a key the function refuses, or two keys naming one identity, make the file
+// unusable.
+func TestSecretsByIdentity(t *testing.T) {
+	key := func(k string) (string, error) {
+		if k == "jwt:alice" {
+			return "jwt:https://idp.example#alice", nil // the issuer filled in
+		}
+		if _, _, _, ok := principal.ParseIdentity(k); !ok {
+			return "", fmt.Errorf("principal %q is not an identity", k)
+		}
+		return k, nil
+	}
+	src, err := NewFileSource(writeSecrets(t, `{"api_key:alice":{"tok":"key-alice"},"jwt:alice":{"tok":"jwt-alice"}}`, 0o600), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProvider(Config{Upstream: "gh", Mode: ModeSecret, Secrets: []string{"tok"}, Source: src},
+		Deps{Store: NewMemoryStore(), Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	byKey := (&principal.Principal{Name: "alice", Via: principal.ViaAPIKey}).Identify()
+	byJWT := (&principal.Principal{Name: "alice", Via: principal.ViaJWT, Issuer: "https://idp.example"}).Identify()
+	for who, want := range map[*principal.Principal]string{byKey: "key-alice", byJWT: "jwt-alice"} {
+		if a, err := p.Admit(ctx, who, Call{Method: mcp.MethodToolsCall}); err != nil || a.Subject != who.ID() {
+			t.Fatalf("%s: %+v %v", who.ID(), a, err)
+		}
+		lookup, err := p.SecretsOf(ctx, who.ID())
+		if v, _ := lookup("tok"); err != nil || v != want {
+			t.Errorf("%s's tok = %q %v, want %q", who.ID(), v, err, want)
+		}
+	}
+	other := (&principal.Principal{Name: "alice", Via: principal.ViaJWT, Issuer: "https://other.example"}).Identify()
+	if _, err := p.Admit(ctx, other, Call{Method: mcp.MethodToolsCall}); err == nil {
+		t.Error("alice of another issuer got the secrets of the configured one's")
+	}
+	for body, want := range map[string]string{
+		`{"alice":{"tok":"x"}}`: `principal "alice" is not an identity`,
+		`{"jwt:alice":{"tok":"x"},"jwt:https://idp.example#alice":{"tok":"y"}}`: `names principal "jwt:https://idp.example#alice" twice`,
+	} {
+		if _, err := NewFileSource(writeSecrets(t, body, 0o600), key); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
 		}
 	}
 }
@@ -56,7 +105,7 @@ func TestFileSourceRefusesOpenFile(t *testing.T) {
 // the secret; nobody (no principal) is refused; a changed file is read again.
 func TestSecretProvider(t *testing.T) {
 	path := writeSecrets(t, `{"alice":{"tok":"a-1"},"bob":{"other":"b-1"}}`, 0o600)
-	src, err := NewFileSource(path)
+	src, err := NewFileSource(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,5 +249,43 @@ func TestPrune(t *testing.T) {
 	}
 	if _, ok := p.handles.Load("live"); !ok {
 		t.Error("a handle with a live token was dropped")
+	}
+}
+
+// notes records the notifications a client session gets.
+type notes struct{ got []string }
+
+func (n *notes) Notify(method string, params json.RawMessage) {
+	n.got = append(n.got, method+" "+string(params))
+}
+
+// TestFlowWaiters: the client sessions given a link as a url-mode elicitation are told,
+// each once, when its flow completes, with the elicitationId they were given; nobody is
+// told of another flow, and waiters are forgotten once their flow expires.
+func TestFlowWaiters(t *testing.T) {
+	fl := NewFlows(NewMemoryStore(), zerolog.Nop())
+	now := time.Now()
+	fl.now = func() time.Time { return now }
+	a, b, c := &notes{}, &notes{}, &notes{}
+	fl.wait("flow-1", a)
+	fl.wait("flow-1", a) // a retried before authorizing: the same link
+	fl.wait("flow-1", b)
+	fl.wait("flow-2", c)
+	fl.Complete(FlowKey("flow-1"))
+	fl.Complete(FlowKey("flow-1")) // completed already: nobody is told twice
+	want := `notifications/elicitation/complete {"elicitationId":"flow-1"}`
+	if len(a.got) != 1 || a.got[0] != want || len(b.got) != 1 || b.got[0] != want || len(c.got) != 0 {
+		t.Errorf("a %q, b %q, c %q", a.got, b.got, c.got)
+	}
+	now = now.Add(flowTTL + time.Second)
+	fl.wait("flow-3", a) // prunes flow-2's, expired
+	fl.mu.Lock()
+	_, kept := fl.waiting[FlowKey("flow-2")]
+	fl.mu.Unlock()
+	if kept {
+		t.Error("the waiters of an expired flow are kept")
+	}
+	if FlowKey("flow-1") == "flow-1" || len(FlowKey("flow-1")) != 64 {
+		t.Error("FlowKey does not hash the id")
 	}
 }

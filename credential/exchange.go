@@ -105,7 +105,8 @@ func (x *exchanger) renew(ctx context.Context, h *handle, _ *token) (*token, err
 	return t, nil
 }
 
-// exchange exchanges the principal's access token and stores the result.
+// exchange exchanges the principal's access token and stores the result, which is not
+// served past that token's own expiry (Grant.Until), however long the upstream's lives.
 func (x *exchanger) exchange(ctx context.Context, h *handle) (*token, error) {
 	p := h.p
 	who := h.who.Load()
@@ -115,6 +116,10 @@ func (x *exchanger) exchange(ctx context.Context, h *handle) (*token, error) {
 			via = "authenticated by " + who.Via
 		}
 		return nil, unavailable(x.upstream, "principal %q has no access token to exchange (%s); this upstream needs a principal authenticated with a token (auth's jwt block)", h.name, via)
+	}
+	now := p.deps.Now()
+	if !who.TokenExpiry.IsZero() && !now.Before(who.TokenExpiry) {
+		return nil, unavailable(x.upstream, "principal %q's access token has expired; a call with a fresh one is exchanged", h.name)
 	}
 	cfg := x.cfg
 	form := url.Values{
@@ -135,7 +140,6 @@ func (x *exchanger) exchange(ctx context.Context, h *handle) (*token, error) {
 			form.Set("audience", cfg.Audience)
 		}
 	}
-	now := p.deps.Now()
 	r, err := tokenRequest(ctx, x.http, cfg.TokenEndpoint, &cfg.Client, form)
 	if err != nil {
 		return nil, fmt.Errorf("exchanging principal %q's token: %w", h.name, err)
@@ -162,7 +166,8 @@ func (x *exchanger) exchange(ctx context.Context, h *handle) (*token, error) {
 		return nil, fmt.Errorf("exchanging principal %q's token: token type %q is not supported", h.name, r.TokenType)
 	}
 	g := &Grant{Upstream: x.upstream, Principal: h.name, Mode: ModeExchange, AccessToken: principal.NewSecret(r.AccessToken),
-		Expiry: r.expiry(now), Scopes: strings.Fields(r.Scope), Issuer: issuer, Subject: jwtSubject(r.AccessToken), Created: now, Updated: now}
+		Expiry: r.expiry(now), Until: who.TokenExpiry, Scopes: strings.Fields(r.Scope), Issuer: issuer, Subject: jwtSubject(r.AccessToken),
+		Created: now, Updated: now}
 	if err := p.deps.Store.Put(ctx, g); err != nil {
 		// The token is good: serve with it; the next replica exchanges its own.
 		p.log.Warn().Err(err).Str("principal", h.name).Msg("could not store the exchanged token")
@@ -236,7 +241,7 @@ func wellKnownURLs(issuer string) []string {
 
 // tokenOf is the cached form of g's access token.
 func tokenOf(g *Grant) *token {
-	t := &token{bearer: transport.NewBearer(g.AccessToken.Reveal()), expiry: g.Expiry, margin: skew, subject: g.Subject, grant: g}
+	t := &token{bearer: transport.NewBearer(g.AccessToken.Reveal()), expiry: g.Expiry, until: g.Until, margin: skew, subject: g.Subject, grant: g}
 	if life := g.Expiry.Sub(g.Updated); !g.Expiry.IsZero() && !g.Updated.IsZero() && life/4 < skew {
 		t.margin = max(life/4, 0)
 	}

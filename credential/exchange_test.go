@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/testing/authserver"
+	"github.com/mcp-proxy/mcp-proxy/jsonrpc"
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
@@ -34,7 +35,8 @@ func startAS(t *testing.T) *authserver.Server {
 }
 
 func frontPrincipal(as *authserver.Server, name string) *principal.Principal {
-	return &principal.Principal{Name: name, Via: "jwt", Token: principal.NewSecret(as.IssueFront(name, "https://proxy.example/mcp", time.Hour))}
+	return (&principal.Principal{Name: name, Via: principal.ViaJWT, Issuer: as.URL,
+		Token: principal.NewSecret(as.IssueFront(name, "https://proxy.example/mcp", time.Hour))}).Identify()
 }
 
 // TestExchangeProvider: the provider exchanges a principal's token once however many
@@ -75,7 +77,7 @@ func TestExchangeProvider(t *testing.T) {
 	if err != nil || c.Str("sub") != "alice" || !c.HasAud("https://gh.example/mcp") {
 		t.Errorf("the upstream's token: %v %v", c, err)
 	}
-	if g, _ := store.Get(ctx, "gh", "alice"); g == nil || g.Mode != ModeExchange || g.Subject != "alice" {
+	if g, _ := store.Get(ctx, "gh", alice.ID()); g == nil || g.Mode != ModeExchange || g.Subject != "alice" {
 		t.Errorf("stored %+v", g)
 	}
 	// A 401: one re-exchange, whatever the number of requests refused.
@@ -143,5 +145,74 @@ func TestExchangeIDJAG(t *testing.T) {
 	}
 	if as.Count(authserver.GrantJWTBearer, "alice") != 1 || as.Count(authserver.GrantTokenExchange, "alice") != 1 {
 		t.Errorf("grants: jwt-bearer %d, exchange %d", as.Count(authserver.GrantJWTBearer, "alice"), as.Count(authserver.GrantTokenExchange, "alice"))
+	}
+}
+
+// TestExchangeCappedBySubject: an exchanged token (an ID-JAG's too) is not served past
+// the expiry of the principal's own token that was exchanged, however long the
+// upstream's token lives: neither from this process's cache, nor from the store by
+// another replica. A principal with a fresh token of its own gets a new exchange.
+func TestExchangeCappedBySubject(t *testing.T) {
+	as := startAS(t) // the upstream's tokens live an hour
+	as.AddClient(authserver.Client{ID: "proxy", Secret: "s3"})
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as.AddClient(authserver.Client{ID: "proxy-at-as", Key: &k.PublicKey})
+	as.MapIDJAGClient("proxy", "proxy-at-as")
+	client := Client{ID: "proxy", Secret: "s3", Method: AuthBasic}
+	for name, x := range map[string]*ExchangeConfig{
+		"exchange": {TokenEndpoint: as.URL + "/token", Client: client, Resource: "https://gh.example/mcp"},
+		"id-jag": {TokenEndpoint: as.URL + "/token", Client: client, Resource: "https://gh.example/mcp",
+			IDJAG: &IDJAGConfig{Issuer: as.URL, Client: Client{ID: "proxy-at-as", Method: AuthJWT, Key: k}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			now := time.Now()
+			clock := func() time.Time { return now }
+			store := NewMemoryStore()
+			p, err := NewProvider(Config{Upstream: "gh", Mode: ModeExchange, Exchange: x}, Deps{Store: store, Log: zerolog.Nop(), Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, call := context.Background(), Call{Method: mcp.MethodToolsCall}
+			base := as.Count(authserver.GrantTokenExchange, "alice") // the other subtests'
+			exchanges := func() int { return as.Count(authserver.GrantTokenExchange, "alice") - base }
+			alice := frontPrincipal(as, "alice")
+			alice.TokenExpiry = now.Add(10 * time.Minute) // the front token ends long before the upstream's
+			if _, err := p.Admit(ctx, alice, call); err != nil {
+				t.Fatal(err)
+			}
+			g, _ := store.Get(ctx, "gh", alice.ID())
+			if g == nil || !g.Until.Equal(alice.TokenExpiry) || !g.Expiry.After(alice.TokenExpiry) || !g.Info().Expiry.Equal(alice.TokenExpiry) {
+				t.Fatalf("stored grant: %+v", g)
+			}
+			now = now.Add(9 * time.Minute) // within: served from the cache, no exchange
+			if _, err := p.Admit(ctx, alice, call); err != nil || exchanges() != 1 {
+				t.Fatalf("before the front token's expiry: %v, %d exchanges", err, exchanges())
+			}
+			// Another replica (a provider of its own over the same store) does not serve
+			// the stored token past the front token's expiry either.
+			other, _ := NewProvider(Config{Upstream: "gh", Mode: ModeExchange, Exchange: x}, Deps{Store: store, Log: zerolog.Nop(), Now: clock})
+			now = now.Add(2 * time.Minute)
+			var je *jsonrpc.Error
+			if _, err := p.Authorizer(alice).Authorization(ctx); !errors.As(err, &je) || je.Code != mcp.CodeCredentialUnavailable ||
+				!strings.Contains(je.Message, "access token has expired") || exchanges() != 1 {
+				t.Errorf("past the front token's expiry: %v, %d exchanges; want -31012 and none (the token it would present has expired)", err, exchanges())
+			}
+			if _, err := p.Admit(ctx, alice, call); err == nil || exchanges() != 1 {
+				t.Errorf("a call past the front token's expiry: %v, %d exchanges", err, exchanges())
+			}
+			// The principal comes back with a fresh front token: a new exchange, capped at it.
+			alice2 := frontPrincipal(as, "alice")
+			alice2.TokenExpiry = now.Add(5 * time.Minute)
+			before := exchanges()
+			if _, err := other.Admit(ctx, alice2, call); err != nil || exchanges() != before+1 || before != 1 {
+				t.Fatalf("with a fresh front token on the other replica: %v, %d exchanges (had %d)", err, exchanges(), before)
+			}
+			if g, _ := store.Get(ctx, "gh", alice.ID()); g == nil || !g.Until.Equal(alice2.TokenExpiry) {
+				t.Errorf("the new grant: %+v", g)
+			}
+		})
 	}
 }

@@ -130,7 +130,7 @@ func (s *FileStore) write() error {
 	s.mu.Lock()
 	img := fileImage{Version: 1, Grants: make([][]byte, 0, len(s.grants))}
 	for k, g := range s.grants {
-		if !g.Expiry.IsZero() && g.Expiry.Before(now) && g.RefreshToken.IsZero() && len(g.Secrets) == 0 {
+		if end := g.Ends(); !end.IsZero() && end.Before(now) && g.RefreshToken.IsZero() && len(g.Secrets) == 0 {
 			continue
 		}
 		blob, err := s.sealer.SealGrant(g)

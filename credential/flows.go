@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
@@ -78,14 +80,88 @@ type Flows struct {
 	log   zerolog.Logger
 	now   func() time.Time
 
-	mu        sync.Mutex // guards upstreams and links
+	mu        sync.Mutex // guards upstreams, links and waiting
 	upstreams map[string]*userOAuth
 	links     map[grantKey]string // (upstream, principal) → the unopened link's ID, reused while it lives
+	// waiting are, by FlowKey, the client sessions given a link as a url-mode
+	// elicitation (-32042), to be told when its authorization completes
+	// (notifications/elicitation/complete), here or on another replica.
+	waiting map[string]*waiters
 }
+
+// waiters are the client sessions waiting for one flow, until it expires.
+type waiters struct {
+	id      string // the flow's ID: the elicitationId they were given
+	clients map[Notifier]struct{}
+	expires time.Time
+}
+
+// maxWaiters bounds the client sessions waiting for one flow.
+const maxWaiters = 64
 
 // NewFlows returns the flows of a proxy over store.
 func NewFlows(store Store, log zerolog.Logger) *Flows {
-	return &Flows{store: store, log: log, now: time.Now, upstreams: map[string]*userOAuth{}, links: map[grantKey]string{}}
+	return &Flows{store: store, log: log, now: time.Now, upstreams: map[string]*userOAuth{}, links: map[grantKey]string{},
+		waiting: map[string]*waiters{}}
+}
+
+// FlowKey is what names flow id outside the store (a Change, the waiting clients): a
+// hash, so that the id, the link's handle, is not spread around.
+func FlowKey(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// wait remembers that c was given flow id's link as a url-mode elicitation: c is told
+// when it completes (Complete), until the flow expires.
+func (fl *Flows) wait(id string, c Notifier) {
+	key, now := FlowKey(id), fl.now()
+	fl.mu.Lock()
+	defer fl.mu.Unlock()
+	for k, w := range fl.waiting { // forget the expired ones
+		if !now.Before(w.expires) {
+			delete(fl.waiting, k)
+		}
+	}
+	w := fl.waiting[key]
+	if w == nil {
+		w = &waiters{id: id, clients: map[Notifier]struct{}{}, expires: now.Add(flowTTL)}
+		fl.waiting[key] = w
+	}
+	if len(w.clients) < maxWaiters {
+		w.clients[c] = struct{}{}
+	}
+}
+
+// Complete tells the client sessions of this process that wait for the flow whose
+// FlowKey is key that its authorization completed: notifications/elicitation/complete
+// with the elicitationId they were given (2025-11-25), to each once. The flow may have
+// completed on another replica (a Change).
+func (fl *Flows) Complete(key string) {
+	fl.mu.Lock()
+	w := fl.waiting[key]
+	delete(fl.waiting, key)
+	fl.mu.Unlock()
+	if w == nil {
+		return
+	}
+	params, _ := json.Marshal(map[string]string{"elicitationId": w.id})
+	for c := range w.clients {
+		c.Notify(mcp.NotificationElicitationComplete, params)
+	}
+	fl.log.Debug().Str("link", logID(w.id)).Int("clients", len(w.clients)).Msg("clients told that the authorization of their link completed")
+}
+
+// authorized tells whoever waits for flow f, here and (a Broadcaster store) on the
+// other replicas, that it completed.
+func (fl *Flows) authorized(ctx context.Context, f *Flow) {
+	key := FlowKey(f.ID)
+	fl.Complete(key)
+	if b, ok := fl.store.(Broadcaster); ok {
+		if err := b.Publish(ctx, Change{Kind: ChangeAuthorized, Upstream: f.Upstream, Principal: f.Principal, Flow: key}); err != nil {
+			fl.log.Warn().Err(err).Msg("the other replicas could not be told that an authorization completed")
+		}
+	}
 }
 
 func (fl *Flows) add(o *userOAuth) {
@@ -300,6 +376,7 @@ func (fl *Flows) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o.log.Info().Str("principal", f.Principal).Str("subject", g.Subject).Msg("principal authorized the upstream")
+	fl.authorized(context.WithoutCancel(ctx), f)
 	page(w, http.StatusOK, "Authorized", fmt.Sprintf("mcp-proxy may now use %s as you. You can close this window and go back to your client.", f.Upstream))
 }
 

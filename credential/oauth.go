@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/transport"
 )
@@ -138,7 +139,11 @@ func (o *userOAuth) obtain(ctx context.Context, h *handle, call *Call) (*token, 
 		return nil, err
 	}
 	p.event(EventPending)
-	return nil, authorizationRequired(o.upstream, link, id, *call)
+	ref := authorizationRequired(o.upstream, link, id, *call)
+	if ref.Err != nil && ref.Err.Code == mcp.CodeURLElicitationRequired && call.Client != nil {
+		o.flows.wait(id, call.Client) // told when the link's authorization completes
+	}
+	return nil, ref
 }
 
 // renew implements strategy: the upstream refused the token: refresh the grant.

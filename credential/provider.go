@@ -162,15 +162,18 @@ type handle struct {
 type token struct {
 	bearer  *transport.Bearer
 	expiry  time.Time // zero: unknown
+	until   time.Time // Grant.Until: not sent from then on, whatever its expiry; zero: none
 	margin  time.Duration
 	subject string // whom the upstream sees, when known
 	grant   *Grant // what the store holds (its refresh token)
 }
 
 // usable reports whether t may be sent at now: it does not expire within its margin
-// (skew, or a quarter of its lifetime for a short-lived token).
+// (skew, or a quarter of its lifetime for a short-lived token), and the principal's own
+// token it was exchanged for has not expired (until; no margin: the upstream's token
+// itself lives on, the limit is the proxy's).
 func (t *token) usable(now time.Time) bool {
-	return t != nil && (t.expiry.IsZero() || now.Add(t.margin).Before(t.expiry))
+	return t != nil && (t.expiry.IsZero() || now.Add(t.margin).Before(t.expiry)) && (t.until.IsZero() || now.Before(t.until))
 }
 
 type flight struct {
@@ -229,13 +232,13 @@ func (p *Provider) Admit(ctx context.Context, who *principal.Principal, call Cal
 	if who == nil {
 		return Admitted{}, unavailable(p.cfg.Upstream, "it acts as the calling principal, and this call is made for nobody")
 	}
-	h := p.handle(who.Name)
+	h := p.handle(who.ID())
 	if p.cfg.Mode == ModeSecret {
 		if err := h.admitSecrets(ctx); err != nil {
 			p.event(EventUnavailable)
 			return Admitted{}, err
 		}
-		return Admitted{Subject: who.Name}, nil
+		return Admitted{Subject: who.ID()}, nil
 	}
 	if h.who.Load() != who {
 		h.who.Store(who)
@@ -317,7 +320,7 @@ func (p *Provider) Authorizer(who *principal.Principal) transport.Authorizer {
 	if p.strat == nil {
 		return nil
 	}
-	return p.handle(who.Name)
+	return p.handle(who.ID())
 }
 
 var _ transport.Authorizer = (*handle)(nil)
@@ -408,6 +411,15 @@ func (p *Provider) Forget(who string) {
 		h.secrets.Store(nil)
 		h.checked.Store(0)
 	}
+}
+
+// ForgetAll drops what this process caches of every principal's credential (changes
+// of another replica's may have been missed): every next call reads the store again.
+func (p *Provider) ForgetAll() {
+	p.handles.Range(func(k, _ any) bool {
+		p.Forget(k.(string))
+		return true
+	})
 }
 
 // Revoke ends who's grant for the upstream: it asks the authorization server to revoke

@@ -98,6 +98,7 @@ type record struct {
 	AccessToken  string            `json:"at,omitempty"`
 	RefreshToken string            `json:"rt,omitempty"`
 	Expiry       time.Time         `json:"exp,omitzero"`
+	Until        time.Time         `json:"un,omitzero"`
 	Scopes       []string          `json:"sc,omitempty"`
 	Issuer       string            `json:"iss,omitempty"`
 	Subject      string            `json:"sub,omitempty"`
@@ -111,7 +112,7 @@ type record struct {
 
 func recordOf(g *Grant) record {
 	r := record{Upstream: g.Upstream, Principal: g.Principal, Mode: g.Mode, AccessToken: g.AccessToken.Reveal(),
-		RefreshToken: g.RefreshToken.Reveal(), Expiry: g.Expiry, Scopes: g.Scopes, Issuer: g.Issuer, Subject: g.Subject,
+		RefreshToken: g.RefreshToken.Reveal(), Expiry: g.Expiry, Until: g.Until, Scopes: g.Scopes, Issuer: g.Issuer, Subject: g.Subject,
 		Created: g.Created, Updated: g.Updated, ClientID: g.ClientID, ClientSecret: g.ClientSecret.Reveal(), ClientAuth: g.ClientAuth}
 	if len(g.Secrets) > 0 {
 		r.Secrets = make(map[string]string, len(g.Secrets))
@@ -124,7 +125,7 @@ func recordOf(g *Grant) record {
 
 func (r *record) grant() *Grant {
 	g := &Grant{Upstream: r.Upstream, Principal: r.Principal, Mode: r.Mode, AccessToken: principal.NewSecret(r.AccessToken),
-		RefreshToken: principal.NewSecret(r.RefreshToken), Expiry: r.Expiry, Scopes: r.Scopes, Issuer: r.Issuer, Subject: r.Subject,
+		RefreshToken: principal.NewSecret(r.RefreshToken), Expiry: r.Expiry, Until: r.Until, Scopes: r.Scopes, Issuer: r.Issuer, Subject: r.Subject,
 		Created: r.Created, Updated: r.Updated, ClientID: r.ClientID, ClientSecret: principal.NewSecret(r.ClientSecret), ClientAuth: r.ClientAuth}
 	if len(r.Secrets) > 0 {
 		g.Secrets = make(map[string]principal.Secret, len(r.Secrets))

@@ -22,14 +22,18 @@ type SecretSource interface {
 
 // FileSource reads the principals' secrets from a JSON file of the form
 //
-//	{"alice": {"github_token": "ghp_…"}, "bob": {"github_token": "ghp_…"}}
+//	{"api_key:alice": {"github_token": "ghp_…"}, "jwt:bob": {"github_token": "ghp_…"}}
 //
+// whose keys are principals' identities (principal.ID), as its Key function reads them
+// (the proxy's: "jwt:bob" is bob's token from the jwt block's issuer; a bare name, which
+// could be an API key's or a token's, is refused).
 // It refuses a file that its group or others may read or write (mode 0600 or
 // stricter), as ssh does with a private key, and reads it again when it changes (looked
 // at no more than once a second). A value may not hold a NUL byte, nor a line break
 // (it could end a header).
 type FileSource struct {
 	path string
+	key  func(string) (string, error) // a key of the file → the identity it names
 
 	mu      sync.Mutex // guards the fields below
 	secrets map[string]map[string]string
@@ -39,9 +43,11 @@ type FileSource struct {
 	err     error
 }
 
-// NewFileSource reads path; an error when it cannot be used.
-func NewFileSource(path string) (*FileSource, error) {
-	f := &FileSource{path: path}
+// NewFileSource reads path; an error when it cannot be used. key turns each principal
+// of the file into the identity it names, or says why it is not one; nil takes the keys
+// as they are.
+func NewFileSource(path string, key func(string) (string, error)) (*FileSource, error) {
+	f := &FileSource{path: path, key: key}
 	if err := f.reload(time.Now()); err != nil {
 		return nil, err
 	}
@@ -107,14 +113,25 @@ func (f *FileSource) reloadLocked() error {
 		}
 		return fmt.Errorf("the secrets file %s is not a JSON object of principals, each an object of names and string values", f.path)
 	}
+	byID := make(map[string]map[string]string, len(m))
 	for p, s := range m {
 		for name, v := range s {
 			if strings.ContainsAny(v, "\x00\r\n") {
 				return fmt.Errorf("the secrets file %s: secret %q of principal %q holds a NUL byte or a line break", f.path, name, p)
 			}
 		}
+		id := p
+		if f.key != nil {
+			if id, err = f.key(p); err != nil {
+				return fmt.Errorf("the secrets file %s: %w", f.path, err)
+			}
+		}
+		if _, dup := byID[id]; dup {
+			return fmt.Errorf("the secrets file %s names principal %q twice", f.path, id)
+		}
+		byID[id] = s
 	}
-	f.secrets, f.mtime, f.size = m, st.ModTime(), st.Size()
+	f.secrets, f.mtime, f.size = byID, st.ModTime(), st.Size()
 	return nil
 }
 

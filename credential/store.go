@@ -21,8 +21,13 @@ type Grant struct {
 	AccessToken  principal.Secret
 	RefreshToken principal.Secret
 	Expiry       time.Time // of the access token; zero: unknown
-	Scopes       []string
-	Issuer       string // the authorization server that issued it
+	// Until, for an exchanged token (and an ID-JAG's), is when the principal's own token
+	// that was exchanged expires: the grant is not served past it, however long the
+	// upstream's token lives, so that a person whose session ended at the identity
+	// provider is not served by a cached exchange. Zero: no such limit.
+	Until  time.Time
+	Scopes []string
+	Issuer string // the authorization server that issued it
 	// Subject is whom the upstream knows the grant as, when the proxy can tell (the
 	// sub of a JWT access token): shown by `credentials list` and in audit records.
 	Subject string
@@ -39,6 +44,15 @@ type Grant struct {
 	Created, Updated time.Time
 }
 
+// Ends is when g stops being served: its token's expiry, or Until when that is earlier;
+// zero when neither is known.
+func (g *Grant) Ends() time.Time {
+	if !g.Until.IsZero() && (g.Expiry.IsZero() || g.Until.Before(g.Expiry)) {
+		return g.Until
+	}
+	return g.Expiry
+}
+
 // Info is what may be shown of a grant: everything but its secret parts.
 type Info struct {
 	Upstream   string    `json:"upstream"`
@@ -47,8 +61,8 @@ type Info struct {
 	Subject    string    `json:"subject,omitempty"`
 	Scopes     []string  `json:"scopes,omitempty"`
 	Issuer     string    `json:"issuer,omitempty"`
-	Expiry     time.Time `json:"expiry,omitzero"`
-	Refresh    bool      `json:"refresh"` // it has a refresh token
+	Expiry     time.Time `json:"expiry,omitzero"` // until when it is served: its token's expiry, or Until when earlier
+	Refresh    bool      `json:"refresh"`         // it has a refresh token
 	SecretKeys []string  `json:"secrets,omitempty"`
 	Created    time.Time `json:"created,omitzero"`
 	Updated    time.Time `json:"updated,omitzero"`
@@ -57,7 +71,7 @@ type Info struct {
 // Info returns what may be shown of g.
 func (g *Grant) Info() Info {
 	in := Info{Upstream: g.Upstream, Principal: g.Principal, Mode: g.Mode, Subject: g.Subject, Scopes: slices.Clone(g.Scopes),
-		Issuer: g.Issuer, Expiry: g.Expiry, Refresh: !g.RefreshToken.IsZero(), Created: g.Created, Updated: g.Updated}
+		Issuer: g.Issuer, Expiry: g.Ends(), Refresh: !g.RefreshToken.IsZero(), Created: g.Created, Updated: g.Updated}
 	for k := range g.Secrets {
 		in.SecretKeys = append(in.SecretKeys, k)
 	}

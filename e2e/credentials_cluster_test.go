@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +48,7 @@ upstream "jira" {
 }
 `, resource, as.URL, as.URL+"/jwks", up)
 	topo, err := topology.Start(topology.Options{ProxyBin: proxyBin, Replicas: 2, Base: withTestGrace(base), FrontAddr: front,
-		ClusterAttrs: `key = "0123456789abcdef0123456789abcdef-cluster"`, Dir: t.TempDir(), LogLevel: "debug"})
+		ClusterAttrs: `key = "0123456789abcdef0123456789abcdef-cluster"`, Dir: t.TempDir(), LogLevel: "debug", Admin: true})
 	if errors.Is(err, topology.ErrMissing) && os.Getenv("CI") == "" {
 		t.Skip(err)
 	}
@@ -112,6 +116,80 @@ upstream "jira" {
 	wg.Wait()
 	if n := as.Count(authserver.GrantRefresh, "alice"); n != 1 {
 		t.Errorf("concurrent calls on two replicas made %d refreshes, want 1\n%s", n, logs)
+	}
+
+	// Alice revokes her grant through replica A; replica B, which has her (refreshed,
+	// still valid) token cached, stops using it at once: her next call through B is
+	// sent to authorize, without waiting for B's cache to be checked again (30 s).
+	revoke := exec.Command(proxyBin, "credentials", "revoke", "--upstream", "jira", "--admin", "http://"+topo.Replicas[0].AdminAddr)
+	revoke.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+tok)
+	if out, err := revoke.CombinedOutput(); err != nil || !strings.Contains(string(out), "#alice's grants for jira") {
+		t.Fatalf("alice revoking her grant through A: %v %s", err, out)
+	}
+	// The change reaches B through Redis in about a millisecond, an MCP call takes longer;
+	// a few tries are allowed for a loaded machine, far less than B's recheck.
+	var after string
+	for try := 0; try < 20; try++ {
+		_, err := whoamiOf(t, b, "jira__whoami")
+		if err != nil && connectLink.MatchString(err.Error()) {
+			after = ""
+			t.Logf("B sent alice to authorize on try %d after the revocation", try+1)
+			break
+		}
+		after = fmt.Sprint(err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if after != "" {
+		t.Errorf("replica B after the revocation through A: %s\n%s", after, logs)
+	}
+	if !strings.Contains(topo.Replicas[1].Output.String(), "revoked through another replica") {
+		t.Errorf("replica B did not hear of the revocation\n%s", logs)
+	}
+
+	// Frank's client (the TypeScript SDK, URL elicitation) is on replica A; he completes
+	// the authorization through replica B (the link and the callback sent there): A's
+	// client is told (notifications/elicitation/complete), and its retry succeeds.
+	ts := exec.Command("node", filepath.Join("testdata", "ts-url-elicitation.mjs"), "http://"+topo.Replicas[0].Addr+"/mcp",
+		as.IssueFront("frank", resource, 10*time.Minute), "jira__whoami")
+	var tsErr strings.Builder
+	ts.Stderr = &tsErr
+	tsOut, _ := ts.StdoutPipe()
+	if err := ts.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Process.Kill()
+	lines := bufio.NewScanner(tsOut)
+	var el struct {
+		Elicitation struct{ ElicitationID, URL string }
+	}
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &el) != nil || el.Elicitation.URL == "" {
+		t.Fatalf("TS client on A: %s\n%s", lines.Text(), tsErr.String())
+	}
+	onB := func(u string) string {
+		return strings.Replace(u, "http://"+front+"/", "http://"+topo.Replicas[1].Addr+"/", 1)
+	}
+	frank := newBrowser(t, as, "frank")
+	code, toAS := frank.step(onB(el.Elicitation.URL))
+	if code != 302 {
+		t.Fatalf("opening frank's link on B: %d %s", code, toAS)
+	}
+	code, callback := frank.step(toAS)
+	if code != 302 || !strings.HasPrefix(callback, "http://"+front+"/oauth/callback") {
+		t.Fatalf("authorizing at the authorization server: %d %s", code, callback)
+	}
+	if code, body := frank.get(onB(callback)); code != 200 {
+		t.Fatalf("the callback on B: %d %s\n%s", code, body, logs)
+	}
+	var done struct{ Complete string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &done) != nil || done.Complete != el.Elicitation.ElicitationID {
+		t.Fatalf("TS client on A after frank authorized through B: %s\n%s\n%s", lines.Text(), tsErr.String(), logs)
+	}
+	var retry struct{ Result string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &retry) != nil || !strings.Contains(retry.Result, "sub=frank") {
+		t.Errorf("TS client's retry on A: %s\n%s", lines.Text(), tsErr.String())
+	}
+	if err := ts.Wait(); err != nil {
+		t.Errorf("TS client: %v\n%s", err, tsErr.String())
 	}
 	noTokens(t, as, logs, upLog)
 }

@@ -75,8 +75,9 @@ func noTokens(t *testing.T, as *authserver.Server, logs ...fmt.Stringer) {
 // client's token. The identity assertion grant (an ID-JAG presented with the JWT bearer
 // grant, the proxy authenticated by private_key_jwt) serves the same way. A refused
 // exchange is a proxy error naming the upstream; concurrent first calls make one
-// exchange; a token the upstream refuses (expired early) is exchanged again, once. No
-// token reaches a log.
+// exchange; a token the upstream refuses (expired early) is exchanged again, once; an
+// exchanged token is not served past the principal's own token's expiry. No token
+// reaches a log.
 func TestCredentialsExchange(t *testing.T) {
 	t.Parallel()
 	as := startAuthServer(t, authserver.Options{AccessJWTTTL: 4 * time.Second})
@@ -174,6 +175,23 @@ upstream "j" {
 	wg.Wait()
 	if n := as.Count(authserver.GrantTokenExchange, "dave"); n != 1 {
 		t.Errorf("dave's concurrent first calls made %d exchanges, want 1", n)
+	}
+
+	// Erin's own token ends (3 s) long before the token exchanged for it would (its
+	// expires_in says an hour): past her token's expiry, within the front end's leeway,
+	// the cached exchange no longer serves her (-31012, not the upstream's answer nor a
+	// refused re-exchange's -31013), and a token the proxy knows expired is not
+	// presented for another exchange.
+	erin := connectAs(t, url, as.IssueFront("erin", resource, 3*time.Second), nil, stderr)
+	if w, err := whoamiOf(t, erin, "x__whoami"); err != nil || w["sub"] != "erin" {
+		t.Fatalf("erin: %v %v\n%s", w, err, stderr)
+	}
+	time.Sleep(3500 * time.Millisecond) // past her token's exp (whole seconds)
+	if _, err := whoamiOf(t, erin, "x__whoami"); !errors.As(err, &werr) || werr.Code != -31012 || !strings.Contains(werr.Message, "access token has expired") {
+		t.Errorf("erin after her own token expired: %v", err)
+	}
+	if n := as.Count(authserver.GrantTokenExchange, "erin"); n != 1 {
+		t.Errorf("erin's token was exchanged %d times, want 1", n)
 	}
 
 	// The upstream refuses alice's token once it expires (before the proxy expected):

@@ -96,6 +96,7 @@ listen "http" {
 }
 admin {
   address = %q
+  groups  = ["ops"]
 }
 auth {
   resource = %q
@@ -195,11 +196,12 @@ upstream "jira" {
 		t.Errorf("the proxy registered %d times, want once", n)
 	}
 
-	// The TypeScript SDK, declaring URL elicitation: -32042, then the call succeeds.
+	// The TypeScript SDK, declaring URL elicitation: -32042; once the link's
+	// authorization completes, notifications/elicitation/complete with its
+	// elicitationId, and the call it retries then succeeds.
 	ts := exec.Command("node", filepath.Join("testdata", "ts-url-elicitation.mjs"), url, front("erin"), "jira__whoami")
 	var tsErr strings.Builder
 	ts.Stderr = &tsErr
-	tsIn, _ := ts.StdinPipe()
 	tsOut, _ := ts.StdoutPipe()
 	if err := ts.Start(); err != nil {
 		t.Fatal(err)
@@ -213,7 +215,11 @@ upstream "jira" {
 		t.Fatalf("TS client: %s\n%s", lines.Text(), tsErr.String())
 	}
 	authorize(el.Elicitation.URL, "erin")
-	fmt.Fprintln(tsIn, "go")
+	var done struct{ Complete string }
+	if !lines.Scan() || json.Unmarshal(lines.Bytes(), &done) != nil || done.Complete != el.Elicitation.ElicitationID {
+		ts.Process.Kill()
+		t.Fatalf("TS client after authorizing, waiting for notifications/elicitation/complete: %s\n%s\n%s", lines.Text(), tsErr.String(), stderr)
+	}
 	var res struct {
 		Result  string
 		IsError bool
@@ -269,7 +275,7 @@ upstream "jira" {
 	cli := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(proxyBin, append([]string{"credentials"}, append(args, "--admin", "http://"+adminAddr)...)...)
-		cmd.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+front("ops"))
+		cmd.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+as.IssueFrontGroups("ops", resource, 10*time.Minute, "ops"))
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("mcp-proxy credentials %v: %v\n%s", args, err, out)
@@ -278,11 +284,11 @@ upstream "jira" {
 	}
 	list := cli("list", "--json")
 	for _, p := range []string{"alice", "bob", "carol", "erin", "frank"} {
-		if !strings.Contains(list, `"principal": "`+p+`"`) {
+		if !strings.Contains(list, `"principal": "jwt:`+as.URL+"#"+p+`"`) { // the identity: the issuer's subject
 			t.Errorf("credentials list lacks %s:\n%s", p, list)
 		}
 	}
-	if out := cli("revoke", "--principal", "alice", "--upstream", "jira"); !strings.Contains(out, "revoked principal alice's grants for jira") {
+	if out := cli("revoke", "--principal", "alice", "--upstream", "jira"); !strings.Contains(out, "revoked principal jwt:"+as.URL+"#alice's grants for jira") {
 		t.Errorf("revoke: %s", out)
 	}
 	if as.Count("revoke", "") != 1 {
@@ -291,7 +297,7 @@ upstream "jira" {
 	alice2 := connectAs(t, url, front("alice"), nil, stderr)
 	linkOf(alice2) // authorize again
 	table := cli("list", "--upstream", "jira")
-	if strings.Contains(table, "alice") || !strings.Contains(table, "bob") {
+	if strings.Contains(table, "#alice") || !strings.Contains(table, "#bob") {
 		t.Errorf("credentials list after revoking alice:\n%s", table)
 	}
 
@@ -312,7 +318,7 @@ upstream "jira" {
 	get := func(path, accept string) string {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, "http://"+adminAddr+path, nil)
-		req.Header.Set("Authorization", "Bearer "+front("ops"))
+		req.Header.Set("Authorization", "Bearer "+as.IssueFrontGroups("ops", resource, 10*time.Minute, "ops"))
 		req.Header.Set("Accept", accept)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -71,29 +71,34 @@ func whoamiOf(t *testing.T, cs *mcp.ClientSession, tool string) (map[string]stri
 // a principal's client sessions share its process; a principal without the secret is
 // refused with a proxy error naming the upstream (never served with another's); the
 // cap evicts the least recently used idle session, the idle timeout closes the rest;
-// no process ever serves two principals; no secret reaches the log.
+// no process ever serves two principals; no secret reaches the log. A principal sets its
+// own secret in the token store; another principal cannot set, revoke or list it (403),
+// an administrator (admin groups) can.
 func TestCredentialsSecret(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	secrets := filepath.Join(dir, "secrets.json")
 	if err := os.WriteFile(secrets, []byte(`{
-  "alice": {"who": "alice-secret-0001"},
-  "bob":   {"who": "bob-secret-0002"},
-  "dave":  {"who": "dave-secret-0004"},
-  "svc":   {"who": "svc-secret-0000"}
+  "api_key:alice": {"who": "alice-secret-0001"},
+  "api_key:bob":   {"who": "bob-secret-0002"},
+  "api_key:dave":  {"who": "dave-secret-0004"},
+  "api_key:svc":   {"who": "svc-secret-0000"}
 }`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	keys := map[string]string{"alice": "alice-key-0123456789", "bob": "bob-key-0123456789", "carol": "carol-key-0123456789", "dave": "dave-key-0123456789"}
+	keys := map[string]string{"alice": "alice-key-0123456789", "bob": "bob-key-0123456789", "carol": "carol-key-0123456789",
+		"dave": "dave-key-0123456789", "ops": "ops-key-0123456789"}
 	var auth strings.Builder
 	for _, n := range []string{"alice", "bob", "carol", "dave"} {
 		fmt.Fprintf(&auth, "  api_key %q {\n    token = %q\n  }\n", n, keys[n])
 	}
+	fmt.Fprintf(&auth, "  api_key \"ops\" {\n    token  = %q\n    groups = [\"ops\"]\n  }\n", keys["ops"])
 	adminAddr := freeAddr(t)
 	url, stderr, cmd := startHTTPProxyHCL(t, fmt.Sprintf(`auth {
 %s}
 admin {
   address = %q
+  groups  = ["ops"]
 }
 upstream "s" {
   command = [%s, "-whoami"]
@@ -108,7 +113,7 @@ upstream "t" {
   credentials {
     mode                = "secret"
     secrets_file        = %q
-    catalogue_principal = "svc"   # the catalogue is listed with svc's secret
+    catalogue_principal = "api_key:svc"   # the catalogue is listed with svc's secret
   }
 }
 `, auth.String(), adminAddr, q(testserverBin), q(testserverBin), secrets))
@@ -174,14 +179,17 @@ upstream "t" {
 	// Idle: every principal's session closes; the catalogue's process stays.
 	waitFor(t, 20*time.Second, "idle sessions to close", func() bool { return procs() == 1 }, stderr)
 
-	// Secrets in the token store: set through the admin listener; alice's session gets
-	// hers, bob (none stored) is refused.
-	setSecret := exec.Command(proxyBin, "credentials", "set-secret", "--admin", "http://"+adminAddr,
-		"--upstream", "s", "--principal", "alice", "--name", "who")
-	setSecret.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+keys["alice"])
-	setSecret.Stdin = strings.NewReader("alice-stored-0005\n")
-	if out, err := setSecret.CombinedOutput(); err != nil || !strings.Contains(string(out), "stored secret who") {
-		t.Fatalf("set-secret: %v %s", err, out)
+	// Secrets in the token store, set through the admin listener by their owner or an
+	// administrator (a member of the admin groups), never by another principal.
+	cli := func(key, stdin string, args ...string) (string, error) {
+		cmd := exec.Command(proxyBin, append([]string{"credentials"}, append(args, "--admin", "http://"+adminAddr)...)...)
+		cmd.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+key)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := cli(keys["alice"], "alice-stored-0005\n", "set-secret", "--upstream", "s", "--name", "who"); err != nil || !strings.Contains(out, "stored secret who of principal api_key:alice for s") {
+		t.Fatalf("alice setting her own secret: %v %s", err, out)
 	}
 	if w, err := whoamiOf(t, alice, "s__whoami"); err != nil || w["env"] != "alice-stored-0005" {
 		t.Errorf("alice's secret from the store: %v %v", w, err)
@@ -189,9 +197,38 @@ upstream "t" {
 	if _, err := whoamiOf(t, bob, "s__whoami"); !errors.As(err, &werr) || werr.Code != -31012 {
 		t.Errorf("bob without a stored secret: %v", err)
 	}
+	// Bob puts his own token into alice's secret, revokes her, lists her grants: refused.
+	for _, args := range [][]string{{"set-secret", "--upstream", "s", "--name", "who", "--principal", "alice"},
+		{"revoke", "--principal", "alice"}, {"list", "--principal", "alice"}} {
+		out, err := cli(keys["bob"], "bob-attack-0006\n", args...)
+		if err == nil || !strings.Contains(out, "403 Forbidden") || !strings.Contains(out, `principal "api_key:bob" may `+map[string]string{"set-secret": "set", "revoke": "revoke", "list": "list"}[args[0]]+` only its own credentials, not "api_key:alice"'s`) {
+			t.Errorf("bob: credentials %v: %v %s", args, err, out)
+		}
+	}
+	if out, err := cli(keys["bob"], "", "list", "--json"); err != nil || strings.Contains(out, "alice") {
+		t.Errorf("bob's list shows alice's grant: %v %s", err, out)
+	}
+	if out, err := exec.Command(proxyBin, "status", "--admin", "http://"+adminAddr).CombinedOutput(); err == nil || !strings.Contains(string(out), "401") {
+		t.Errorf("status without a key: %v %s", err, out)
+	}
+	st := exec.Command(proxyBin, "status", "--admin", "http://"+adminAddr)
+	st.Env = append(os.Environ(), "MCP_PROXY_API_KEY="+keys["bob"])
+	if out, err := st.CombinedOutput(); err == nil || !strings.Contains(string(out), `403 Forbidden: principal "api_key:bob" is not in the admin groups (ops)`) {
+		t.Errorf("bob's status: %v %s", err, out)
+	}
+	if w, err := whoamiOf(t, alice, "s__whoami"); err != nil || w["env"] != "alice-stored-0005" {
+		t.Errorf("alice's secret after bob's attempts: %v %v", w, err)
+	}
+	// An administrator sets bob's secret for him.
+	if out, err := cli(keys["ops"], "bob-stored-0007\n", "set-secret", "--upstream", "s", "--name", "who", "--principal", "bob"); err != nil || !strings.Contains(out, "stored secret who of principal api_key:bob for s") {
+		t.Fatalf("ops setting bob's secret: %v %s", err, out)
+	}
+	if w, err := whoamiOf(t, bob, "s__whoami"); err != nil || w["env"] != "bob-stored-0007" {
+		t.Errorf("bob's secret set by ops: %v %v", w, err)
+	}
 
 	logs := stderr.String()
-	for _, s := range []string{"alice-secret-0001", "bob-secret-0002", "dave-secret-0004", "alice-stored-0005"} {
+	for _, s := range []string{"alice-secret-0001", "bob-secret-0002", "dave-secret-0004", "alice-stored-0005", "bob-attack-0006", "bob-stored-0007"} {
 		if strings.Contains(logs, s) {
 			t.Errorf("secret %s in the proxy's log", s)
 		}

@@ -48,6 +48,9 @@ const (
 	NotificationRootsListChanged     = "notifications/roots/list_changed"
 	NotificationTasksStatus          = "notifications/tasks/status"
 	NotificationSubscriptionsAcked   = "notifications/subscriptions/acknowledged"
+	// NotificationElicitationComplete (2025-11-25): the out-of-band interaction of a
+	// url-mode elicitation (its elicitationId) completed.
+	NotificationElicitationComplete = "notifications/elicitation/complete"
 )
 
 // Error codes defined by MCP (beyond JSON-RPC's standard ones).

@@ -135,7 +135,7 @@ func startAdmin(cfg *config.Config, source string, e *engine, authn *auth.Switch
 	opts := admin.Options{Address: cfg.Admin.Address, Engine: e.r, Metrics: m, Upstreams: upstreamConfigs(cfg), Config: info,
 		Version: e.version, Log: log,
 		Reload: func(ctx context.Context) *admin.Reload { return e.reload(ctx, "admin", nil) },
-		Trust:  e.trustStatus, Approve: e.approve}
+		Trust:  e.trustStatus, Approve: e.approve, Groups: cfg.Admin.Groups}
 	if e.creds != nil {
 		opts.Credentials = &credentialAdmin{c: e.creds, r: e.r}
 	}

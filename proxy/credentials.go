@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -28,9 +29,17 @@ type credentials struct {
 	store credential.Store
 	obs   credential.Observer // nil without metrics
 
+	ids atomic.Pointer[identities] // whose a name is, by the running configuration
+
 	mu        sync.Mutex                      // guards providers and flows
 	providers map[string]*credential.Provider // by upstream name
 	flows     *credential.Flows               // the per-user authorizations; nil until an upstream is in mode "oauth"
+
+	// What applies the other replicas' changes (listen): closeSessions closes a
+	// principal's upstream sessions; stop ends the subscription and done says it ended.
+	closeSessions func(upstream, id string) int
+	stop          context.CancelFunc
+	done          chan struct{}
 }
 
 // newCredentials makes the credentials of cfg's proxy over its token store: in Redis,
@@ -39,6 +48,7 @@ type credentials struct {
 // token_store file; in memory otherwise. It connects to nothing yet.
 func newCredentials(cfg *config.Config, log zerolog.Logger, obs credential.Observer) (*credentials, error) {
 	c := &credentials{log: log, obs: obs, providers: map[string]*credential.Provider{}}
+	c.ids.Store(identitiesOf(cfg))
 	key, previous := cfg.StoreKey()
 	switch {
 	case cfg.Cluster != nil && key != "":
@@ -69,12 +79,97 @@ func newCredentials(cfg *config.Config, log zerolog.Logger, obs credential.Obser
 	return c, nil
 }
 
-// close releases the store.
+// close stops hearing the other replicas' changes and releases the store.
 func (c *credentials) close() error {
 	if c == nil {
 		return nil
 	}
+	if c.stop != nil {
+		c.stop()
+		<-c.done
+	}
 	return c.store.Close()
+}
+
+// listen makes this process apply the changes the other processes sharing the store
+// publish (a store that is a credential.Broadcaster: Redis), until close: a revocation
+// drops what is cached of the principal's grants and closes its sessions
+// (closeSessions: the router's ClosePrincipal) at once, on every replica. Without such a
+// store there is nobody else to hear.
+func (c *credentials) listen(closeSessions func(upstream, id string) int) {
+	if c == nil || c.stop != nil {
+		return
+	}
+	b, ok := c.store.(credential.Broadcaster)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.closeSessions, c.stop, c.done = closeSessions, cancel, make(chan struct{})
+	go func() {
+		defer close(c.done)
+		b.Subscribe(ctx, c.apply, c.resync)
+	}()
+}
+
+// someProviders are the providers of upstream ("" for every one).
+func (c *credentials) someProviders(upstream string) []*credential.Provider {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*credential.Provider
+	for name, p := range c.providers {
+		if upstream == "" || name == upstream {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// apply applies a change another replica made.
+func (c *credentials) apply(ch credential.Change) {
+	switch ch.Kind {
+	case credential.ChangeRevoked:
+		for _, p := range c.someProviders(ch.Upstream) {
+			p.Forget(ch.Principal)
+		}
+		n := c.closeSessions(ch.Upstream, ch.Principal)
+		c.log.Info().Str("principal", ch.Principal).Str("upstream", ch.Upstream).Int("sessions_closed", n).
+			Msg("credentials: a principal's grants were revoked through another replica")
+	case credential.ChangeSecret:
+		for _, p := range c.someProviders(ch.Upstream) {
+			p.Forget(ch.Principal)
+		}
+	case credential.ChangeAuthorized:
+		c.mu.Lock()
+		fl := c.flows
+		c.mu.Unlock()
+		if fl != nil {
+			fl.Complete(ch.Flow)
+		}
+	}
+}
+
+// resync drops everything cached: changes of the other replicas may have been missed.
+func (c *credentials) resync() {
+	for _, p := range c.someProviders("") {
+		p.ForgetAll()
+	}
+	c.log.Info().Msg("credentials: subscribed to the other replicas' changes again; cached credentials dropped")
+}
+
+// publish tells the other replicas of ch (nothing to do without a shared store). A
+// failure is returned as a warning for whoever made the change: it applies here and in
+// the store already, and the other replicas catch up as their caches expire.
+func (c *credentials) publish(ctx context.Context, ch credential.Change) string {
+	b, ok := c.store.(credential.Broadcaster)
+	if !ok {
+		return ""
+	}
+	if err := b.Publish(ctx, ch); err != nil {
+		c.log.Warn().Err(err).Str("principal", ch.Principal).Msg("credentials: the other replicas could not be told of a change")
+		return "the other replicas could not be told at once (" + err.Error() + "): they stop using what they cache as it expires"
+	}
+	return ""
 }
 
 // provider makes the provider of uc's credentials (nil for mode "shared"), replacing
@@ -91,7 +186,7 @@ func (c *credentials) provider(uc config.Upstream, name string) (*credential.Pro
 	switch cc.Mode {
 	case config.CredentialsSecret:
 		if cc.SecretsFile != "" {
-			src, err := credential.NewFileSource(cc.SecretsFile)
+			src, err := credential.NewFileSource(cc.SecretsFile, func(k string) (string, error) { return c.ids.Load().secretsKey(k) })
 			if err != nil {
 				return nil, err
 			}
@@ -188,11 +283,14 @@ func (e *engine) perPrincipal(uc config.Upstream, spec upstream.Spec, prov *cred
 		if prov != nil {
 			principalSpec(&s, uc, prov, p)
 		}
-		return upstream.New(s, log.With().Str("principal", p.Name).Logger(), events)
+		return upstream.New(s, log.With().Str("principal", p.ID()).Logger(), events)
 	}
 	if prov != nil {
 		pc.Admit = func(ctx context.Context, req *router.Request, params json.RawMessage) (router.Admission, error) {
 			call := credential.Call{Method: req.Method, Params: params, Modern: req.Modern}
+			if req.Session != nil {
+				call.Client = req.Session // told when an authorization it was sent to completes
+			}
 			if req.Meta != nil {
 				call.Capabilities = req.Meta.Capabilities
 			}
@@ -223,7 +321,7 @@ func principalSpec(s *upstream.Spec, uc config.Upstream, prov *credential.Provid
 		s.Authorizer = prov.Authorizer(p)
 		return
 	}
-	s.Prepare = secretsPreparer(uc, prov, p.Name)
+	s.Prepare = secretsPreparer(uc, prov, p.ID())
 }
 
 // secretsPreparer is the Prepare of a session that runs with who's secrets: uc's env
@@ -263,13 +361,15 @@ func secretsPreparer(uc config.Upstream, prov *credential.Provider, who string) 
 // name a principal's secret (or, with catalogue_principal, with that service
 // principal's), and with the shared OAuth client only when an oauth block asks for it
 // (a client_credentials grant, say), never the interactive flow.
-func catalogueSpec(spec upstream.Spec, uc config.Upstream, prov *credential.Provider) upstream.Spec {
+func catalogueSpec(spec upstream.Spec, uc config.Upstream, prov *credential.Provider, c *credentials) upstream.Spec {
 	if !uc.Credentials.PerUser() {
 		return spec
 	}
 	spec.Env, spec.Headers = config.WithoutSecrets(uc.Env), config.WithoutSecrets(uc.Headers)
-	if cp := uc.Credentials.CataloguePrincipal; cp != "" && prov != nil && prov.Mode() == credential.ModeSecret {
-		spec.Prepare = secretsPreparer(uc, prov, cp)
+	if cp := uc.Credentials.CataloguePrincipal; cp != "" && prov != nil && prov.Mode() == credential.ModeSecret && c != nil {
+		if id, ok := c.ids.Load().canonical(cp); ok { // config has checked it is an identity
+			spec.Prepare = secretsPreparer(uc, prov, id)
+		}
 	}
 	if uc.OAuth == nil {
 		spec.OAuth = nil
@@ -352,6 +452,7 @@ func (a *credentialAdmin) Revoke(ctx context.Context, upstream, principal string
 		}
 	}
 	out.Sessions = a.r.ClosePrincipal(upstream, principal)
+	out.Warning = a.c.publish(ctx, credential.Change{Kind: credential.ChangeRevoked, Upstream: upstream, Principal: principal})
 	return out, nil
 }
 
@@ -384,6 +485,9 @@ func (a *credentialAdmin) Summary(ctx context.Context) map[string]admin.Credenti
 	return out
 }
 
+// Resolve implements admin.Credentials: the identity an operator means by name.
+func (a *credentialAdmin) Resolve(name string) (string, error) { return a.c.ids.Load().resolve(name) }
+
 // SetSecret implements admin.Credentials: the principal's secret goes into the store's
 // grant of (upstream, principal), for an upstream in mode "secret" that has no secrets
 // file. It applies to the principal's next session (a running one keeps its
@@ -404,5 +508,9 @@ func (a *credentialAdmin) SetSecret(ctx context.Context, upstream, principalName
 	case strings.ContainsAny(value, "\x00\r\n"):
 		return &admin.InputError{Msg: "a secret may not hold a NUL byte or a line break"}
 	}
-	return p.SetSecret(ctx, principalName, name, value)
+	if err := p.SetSecret(ctx, principalName, name, value); err != nil {
+		return err
+	}
+	a.c.publish(ctx, credential.Change{Kind: credential.ChangeSecret, Upstream: upstream, Principal: principalName})
+	return nil
 }

@@ -306,7 +306,7 @@ func (e *engine) member(cfg *config.Config, uc config.Upstream, events upstream.
 	if err != nil {
 		return router.Member{}, gate, fmt.Errorf("upstream %q: configuring its credentials: %w", uc.Name, err)
 	}
-	m := router.Member{Up: upstream.New(catalogueSpec(spec, uc, prov), log, events), Namespace: uc.Namespace}
+	m := router.Member{Up: upstream.New(catalogueSpec(spec, uc, prov, e.creds), log, events), Namespace: uc.Namespace}
 	if !isZeroFilter(&uc.Tools) || !isZeroFilter(&uc.Prompts) {
 		m.Filter = &router.Filter{Tools: selectionOf(&uc.Tools), Prompts: selectionOf(&uc.Prompts)}
 	}
@@ -437,5 +437,5 @@ func stdioPrincipal(cfg *config.Config) *principal.Principal {
 			name = "local"
 		}
 	}
-	return &principal.Principal{Name: name, Groups: cfg.Proxy.PrincipalGroups, Via: "stdio"}
+	return (&principal.Principal{Name: name, Groups: cfg.Proxy.PrincipalGroups, Via: principal.ViaStdio}).Identify()
 }

@@ -259,6 +259,7 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 	if p.e, err = buildEngine(ctx, cfg, b); err != nil {
 		return nil, err
 	}
+	p.creds.listen(p.e.r.ClosePrincipal) // the other replicas' revocations, at once
 	p.srv = p.e.newServer(cfg)
 	p.e.attach(cfg.Filename, p.srv, p.authn, p.listen(), nil) // the admin listener, when the proxy serves
 	ok = true

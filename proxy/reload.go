@@ -299,6 +299,9 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 		}
 	}
 	e.cfg = &running
+	if e.creds != nil {
+		e.creds.ids.Store(identitiesOf(&running)) // the auth block's keys and issuer apply live
+	}
 	if len(out.Changes) == 0 {
 		out.Outcome = admin.ReloadUnchanged
 	} else {

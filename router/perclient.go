@@ -98,7 +98,7 @@ type poolKey struct {
 	session   Client // nil for a capability session
 	caps      string // CapabilitiesKey, for a capability session
 	era       string // with PerClient.Eras: "legacy" or "modern", the era the session is started for
-	principal string // with PerClient.ByPrincipal: the principal's name
+	principal string // with PerClient.ByPrincipal: the principal's identity (principal.ID)
 }
 
 // instance is one client's own session with the upstream. Its backend carries the

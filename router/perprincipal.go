@@ -14,7 +14,8 @@ import (
 )
 
 // A per-principal upstream (PerClient.ByPrincipal) has, besides the catalogue instance,
-// one session per principal, shared by that principal's client sessions, capped and
+// one session per principal (by its identity, principal.ID: an API key named "alice"
+// and a token whose subject is "alice" are two principals), shared by that principal's client sessions, capped and
 // closed when idle like per-client sessions. No session, process or connection ever
 // carries two principals: a request is routed by the principal it is made for, and a
 // session's notifications go only to the client sessions of its principal that called
@@ -94,7 +95,10 @@ func answerAdmission(err error, reply Reply) {
 }
 
 // routePrincipal picks the principal's own session of a per-principal upstream, starting
-// it on the principal's first call. A request for nobody (no principal: the CLI) goes to
+// it on the principal's first call. While the upstream speaks the legacy era, a
+// principal has a session per class of client capabilities (CapabilitiesKey), as
+// capability sessions do: a second client of the principal's that declares sampling or
+// elicitation gets a session initialized with them, which can ask it. A request for nobody (no principal: the CLI) goes to
 // the catalogue instance when the upstream has no admission check (shared credentials),
 // and is refused otherwise. With create false (logging/setLevel), only a session that
 // exists is used.
@@ -108,10 +112,16 @@ func (r *Router) routePrincipal(b *backend, req *Request, create bool) (*backend
 		return b, nil, nil
 	}
 	pool := b.pool
-	key := poolKey{principal: p.Name}
+	key := poolKey{principal: p.ID()}
 	var caps json.RawMessage
 	if req.Meta != nil {
 		caps = req.Meta.Capabilities
+		if !b.up.Info().Modern {
+			// A legacy session is initialized with one client's capabilities, and the
+			// server asks only what they declare: a principal's clients of another
+			// class (sampling, elicitation, roots) get a session of their own.
+			key.caps = req.Meta.CapsKey(CapabilitiesKey)
+		}
 	}
 	var inst *instance
 	if create {
@@ -222,8 +232,8 @@ func (r *Router) perPrincipal(name string) bool {
 	return false
 }
 
-// PrincipalSessions counts, per upstream with per-principal sessions, the principals
-// that have one open now.
+// PrincipalSessions counts, per upstream with per-principal sessions, the sessions open
+// now (a principal has one per class of client capabilities with a legacy upstream).
 func (r *Router) PrincipalSessions() map[string]int {
 	out := map[string]int{}
 	for _, b := range r.all() {
@@ -234,22 +244,22 @@ func (r *Router) PrincipalSessions() map[string]int {
 	return out
 }
 
-// ClosePrincipal closes the principal's sessions with the named upstream ("" for every
-// upstream), for a credential revoked: its next call starts afresh, and is admitted
-// again. It returns how many it closed.
-func (r *Router) ClosePrincipal(upstreamName, principalName string) int {
+// ClosePrincipal closes the sessions of the principal whose identity (principal.ID) is
+// id with the named upstream ("" for every upstream), for a credential revoked: its
+// next call starts afresh, and is admitted again. It returns how many it closed.
+func (r *Router) ClosePrincipal(upstreamName, id string) int {
 	n := 0
 	for _, b := range r.all() {
 		if b.pool == nil || !b.pool.pc.ByPrincipal || (upstreamName != "" && b.name != upstreamName) {
 			continue
 		}
-		key := poolKey{principal: principalName}
 		b.pool.mu.Lock()
-		inst := b.pool.byClient[key]
-		if inst != nil {
-			delete(b.pool.byClient, key)
-			b.pool.closeAsync(inst, "the principal's credential was revoked")
-			n++
+		for key, inst := range b.pool.byClient { // one per class of client capabilities
+			if key.principal == id {
+				delete(b.pool.byClient, key)
+				b.pool.closeAsync(inst, "the principal's credential was revoked")
+				n++
+			}
 		}
 		b.pool.mu.Unlock()
 	}

@@ -36,7 +36,10 @@ func (s *countingStore) Get(ctx context.Context, up, p string) (*credential.Gran
 // is BenchmarkAuthorizationCached (package credential). No store is read in the loop.
 func BenchmarkPerPrincipalCall(b *testing.B) {
 	line := []byte(`{"jsonrpc":"2.0","id":"req-12345","method":"tools/call","params":{"name":"gh__t","arguments":{"owner":"modelcontextprotocol","repo":"go-sdk","title":"A bug report","body":"Steps to reproduce: run the proxy, call a tool, observe the result."},"_meta":{"progressToken":"abc"}}}`)
-	alice := &principal.Principal{Name: "alice", Via: "jwt", Token: principal.NewSecret("front-token")}
+	// As the front end makes them: the principal identified once, its session's meta
+	// (whose capabilities key is computed once) on every call.
+	alice := (&principal.Principal{Name: "alice", Via: principal.ViaJWT, Issuer: "https://idp.example", Token: principal.NewSecret("front-token")}).Identify()
+	meta := &ClientMeta{Capabilities: json.RawMessage(`{"sampling":{}}`)}
 	run := func(b *testing.B, r *Router) {
 		var out []byte
 		ctx := context.Background()
@@ -48,7 +51,7 @@ func BenchmarkPerPrincipalCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			r.Dispatch(ctx, &Request{Method: msg.Method, Params: msg.Params, Principal: alice}, func(res json.RawMessage, err error) {
+			r.Dispatch(ctx, &Request{Method: msg.Method, Params: msg.Params, Principal: alice, Meta: meta}, func(res json.RawMessage, err error) {
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -67,7 +70,7 @@ func BenchmarkPerPrincipalCall(b *testing.B) {
 	b.Run("per-principal-cached", func(b *testing.B) {
 		store := &countingStore{Store: credential.NewMemoryStore()}
 		now := time.Now()
-		store.Put(context.Background(), &credential.Grant{Upstream: "gh", Principal: "alice", Mode: credential.ModeExchange,
+		store.Put(context.Background(), &credential.Grant{Upstream: "gh", Principal: alice.ID(), Mode: credential.ModeExchange,
 			AccessToken: principal.NewSecret("upstream-token"), Expiry: now.Add(time.Hour), Updated: now})
 		prov, err := credential.NewProvider(credential.Config{Upstream: "gh", Mode: credential.ModeExchange, Exchange: &credential.ExchangeConfig{
 			TokenEndpoint: "http://127.0.0.1:1/token", Client: credential.Client{ID: "proxy"}, Resource: "https://gh.example/mcp"}},

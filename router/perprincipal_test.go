@@ -23,13 +23,73 @@ func perPrincipalRouter(t testing.TB, admit func(context.Context, *Request, json
 	r.AddPerClient(newFake("gh", "t"), "gh", PerClient{ByPrincipal: true, MaxSessions: 2, Admit: admit,
 		NewFor: func(p *principal.Principal, _ json.RawMessage, _ upstream.Events) Upstream {
 			f := newFake("gh", "t")
-			f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"as ` + p.Name + `"}]}}`)
-			made[p.Name] = f
+			f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"as ` + p.ID() + `"}]}}`)
+			made[p.ID()] = f
 			return f
 		}})
 	r.rebuild()
 	t.Cleanup(func() { r.Close() })
 	return r, made
+}
+
+// TestPerPrincipalIdentity: an API key and a token of the same name are two
+// principals: two sessions, and closing one's leaves the other's.
+func TestPerPrincipalIdentity(t *testing.T) {
+	r, made := perPrincipalRouter(t, nil)
+	byKey := (&principal.Principal{Name: "alice", Via: principal.ViaAPIKey}).Identify()
+	byJWT := (&principal.Principal{Name: "alice", Via: principal.ViaJWT, Issuer: "https://idp.example"}).Identify()
+	for _, p := range []*principal.Principal{byKey, byJWT, byKey} {
+		res, err := r.Call(context.Background(), &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`), Principal: p})
+		if err != nil || !strings.Contains(string(res), "as "+p.ID()+`"`) {
+			t.Errorf("%s: %s %v", p.ID(), res, err)
+		}
+	}
+	if len(made) != 2 || made["api_key:alice"] == nil || made["jwt:https://idp.example#alice"] == nil {
+		t.Fatalf("sessions made: %v", made)
+	}
+	if n := r.ClosePrincipal("gh", "jwt:https://idp.example#alice"); n != 1 || r.PrincipalSessions()["gh"] != 1 {
+		t.Errorf("closing the token alice's session: %d, %d left", n, r.PrincipalSessions()["gh"])
+	}
+}
+
+// TestPerPrincipalCapabilities: with a legacy upstream, a principal's clients of two
+// classes of capabilities get two sessions, each started with its class's
+// capabilities (the one with sampling can be asked for it); clients of one class share
+// one; with a modern upstream (capabilities travel with each request) one session
+// serves every class. Closing the principal's sessions closes them all.
+func TestPerPrincipalCapabilities(t *testing.T) {
+	for _, modern := range []bool{false, true} {
+		started := map[string][]string{} // principal → the capabilities of each session started
+		r := New(Options{}, zerolog.Nop())
+		cat := newFake("gh", "t")
+		cat.info.Modern = modern
+		r.AddPerClient(cat, "gh", PerClient{ByPrincipal: true, MaxSessions: 8,
+			NewFor: func(p *principal.Principal, caps json.RawMessage, _ upstream.Events) Upstream {
+				started[p.ID()] = append(started[p.ID()], string(caps))
+				f := newFake("gh", "t")
+				f.resp = []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+				return f
+			}})
+		r.rebuild()
+		alice := (&principal.Principal{Name: "alice", Via: principal.ViaAPIKey}).Identify()
+		for _, caps := range []string{`{}`, `{"sampling":{}}`, `{ }`, `{"sampling":{}}`} {
+			if _, err := r.Call(context.Background(), &Request{Method: mcp.MethodToolsCall, Params: json.RawMessage(`{"name":"gh__t"}`),
+				Principal: alice, Meta: &ClientMeta{Capabilities: json.RawMessage(caps)}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []string{`{}`, `{"sampling":{}}`}
+		if modern {
+			want = want[:1]
+		}
+		if got := started["api_key:alice"]; strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("modern %v: sessions started with %q, want %q", modern, got, want)
+		}
+		if n := r.ClosePrincipal("gh", "api_key:alice"); n != len(want) || r.PrincipalSessions()["gh"] != 0 {
+			t.Errorf("modern %v: closed %d sessions of alice's, want %d", modern, n, len(want))
+		}
+		r.Close()
+	}
 }
 
 // TestPerPrincipalRouting: each principal's calls go to its own session, whatever its

@@ -136,12 +136,14 @@ func errTaskStore(id string) error {
 	return mcp.ProxyError(jsonrpc.CodeInternalError, "", "mcp-proxy could not look up task "+id+"; try again later")
 }
 
-// principalName is the name policy knows a request's principal by.
+// principalName is the identity of a request's principal (principal.ID): whose a
+// task is. An API key named "alice" does not own the tasks of a token whose subject is
+// "alice".
 func principalName(req *Request) string {
 	if req.Principal == nil {
 		return ""
 	}
-	return req.Principal.Name
+	return req.Principal.ID()
 }
 
 // noteTask records the owner of a task created by a result ({"task":{"taskId":...}}).

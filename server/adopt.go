@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -54,8 +55,21 @@ type sessionDesc struct {
 	Info    json.RawMessage `json:"i,omitempty"`
 	Name    string          `json:"p,omitempty"` // the principal's
 	Via     string          `json:"w,omitempty"`
+	// Issuer is a hash of a JWT principal's issuer (issuerTag): the session id stays
+	// short, and the issuer is part of who opened it.
+	Issuer string `json:"s,omitempty"`
 	// Endpoint is the endpoint the session was opened on ("": the listen path).
 	Endpoint string `json:"e,omitempty"`
+}
+
+// issuerTag is what a session description keeps of a principal's issuer: a hash
+// prefix, enough to tell the issuers of one configuration apart ("" for none).
+func issuerTag(issuer string) string {
+	if issuer == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(issuer))
+	return base64.RawURLEncoding.EncodeToString(sum[:8])
 }
 
 // describe returns the sealed description of the session initialize msg opens for
@@ -70,7 +84,7 @@ func describe(msg *jsonrpc.Message, p *principal.Principal, endpoint string) []b
 	d := sessionDesc{Version: mcp.NegotiateLegacy(ip.ProtocolVersion), Caps: mcp.NarrowClientCapabilities(ip.Capabilities), Info: info,
 		Endpoint: endpoint}
 	if p != nil {
-		d.Name, d.Via = p.Name, p.Via
+		d.Name, d.Via, d.Issuer = p.Name, p.Via, issuerTag(p.Issuer)
 	}
 	b, _ := jsonx.Marshal(d)
 	return b
@@ -164,7 +178,7 @@ func (h *HTTPHandler) adopt(r *http.Request, sid, endpoint string) {
 		return
 	}
 	p := principal.From(r.Context())
-	if (p == nil) != (d.Name == "" && d.Via == "") || (p != nil && (p.Name != d.Name || p.Via != d.Via)) {
+	if (p == nil) != (d.Name == "" && d.Via == "") || (p != nil && (p.Name != d.Name || p.Via != d.Via || issuerTag(p.Issuer) != d.Issuer)) {
 		h.s.log.Warn().Str("principal", principalName(r.Context())).
 			Msg("a request of another principal for a session whose replica is gone; not adopted")
 		return

@@ -466,10 +466,11 @@ func (s *Server) wrapMAC(who, state string) []byte {
 	return m.Sum(nil)[:stateMACLen]
 }
 
-// principalName is the name of the principal a request is made for ("" for none).
+// principalName is the identity of the principal a request is made for ("" for none):
+// what a parked call and its requestState are bound to.
 func principalName(ctx context.Context) string {
 	if p := principal.From(ctx); p != nil {
-		return p.Name
+		return p.ID()
 	}
 	return ""
 }

@@ -104,14 +104,14 @@ func plainSessionError(w http.ResponseWriter, status int) {
 
 // samePrincipal reports whether a request comes from the principal that opened the
 // session: a session id is no credential of its own. Principals are the same when
-// they have the same name, established the same way (an API key named "alice" is not
-// a token whose subject is "alice").
+// they have the same identity: the same name established the same way, by the same
+// issuer (an API key named "alice" is not a token whose subject is "alice").
 func (hs *httpSession) samePrincipal(r *http.Request) bool {
 	p := principal.From(r.Context())
 	if hs.principal == nil || p == nil {
 		return hs.principal == nil && p == nil
 	}
-	return hs.principal.Name == p.Name && hs.principal.Via == p.Via
+	return hs.principal.ID() == p.ID()
 }
 
 // requestContext is the context the messages of HTTP request r are handled under:

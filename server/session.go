@@ -577,7 +577,10 @@ func (rp related) input(ss *session) router.InputFunc {
 // opened to the observer.
 func (ss *session) markOpened(ctx context.Context, version, client string) {
 	opened := SessionEvent{Kind: SessionOpened, Transport: ss.transport, ID: ss.id, Version: version,
-		Client: client, Principal: principalName(ctx)}
+		Client: client}
+	if p := principal.From(ctx); p != nil {
+		opened.Principal = p.Name
+	}
 	ss.mu.Lock()
 	ss.initialized = true
 	if ss.unsubscribe == nil {

@@ -48,20 +48,23 @@ func DialSSE(spec HTTPSpec, timeout time.Duration) (*SSELink, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &SSELink{spec: spec, client: &http.Client{Transport: sharedTransport}, ctx: ctx, cancel: cancel,
 		in: make(chan []byte, 1024), done: make(chan struct{})}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, spec.URL, nil)
+	get := func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, spec.URL, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Accept", "text/event-stream")
+		for k, v := range spec.Headers {
+			req.Header.Set(k, v)
+		}
+		return req, nil
+	}
+	sent, err := l.token(ctx)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	req.Header.Set("Accept", "text/event-stream")
-	for k, v := range spec.Headers {
-		req.Header.Set(k, v)
-	}
-	if err := l.authorize(req); err != nil {
-		cancel()
-		return nil, err
-	}
-	resp, err := l.client.Do(req)
+	resp, err := l.send(get, sent)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("opening the SSE stream: %w", err)
@@ -181,22 +184,26 @@ func (l *SSELink) Write(m *jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.post, bytes.NewReader(body))
+	post := func() (*http.Request, error) {
+		req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, l.post, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range l.spec.Headers {
+			req.Header.Set(k, v)
+		}
+		setTraceHeaders(req.Header, m)
+		return req, nil
+	}
+	sent, err := l.token(l.ctx) // a principal without a usable credential fails the call now
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range l.spec.Headers {
-		req.Header.Set(k, v)
-	}
-	if err := l.authorize(req); err != nil {
-		return err
-	}
-	setTraceHeaders(req.Header, m)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		resp, err := l.client.Do(req)
+		resp, err := l.send(post, sent)
 		if err == nil {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
@@ -260,19 +267,49 @@ func (l *SSELink) ExitErr() error {
 // Describe implements Link.
 func (l *SSELink) Describe() string { return l.spec.URL + " (HTTP+SSE)" }
 
-// authorize gives req the principal's token (HTTPSpec.Authorizer), when the link has one.
-// The legacy transport's stream is opened once: a token the upstream refuses ends it,
-// and the next start asks for a fresh one.
-func (l *SSELink) authorize(req *http.Request) error {
+// token is the Authorization requests carry now (HTTPSpec.Authorizer; nil: none).
+func (l *SSELink) token(ctx context.Context) (*Bearer, error) {
 	if l.spec.Authorizer == nil {
-		return nil
+		return nil, nil
 	}
-	b, err := l.spec.Authorizer.Authorization(req.Context())
+	return l.spec.Authorizer.Authorization(ctx)
+}
+
+// send sends the request mk makes with token sent. An answer that asks for (more)
+// authorization (401, or 403 insufficient_scope) has the Authorizer renew the token
+// (a re-exchange, a refresh: once however many requests were refused) and the request
+// made and sent again, once, with the new token; an answer that takes it says so
+// (Accepted).
+func (l *SSELink) send(mk func() (*http.Request, error), sent *Bearer) (*http.Response, error) {
+	req, err := mk()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if b != nil {
-		req.Header["Authorization"] = b.Header
+	if sent != nil {
+		req.Header["Authorization"] = sent.Header
 	}
-	return nil
+	resp, err := l.client.Do(req)
+	a := l.spec.Authorizer
+	if err != nil || a == nil || !wantsAuthorization(resp.StatusCode, resp.Header) {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if err := a.Renew(req.Context(), resp.StatusCode, resp.Header, sent); err != nil {
+		return nil, fmt.Errorf("authorizing with the upstream: %w", err)
+	}
+	t, err := a.Authorization(req.Context())
+	if err != nil {
+		return nil, err
+	}
+	if req, err = mk(); err != nil {
+		return nil, err
+	}
+	if t != nil {
+		req.Header["Authorization"] = t.Header
+	}
+	if resp, err = l.client.Do(req); err == nil && resp.StatusCode < 300 {
+		a.Accepted()
+	}
+	return resp, err
 }

@@ -13,7 +13,9 @@ import (
 
 // cmdCredentials lists or revokes the principals' per-user credentials of a running
 // proxy, or stores a principal's secret, through its admin listener: `credentials list`,
-// `credentials revoke` and `credentials set-secret` (the value on stdin).
+// `credentials revoke` and `credentials set-secret` (the value on stdin). Who may do it
+// is the admin listener's decision (an administrator anyone's, any other principal its
+// own): its refusal (403) is printed with its reason.
 func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	const name = "credentials"
 	if len(args) == 0 || (args[0] != "list" && args[0] != "revoke" && args[0] != "set-secret" && !strings.HasPrefix(args[0], "-")) {
@@ -28,7 +30,8 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 	adminURL := fs.String("admin", "", "the admin listener's `URL` (default: the config's admin block, else "+defaultAdminURL+")")
 	asJSON := fs.Bool("json", false, "print what the admin listener answers, as JSON")
 	upstream := fs.String("upstream", "", "only this upstream's grants (`NAME`)")
-	principal := fs.String("principal", "", "only this principal's grants (`NAME`); required by revoke and set-secret")
+	principal := fs.String("principal", "", "only this principal's grants (`NAME`): an identity as list shows it (api_key:alice, jwt:alice for the jwt block's issuer), "+
+		"or a bare name when only one way of authenticating knows it; revoke and set-secret: whose (default: yours, the principal of "+adminKeyEnv+")")
 	secretName := fs.String("name", "", "set-secret: the secret's `NAME`, as secret(\"NAME\") names it")
 	pos, err := parseFlags(fs, args)
 	if err != nil {
@@ -36,9 +39,6 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 	}
 	if len(pos) > 0 {
 		return usageErrorf(name, "takes no arguments after the subcommand (got %q)", pos)
-	}
-	if (sub == "revoke" || sub == "set-secret") && *principal == "" {
-		return usageErrorf(name, "%s needs --principal", sub)
 	}
 	if sub == "set-secret" && (*upstream == "" || *secretName == "") {
 		return usageErrorf(name, "set-secret needs --upstream and --name (the value is read from stdin)")
@@ -61,10 +61,11 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 		if value == "" {
 			return exitError{code: 1, msg: "no secret on stdin"}
 		}
-		if err := admin.PutSecret(rctx, nil, url, key, *upstream, *principal, *secretName, value); err != nil {
+		out, err := admin.PutSecret(rctx, nil, url, key, *upstream, *principal, *secretName, value)
+		if err != nil {
 			return exitError{code: 1, msg: err.Error()}
 		}
-		fmt.Fprintf(stdout, "stored secret %s of principal %s for %s (its next session uses it)\n", *secretName, *principal, *upstream)
+		fmt.Fprintf(stdout, "stored secret %s of principal %s for %s (its next session uses it)\n", out.Name, out.Principal, out.Upstream)
 		return nil
 	}
 	if sub == "revoke" {
@@ -81,6 +82,9 @@ func cmdCredentials(ctx context.Context, args []string, stdin io.Reader, stdout,
 			fmt.Fprintf(stdout, "revoked principal %s's grants for %s", out.Principal, strings.Join(out.Upstreams, ", "))
 		}
 		fmt.Fprintf(stdout, "; %d upstream session(s) closed\n", out.Sessions)
+		if out.Warning != "" {
+			fmt.Fprintln(stderr, "warning: "+out.Warning)
+		}
 		return nil
 	}
 	grants, err := admin.FetchCredentials(rctx, nil, url, key, *upstream, *principal)

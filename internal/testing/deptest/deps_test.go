@@ -22,7 +22,7 @@ var allowed = map[string][]string{
 	"principal":           {},
 	"auth":                {"principal"},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
-	"config":              {"internal/glob", "internal/lazyre"},
+	"config":              {"internal/glob", "internal/lazyre", "principal"}, // principal: the syntax of identities (catalogue_principal)
 	"sandbox":             {},
 	"transport":           {"jsonrpc", "mcp", "internal/jsonx", "internal/h1client", "sandbox"},
 	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx", "sandbox"},
@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"plugins/sdk":          {"plugins/proto"},
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "search", "jsonrpc", "mcp", "internal/jsonx", "internal/lazyre"},
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "trust", "jsonrpc", "mcp", "internal/jsonx"},
-	"admin":                {"metrics", "router", "upstream"},
+	"admin":                {"metrics", "router", "upstream", "principal"}, // principal: who asks (access.go)
 	"cluster":              {"policy", "router", "config", "jsonrpc", "credential"},
 	"plugins/guard":        {},
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},

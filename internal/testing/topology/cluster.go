@@ -38,6 +38,10 @@ type Options struct {
 	// NoCluster gives the replicas no cluster block: each is a proxy of its own behind
 	// HAProxy (Redis runs, unused), a baseline for what the shared state costs.
 	NoCluster bool
+	// Admin gives each replica an admin listener of its own on a loopback port
+	// (Replica.AdminAddr), with AdminAttrs more attributes for its block.
+	Admin      bool
+	AdminAttrs string
 }
 
 // Topology is a started cluster: Redis, the replicas and HAProxy in front.
@@ -52,9 +56,10 @@ type Topology struct {
 
 // Replica is one mcp-proxy of the topology.
 type Replica struct {
-	Name   string // r0, r1, …: HAProxy's server name, as X-Served-By says
-	Addr   string
-	Config string // path of its configuration file
+	Name      string // r0, r1, …: HAProxy's server name, as X-Served-By says
+	Addr      string
+	AdminAddr string // its admin listener, with Options.Admin
+	Config    string // path of its configuration file
 	*Process
 }
 
@@ -120,6 +125,12 @@ func (t *Topology) StartReplica(i int) (*Replica, error) {
 		block := fmt.Sprintf("cluster {\n  redis = %s\n  %s\n}\n", hclQuote(t.Redis.URL()), t.opts.ClusterAttrs)
 		if t.opts.NoCluster {
 			block = ""
+		}
+		if t.opts.Admin {
+			if r.AdminAddr, err = FreeAddr(); err != nil {
+				return nil, err
+			}
+			block += fmt.Sprintf("admin {\n  address = %s\n  %s\n}\n", hclQuote(r.AdminAddr), t.opts.AdminAttrs)
 		}
 		cfg := fmt.Sprintf("listen \"http\" {\n  address = %s\n  path    = \"/mcp\"\n  %s\n}\n%s%s",
 			hclQuote(addr), t.opts.ListenAttrs, block, t.opts.Base)
