@@ -286,7 +286,8 @@ type epView struct {
 	templates    []*template
 	owners       map[*backend]bool // the backends it serves (catalogue instances included)
 	always       []*entry          // Always, as found in the view
-	meta         []json.RawMessage // search_tools and call_tool (search mode); nil otherwise
+	meta         []json.RawMessage // search_tools and call_tool (search mode), for whoever sees every tool; nil otherwise
+	services     []service         // the upstreams of its tools (search mode), for search_tools' description
 	shadowed     map[string]*entry // tools of the view named like a meta tool (reached by call_tool only)
 	index        search.Index      // nil without a ranker
 	docs         []search.Doc      // what index was built from, by position in tools
@@ -337,7 +338,6 @@ func endpointViews(s, prev *snapshot, set *endpointSet, ranker search.Ranker, se
 			}
 		}
 		if c.Search {
-			v.meta = metaTools(c)
 			for _, name := range []string{SearchToolsName, CallToolName} {
 				if e := v.toolByName[name]; e != nil {
 					if v.shadowed == nil {
@@ -357,6 +357,10 @@ func endpointViews(s, prev *snapshot, set *endpointSet, ranker search.Ranker, se
 						Msg("a tool the endpoint lists in always is not in its catalogue")
 				}
 			}
+		}
+		if c.Search {
+			v.services = servicesOf(v)
+			v.meta = metaTools(c, servicesSummary(v.services, nil))
 		}
 		var prevIndex search.Index
 		if prev != nil {
