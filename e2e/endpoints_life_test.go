@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +78,35 @@ endpoint "b" {
 		t.Fatalf("a lists %v", before)
 	}
 
+	// b's clients: a Streamable HTTP session with its GET stream, an HTTP+SSE stream,
+	// and a modern subscription; each ends when b is removed.
+	bWire := &httpWire{t: t, url: base + "/mcp/b"}
+	bWire.initialize(ctx, stderr)
+	bEnded := map[string]chan struct{}{}
+	follow := func(what string, resp *http.Response) {
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d\n%s", what, resp.StatusCode, stderr)
+		}
+		ch := make(chan struct{})
+		bEnded[what] = ch
+		go func() {
+			defer close(ch)
+			defer resp.Body.Close()
+			readWireEvents(resp.Body, nil)
+		}()
+	}
+	follow("the GET stream", bWire.do(ctx, http.MethodGet, "", nil))
+	sseReq, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/mcp/b/sse", nil)
+	sseResp, err := http.DefaultClient.Do(sseReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follow("the HTTP+SSE stream", sseResp)
+	modernB := &httpWire{t: t, url: base + "/mcp/b"}
+	follow("the modern subscription", modernB.do(ctx, http.MethodPost,
+		`{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}))
+
 	rewrite(t, cfg, endpointLifeConfig(addr, adminAddr, `
 endpoint "a" {
   mode   = "search"
@@ -108,10 +138,21 @@ endpoint "c" {
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo"}); err != nil || res.IsError {
 		t.Errorf("a call after the reload: %v", err)
 	}
-	// b is gone, c serves.
-	resp, err := http.Post(base+"/mcp/b", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	if err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Errorf("the removed endpoint's path: %v %v", resp.StatusCode, err)
+	// b is gone: its streams closed, its session unknown (404), and a new initialize
+	// at its path is 404 too; c serves.
+	for what, ch := range bEnded {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s of the removed endpoint is still open\n%s", what, stderr)
+		}
+	}
+	if r := bWire.post(ctx, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); r.status != http.StatusNotFound {
+		t.Errorf("the removed endpoint's session: %d %s", r.status, r.body)
+	}
+	bWire.sid = ""
+	if r := bWire.post(ctx, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"1"}}}`, nil); r.status != http.StatusNotFound {
+		t.Errorf("an initialize at the removed endpoint's path: %d %s", r.status, r.body)
 	}
 	c := plainClient(t, "reload-c", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/c"}, "2025-11-25", nil, stderr)
 	if got := listed(t, ctx, c); !slices.Equal(got, []string{"t__echo"}) {
@@ -226,6 +267,29 @@ endpoint "tonly" {
 		if got := listed(t, ctx, stdio); !slices.Equal(got, tonly) {
 			t.Errorf("stdio %s on tonly lists %v, want %v", version, got, tonly)
 		}
+	}
+
+	// A reload that removes the endpoint a stdio proxy serves is refused whole: the
+	// client goes on with the same catalogue.
+	ownCfg := writeConfig(t, endpoints+testUpstream("t", "t", nil, "")+everythingUpstream("ev", "ev"))
+	cmd := exec.Command(proxyBin, "run", "--config", ownCfg, "--endpoint", "tonly", "--log-level", "debug")
+	own := &syncBuffer{}
+	cmd.Stderr = own
+	stdio := plainClient(t, "stdio-reload", &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, "2025-11-25", nil, own)
+	rewrite(t, ownCfg, "endpoint \"find\" {\n  mode = \"search\"\n}\n"+testUpstream("t", "t", nil, "")+everythingUpstream("ev", "ev"))
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(own.String(), "configuration reload rejected"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rejected reload in the log:\n%s", own)
+		}
+	}
+	if !strings.Contains(own.String(), `endpoint \"tonly\" is served on stdio by this process`) {
+		t.Errorf("the rejection does not say why:\n%s", own)
+	}
+	if got := listed(t, ctx, stdio); !slices.Equal(got, tonly) {
+		t.Errorf("after the refused reload, stdio on tonly lists %v, want %v", got, tonly)
 	}
 
 	// 7. The CLI: tools --endpoint prints an endpoint's catalogue (in search mode, what

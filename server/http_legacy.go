@@ -31,8 +31,16 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request, endpoint
 	hs.principal = principal.From(r.Context())
 	id := hs.id
 	h.mu.Lock()
-	h.sessions[id] = hs
+	served := h.serves(endpoint) // see initialize
+	if served {
+		h.sessions[id] = hs
+	}
 	h.mu.Unlock()
+	if !served {
+		hs.close()
+		http.NotFound(w, r)
+		return
+	}
 	defer func() {
 		h.mu.Lock()
 		delete(h.sessions, id)

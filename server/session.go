@@ -56,6 +56,9 @@ type session struct {
 	endpoint string
 	// active is what the session's searches activated (an endpoint in search mode).
 	active router.Active
+	// ended is closed when the session's endpoint is no longer served (the modern
+	// session of an endpoint: its subscriptions' streams end); nil for the others.
+	ended chan struct{}
 
 	// For the session observer: how the client reaches the session, its id, and what
 	// initialize said (opened is zero until then).
