@@ -65,6 +65,10 @@ endpoint "a" {
 endpoint "b" {
   upstreams = ["ev"]
 }
+endpoint "keep" {
+  upstreams = ["ev"]
+  mode      = "search"
+}
 `)
 	cfg := writeConfig(t, v1)
 	stderr, _ := startProxy(t, cfg, false, addr, adminAddr)
@@ -73,6 +77,10 @@ endpoint "b" {
 	var changed atomic.Int32
 	cs := plainClient(t, "reload-a", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/a"}, "2025-11-25", &changed, stderr)
 	sid := cs.ID()
+	// Sessions whose view the reload does not change: they are not told of it.
+	var keepChanged, wholeChanged atomic.Int32
+	keep := plainClient(t, "reload-keep", &mcp.StreamableClientTransport{Endpoint: base + "/mcp/keep"}, "2025-11-25", &keepChanged, stderr)
+	whole := plainClient(t, "reload-whole", &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "2025-11-25", &wholeChanged, stderr)
 	before := listed(t, ctx, cs)
 	if len(before) < 3 || slices.ContainsFunc(before, func(n string) bool { return !strings.HasPrefix(n, "t__") }) {
 		t.Fatalf("a lists %v", before)
@@ -118,6 +126,10 @@ endpoint "c" {
     include = ["t__echo"]
   }
 }
+endpoint "keep" {
+  upstreams = ["ev"]
+  mode      = "search"
+}
 `))
 	code, out := reloadCLI(t, "http://"+adminAddr)
 	changes := fmt.Sprint(out["changes"])
@@ -126,6 +138,17 @@ endpoint "c" {
 		t.Fatalf("reload: %d %v\n%s", code, out, stderr)
 	}
 	waitChanged(t, &changed, 1)
+	// The changed endpoint's session was told; by then the others would have been (one
+	// flush tells them all), and a request on each has had its answer since.
+	for _, other := range []*mcp.ClientSession{keep, whole} {
+		if err := other.Ping(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n, m := keepChanged.Load(), wholeChanged.Load(); n != 0 || m != 0 {
+		t.Errorf("sessions whose view the reload left alone were told it changed: keep %d, the listen path %d", n, m)
+	}
 	if got := listed(t, ctx, cs); !slices.Equal(got, []string{"search_tools", "call_tool", "t__echo"}) {
 		t.Errorf("a after the reload lists %v", got)
 	}

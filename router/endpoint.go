@@ -190,9 +190,10 @@ func CheckEndpoints(eps []Endpoint) error {
 }
 
 // SetEndpoints installs the endpoints (replacing those installed before) and rebuilds
-// the views: after Start, clients are told of the lists that changed for them (every
-// list is announced: an endpoint's view may differ though the merged catalogue does
-// not). An error for an invalid pattern or a duplicate name, and nothing changes.
+// the views: after Start, each subscriber is told of the lists that changed for it (its
+// endpoint's view, as its principal sees it; see Viewer), and a client that is not a
+// Viewer of every list, since an endpoint's view may differ though the merged catalogue
+// does not. An error for an invalid pattern or a duplicate name, and nothing changes.
 func (r *Router) SetEndpoints(eps []Endpoint) error {
 	set := &endpointSet{byName: map[string]*compiledEndpoint{}}
 	for _, ep := range eps {
@@ -209,9 +210,9 @@ func (r *Router) SetEndpoints(eps []Endpoint) error {
 		set.list = append(set.list, c)
 		set.byName[c.Name] = c
 	}
-	r.endpoints.Store(set)
+	r.endpoints.Store(set) // the views before it are the current snapshot's: built with the old set
 	if r.started() {
-		r.rebuildAnnounced(upstream.AllKinds)
+		r.rebuildWith(0, upstream.AllKinds, nil)
 	} else {
 		r.rebuild()
 	}

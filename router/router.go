@@ -228,11 +228,14 @@ func (r *Router) all() []*backend { return r.members.Load().list }
 // hold (a per-client session's, or one removed by a reload).
 func (r *Router) backendOf(u Upstream) *backend { return r.members.Load().byUp[u] }
 
-// changeSet records which merged lists changed since the last notification, and the
-// sequence number of the latest of those changes.
+// changeSet records which lists changed for whom since the last notification, and the
+// sequence number of the latest of those changes (see viewchange.go).
 type changeSet struct {
-	tools, prompts, resources bool
-	seq                       uint64
+	all     upstream.Kinds            // kinds every client is told of
+	seq     uint64                    // the latest change: clients subscribed since are not told of all
+	plain   map[Client]upstream.Kinds // clients that are not Viewers: the kinds that may have changed
+	views   map[any]upstream.Kinds    // Viewers' subscribers (View.ID): the kinds whose list changed for them
+	viewers map[Client]bool           // the Viewers views names subscribers of
 }
 
 // New returns a router with no upstreams. It has no side effects. It panics when

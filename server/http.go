@@ -432,6 +432,7 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 	}
 	id = hs.id
 	hs.principal = principal.From(r.Context())
+	hs.ss.principal = hs.principal // its initialize runs under the session's context, which names nobody
 	done := make(chan *jsonrpc.Message, 1)
 	hs.ss.handleRequest(hs.ctx, msg, replier{reply: func(m *jsonrpc.Message) { done <- m }})
 	resp := <-done

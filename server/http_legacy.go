@@ -29,6 +29,7 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request, endpoint
 	hs.sse = true
 	hs.ss.transport = TransportSSE
 	hs.principal = principal.From(r.Context())
+	hs.ss.principal = hs.principal
 	id := hs.id
 	h.mu.Lock()
 	served := h.serves(endpoint) // see initialize
