@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -330,5 +331,73 @@ endpoint "tonly" {
 	}
 	if _, errOut, code := runCLI(t, "run", "--config", cfg, "--endpoint", "find"); code == 0 || !strings.Contains(errOut, "over HTTP every endpoint is served on its own path") {
 		t.Errorf("run --endpoint with a listen block: %d %s", code, errOut)
+	}
+}
+
+// TestEndpointRateLimits: a rate_limit can select endpoints and keep a bucket per
+// endpoint: the Go SDK client exhausts ops' bucket (-31006 naming the limit) while the
+// same principal's calls through another endpoint and the listen path go on; and
+// `mcp-proxy validate` reports a limit naming an endpoint that does not exist at its
+// line.
+func TestEndpointRateLimits(t *testing.T) {
+	t.Parallel()
+	addr, adminAddr := freeAddr(t), freeAddr(t)
+	cfg := writeConfig(t, endpointLifeConfig(addr, adminAddr, `
+endpoint "ops" {
+  upstreams = ["t"]
+}
+endpoint "ops-eu" {
+  upstreams = ["t"]
+}
+endpoint "ide" {
+  upstreams = ["t"]
+}
+policy {
+  default = "allow"
+  rate_limit "ops-each" {
+    rate      = "1/h"
+    burst     = 2
+    endpoints = ["ops*"]
+    per       = ["endpoint", "principal"]
+  }
+}
+`))
+	stderr, _ := startProxy(t, cfg, false, addr, adminAddr)
+	base := "http://" + addr
+	ctx := ctxT(t, 60*time.Second)
+	echo := func(cs *mcp.ClientSession) error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "t__echo", Arguments: map[string]any{"text": "hi"}})
+		return err
+	}
+	sessions := map[string]*mcp.ClientSession{}
+	for _, p := range []string{"/mcp/ops", "/mcp/ops-eu", "/mcp/ide", "/mcp"} {
+		sessions[p] = plainClient(t, "limits"+p, &mcp.StreamableClientTransport{Endpoint: base + p}, "2025-11-25", nil, stderr)
+	}
+	for i := range 2 {
+		if err := echo(sessions["/mcp/ops"]); err != nil {
+			t.Fatalf("call %d through ops: %v\n%s", i, err, stderr)
+		}
+	}
+	if err := echo(sessions["/mcp/ops"]); err == nil || !strings.Contains(err.Error(), `rate limit "ops-each" exceeded`) {
+		t.Errorf("the third call through ops: %v", err)
+	}
+	for _, p := range []string{"/mcp/ops-eu", "/mcp/ops-eu", "/mcp/ide", "/mcp/ide", "/mcp/ide", "/mcp", "/mcp", "/mcp"} {
+		if err := echo(sessions[p]); err != nil {
+			t.Errorf("a call through %s, ops' bucket empty: %v", p, err)
+		}
+	}
+
+	bad := writeConfig(t, testUpstream("t", "t", nil, "")+`endpoint "ops" {
+}
+policy {
+  rate_limit "typo" {
+    rate      = "1/s"
+    endpoints = ["osp"]
+  }
+}
+`)
+	out, err := exec.Command(proxyBin, "validate", "--config", bad).CombinedOutput()
+	if err == nil || !regexp.MustCompile(`proxy.hcl:11:\d+: error: Unknown endpoint; rate_limit "typo" names endpoint "osp"`).Match(out) {
+		t.Errorf("validate: %v\n%s", err, out)
 	}
 }
