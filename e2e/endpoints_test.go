@@ -75,6 +75,11 @@ policy {
     endpoints = ["ide"]
     upstreams = ["npm"]
   }
+  rule "no-salary-searches" {
+    effect    = "deny"
+    tools     = ["search_tools"]
+    condition = contains(lower(args.query), "salary")
+  }
   rule "ops-reads-only" {
     effect    = "deny"
     endpoints = ["ops"]
@@ -316,20 +321,36 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 		t.Errorf("a tools/list query: %d %s", r.status, r.body)
 	}
 
-	// The audit: the endpoint, and the real tool a call_tool called.
+	// A rule that names search_tools refuses a search by its query.
+	if _, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "the Salary spreadsheet"}}); err == nil ||
+		!strings.Contains(err.Error(), `denied by rule "no-salary-searches"`) {
+		t.Errorf("a search the policy refuses: %v", err)
+	}
+
+	// The audit: the endpoint, the real tool a call_tool called, and each search, its
+	// query hashed (arguments = "hash", the default).
 	b, _ := os.ReadFile(audit)
-	var sawCreate, sawSearchNodes bool
+	var sawCreate, sawSearchNodes, sawSearch, sawRefused bool
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var rec struct{ Endpoint, Name, Principal, Decision string }
+		var rec struct {
+			Endpoint, Name, Principal, Decision, Rule string
+			ArgsSHA256                                string `json:"args_sha256"`
+		}
 		json.Unmarshal([]byte(line), &rec)
 		sawCreate = sawCreate || rec.Name == "mem__create_entities" && rec.Endpoint == "ide" && rec.Decision == "allow"
 		sawSearchNodes = sawSearchNodes || rec.Name == "mem__search_nodes" && rec.Endpoint == "ide"
-		if rec.Name == "call_tool" || rec.Name == "search_tools" {
-			t.Errorf("the audit records %s rather than the tool it reached: %s", rec.Name, line)
+		sawSearch = sawSearch || rec.Name == "search_tools" && rec.Endpoint == "ide" && rec.Principal == "bob" && rec.Decision == "allow" && len(rec.ArgsSHA256) == 64
+		sawRefused = sawRefused || rec.Name == "search_tools" && rec.Principal == "alice" && rec.Decision == "deny" && rec.Rule == "no-salary-searches"
+		if rec.Name == "call_tool" {
+			t.Errorf("the audit records call_tool rather than the tool it reached: %s", line)
+		}
+		if strings.Contains(line, "delete entities") || strings.Contains(line, "Salary") {
+			t.Errorf("the audit records a query in clear with arguments = \"hash\": %s", line)
 		}
 	}
-	if !sawCreate || !sawSearchNodes {
-		t.Errorf("audit records (create %v, call_tool's search_nodes %v):\n%s", sawCreate, sawSearchNodes, b)
+	if !sawCreate || !sawSearchNodes || !sawSearch || !sawRefused {
+		t.Errorf("audit records (create %v, call_tool's search_nodes %v, a search %v, a refused search %v):\n%s",
+			sawCreate, sawSearchNodes, sawSearch, sawRefused, b)
 	}
 }
 

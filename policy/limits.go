@@ -155,6 +155,9 @@ func (l *Limiter) Close() {
 }
 
 func (c *compiledLimit) applies(p *principal.Principal, it *Item) bool {
+	if it.Proxy && c.tools == nil {
+		return false // a limit on the proxy's own tools names them
+	}
 	return c.tools.match(it.Name) && c.upstreams.match(it.Upstream) &&
 		(c.endpoints == nil || c.endpoints.match(endpointName(it))) && c.who.matches(p)
 }

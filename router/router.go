@@ -187,14 +187,15 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	endpoints atomic.Pointer[endpointSet] // the endpoints (SetEndpoints); nil: none
-	guard     atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
-	presenter Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
-	vetter    Vetter                      // which items are served (pinning, screening); nil: all; guarded by rebuildMu
-	chain     atomic.Pointer[Handler]     // the middleware chain (see Use); nil: none
-	local     atomic.Pointer[Handler]     // the local chain (see UseLocal); nil: none
-	refusals  atomic.Pointer[RefusalHook] // told of requests refused before routing (see UseRefusals); nil: none
-	onClose   []func()
+	endpoints  atomic.Pointer[endpointSet] // the endpoints (SetEndpoints); nil: none
+	guard      atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
+	presenter  Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
+	vetter     Vetter                      // which items are served (pinning, screening); nil: all; guarded by rebuildMu
+	chain      atomic.Pointer[Handler]     // the middleware chain (see Use); nil: none
+	local      atomic.Pointer[Handler]     // the local chain (see UseLocal); nil: none
+	localTools atomic.Pointer[Handler]     // the chain of the proxy's own tools (see UseLocalTools); nil: the local chain
+	refusals   atomic.Pointer[RefusalHook] // told of requests refused before routing (see UseRefusals); nil: none
+	onClose    []func()
 
 	clientCaps   atomic.Pointer[startCaps] // what the upstreams were started with
 	preferLegacy atomic.Pointer[bool]      // what SetPreferLegacy said, for upstreams added later
