@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
 	$(GO) test -run='^$$' -fuzz=FuzzSearch -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLexicon -fuzztime=$(FUZZTIME) ./search/
+	$(GO) test -run='^$$' -fuzz=FuzzCleanTitle -fuzztime=$(FUZZTIME) ./router/
 	$(GO) test -run='^$$' -fuzz=FuzzReadVectors -fuzztime=$(FUZZTIME) ./internal/testing/searchembed/
 
 # Go benchmarks of the per-message hot path. proxy's BenchmarkHTTPFrontCall is
