@@ -42,9 +42,10 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) { r.rebuildWith(anno
 // rebuildWith rebuilds the snapshot. announced are kinds every client is told of (see
 // rebuildAnnounced); maybe are kinds whose lists may have changed for some views though
 // the merged lists did not (the guard or the endpoints changed); swap, when not nil,
-// installs that change once the views before it have been read. The lists that changed
-// are announced to the subscribers whose view of them changed (viewchange.go), after
-// the notify delay, coalesced with the other changes of that delay.
+// installs that change once the views before it have been read (when maybe says some
+// may change: a swap that changes nobody's view is installed at once). The lists that
+// changed are announced to the subscribers whose view of them changed (viewchange.go),
+// after the notify delay, coalesced with the other changes of that delay.
 func (r *Router) rebuildWith(announced, maybe upstream.Kinds, swap func()) {
 	r.rebuildMu.Lock()
 	defer r.rebuildMu.Unlock()
@@ -52,12 +53,15 @@ func (r *Router) rebuildWith(announced, maybe upstream.Kinds, swap func()) {
 	var subs []subscriber
 	var plain []Client
 	var before []viewLists
-	compared := true
+	compared, read := true, false
 	if swap != nil {
-		// What each view was is read before the change: under the guard and with the
-		// endpoints it was built with.
-		if subs, plain = r.subscribers(); len(subs) > 0 {
-			before, compared = r.readViews(old, subs, upstream.AllKinds)
+		if maybe != 0 {
+			// What each view was is read before the change: under the guard and with
+			// the endpoints it was built with.
+			if subs, plain = r.subscribers(); len(subs) > 0 {
+				before, compared = r.readViews(old, subs, upstream.AllKinds)
+			}
+			read = true
 		}
 		swap()
 	}
@@ -90,7 +94,7 @@ func (r *Router) rebuildWith(announced, maybe upstream.Kinds, swap func()) {
 	p := &r.pending
 	p.all |= announced
 	if check != 0 {
-		if swap == nil {
+		if !read { // no change of the guard or the endpoints comes between: the old views are as they were
 			if subs, plain = r.subscribers(); len(subs) > 0 {
 				before, compared = r.readViews(old, subs, check)
 			}
