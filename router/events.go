@@ -52,7 +52,7 @@ func (r *Router) rebuildWith(announced, maybe upstream.Kinds, swap func()) {
 	old := r.snap.Load()
 	var subs []subscriber
 	var plain []Client
-	var before []viewLists
+	var before *viewsRead
 	compared, read := true, false
 	if swap != nil {
 		if maybe != 0 {
@@ -99,7 +99,7 @@ func (r *Router) rebuildWith(announced, maybe upstream.Kinds, swap func()) {
 				before, compared = r.readViews(old, subs, check)
 			}
 		}
-		var after []viewLists
+		var after *viewsRead
 		if compared && len(subs) > 0 {
 			after, compared = r.readViews(s, subs, check)
 		}

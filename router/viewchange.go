@@ -94,26 +94,43 @@ type sharedKey struct {
 	endpoint, class string
 }
 
+// viewsRead is what readViews read of one snapshot: the lists of each distinct view
+// (endpoint and principal class) once, which view each subscriber sees, and the tools
+// list of each subscriber whose list is its own (a search-mode session's, with the
+// tools it activated).
+type viewsRead struct {
+	shared   map[sharedKey]*viewLists
+	keys     []sharedKey               // by subscriber
+	personal map[int][]json.RawMessage // by subscriber: its own tools list
+}
+
+// tools returns the tools list subscriber i sees.
+func (v *viewsRead) tools(i int) [][]json.RawMessage {
+	if p, ok := v.personal[i]; ok {
+		return [][]json.RawMessage{p}
+	}
+	return v.shared[v.keys[i]][0]
+}
+
 // readViews reads, of snapshot s, the lists of kinds every subscriber sees: once per
 // endpoint and principal class (the snapshot caches them), and once per subscriber for
 // a session's own list of a search-mode endpoint. ok is false when there are more
 // distinct views than a rebuild compares.
-func (r *Router) readViews(s *snapshot, subs []subscriber, kinds upstream.Kinds) (out []viewLists, ok bool) {
-	shared := map[sharedKey]*viewLists{}
+func (r *Router) readViews(s *snapshot, subs []subscriber, kinds upstream.Kinds) (out *viewsRead, ok bool) {
+	out = &viewsRead{shared: map[sharedKey]*viewLists{}, keys: make([]sharedKey, len(subs))}
 	guarded := r.Guard() != nil
-	out = make([]viewLists, len(subs))
 	for i := range subs {
 		req := &subs[i].req
 		key := sharedKey{endpoint: req.Endpoint}
 		if guarded {
 			key.class = principalClass(req)
 		}
-		lists, seen := shared[key]
-		if !seen {
-			if len(shared) == maxComparedViews {
+		out.keys[i] = key
+		if _, seen := out.shared[key]; !seen {
+			if len(out.shared) == maxComparedViews {
 				return nil, false
 			}
-			lists = &viewLists{}
+			lists := &viewLists{}
 			for k, lk := range listKinds {
 				if kinds&lk.kinds == 0 {
 					continue
@@ -127,13 +144,15 @@ func (r *Router) readViews(s *snapshot, subs []subscriber, kinds upstream.Kinds)
 					lists[k] = [][]json.RawMessage{s.view(r, req, listResources), s.view(r, req, listTemplates)}
 				}
 			}
-			shared[key] = lists
+			out.shared[key] = lists
 		}
-		out[i] = *lists
 		if kinds&upstream.KindTools != 0 && req.Endpoint != "" && req.Active != nil {
 			if v := s.viewOf(req); v.ep != nil && v.ep.Search {
 				if items, personal := r.searchModeTools(s, req, v); personal {
-					out[i][0] = [][]json.RawMessage{items}
+					if out.personal == nil {
+						out.personal = map[int][]json.RawMessage{}
+					}
+					out.personal[i] = items
 				}
 			}
 		}
@@ -142,13 +161,29 @@ func (r *Router) readViews(s *snapshot, subs []subscriber, kinds upstream.Kinds)
 }
 
 // changedViews compares what each subscriber saw before with what it sees now, and
-// records in ch the kinds of kinds whose list changed for it.
-func changedViews(ch *changeSet, subs []subscriber, before, after []viewLists, kinds upstream.Kinds) {
+// records in ch the kinds of kinds whose list changed for it. Views shared by several
+// subscribers are compared once.
+func changedViews(ch *changeSet, subs []subscriber, before, after *viewsRead, kinds upstream.Kinds) {
+	type pair struct{ before, after sharedKey }
+	memo := map[pair]upstream.Kinds{}
 	for i := range subs {
-		var changed upstream.Kinds
-		for k, lk := range listKinds {
-			if kinds&lk.kinds != 0 && !sameLists(before[i][k], after[i][k]) {
-				changed |= lk.kinds
+		pk := pair{before.keys[i], after.keys[i]}
+		changed, done := memo[pk]
+		if !done {
+			b, a := before.shared[pk.before], after.shared[pk.after]
+			for k, lk := range listKinds {
+				if kinds&lk.kinds != 0 && !sameLists(b[k], a[k]) {
+					changed |= lk.kinds
+				}
+			}
+			memo[pk] = changed
+		}
+		_, pb := before.personal[i]
+		_, pa := after.personal[i]
+		if kinds&upstream.KindTools != 0 && (pb || pa) {
+			changed &^= upstream.KindTools
+			if !sameLists(before.tools(i), after.tools(i)) {
+				changed |= upstream.KindTools
 			}
 		}
 		if changed == 0 {
