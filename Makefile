@@ -92,6 +92,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
 	$(GO) test -run='^$$' -fuzz=FuzzSearch -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLexicon -fuzztime=$(FUZZTIME) ./search/
+	$(GO) test -run='^$$' -fuzz=FuzzCleanTitle -fuzztime=$(FUZZTIME) ./router/
 	$(GO) test -run='^$$' -fuzz=FuzzReadVectors -fuzztime=$(FUZZTIME) ./internal/testing/searchembed/
 	$(GO) test -run='^$$' -fuzz=FuzzParseIdentity -fuzztime=$(FUZZTIME) ./principal/
 

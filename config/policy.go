@@ -79,6 +79,7 @@ type RateLimit struct {
 	Upstreams  []string
 	Principals []string
 	Groups     []string
+	Endpoints  []string // endpoint names (patterns); "default" is the proxy's own face; nil: any
 	Ranges     map[string]hcl.Range
 	DeclRange  hcl.Range
 }
@@ -150,6 +151,7 @@ type rawRateLimit struct {
 	Upstreams  *hcl.Attribute `hcl:"upstreams,optional"`
 	Principals *hcl.Attribute `hcl:"principals,optional"`
 	Groups     *hcl.Attribute `hcl:"groups,optional"`
+	Endpoints  *hcl.Attribute `hcl:"endpoints,optional"`
 	DefRange   hcl.Range      `hcl:",def_range"`
 }
 
@@ -391,8 +393,8 @@ func decodePolicyBlock(e *evaluator, raw *rawPolicy) *Policy {
 		}
 		if list, ok := e.stringList(rl.Per); ok {
 			for _, k := range list {
-				if k != "principal" && k != "upstream" && k != "tool" {
-					e.errorf(rl.Per, "Invalid per", "\"per\" may list \"principal\", \"upstream\" and \"tool\", got %q.", k)
+				if k != "principal" && k != "upstream" && k != "tool" && k != "endpoint" {
+					e.errorf(rl.Per, "Invalid per", "\"per\" may list \"principal\", \"upstream\", \"tool\" and \"endpoint\", got %q.", k)
 				}
 			}
 			l.Per = list
@@ -400,6 +402,7 @@ func decodePolicyBlock(e *evaluator, raw *rawPolicy) *Policy {
 		l.Tools = patterns(e, rl.Tools, l.Ranges)
 		l.Upstreams = patterns(e, rl.Upstreams, l.Ranges)
 		l.Principals = patterns(e, rl.Principals, l.Ranges)
+		l.Endpoints = patterns(e, rl.Endpoints, l.Ranges)
 		if list, ok := e.stringList(rl.Groups); ok {
 			l.Groups = list
 		}

@@ -50,6 +50,11 @@ policy {
     burst = 20
     per   = ["principal", "tool"]
   }
+  rate_limit "ide-per-user" {
+    rate      = "60/m"
+    endpoints = ["ide", "default"]
+    per       = ["endpoint", "principal"]
+  }
 }
 audit {
   file      = "audit.jsonl"
@@ -80,8 +85,12 @@ upstream "fs" {
 		!p.Rules[0].Annotations["readOnlyHint"] || p.Rules[0].Tools != nil || len(p.Rules[1].Tools) != 1 {
 		t.Errorf("policy: %+v", p)
 	}
-	if rl := p.RateLimits[0]; rl.PerSecond != 10 || rl.Burst != 20 || len(rl.Per) != 2 {
+	if rl := p.RateLimits[0]; rl.PerSecond != 10 || rl.Burst != 20 || len(rl.Per) != 2 || rl.Endpoints != nil {
 		t.Errorf("rate limit: %+v", rl)
+	}
+	if rl := p.RateLimits[1]; strings.Join(rl.Endpoints, ",") != "ide,default" || strings.Join(rl.Per, ",") != "endpoint,principal" ||
+		rl.Ranges["endpoints"].Start.Line != 46 {
+		t.Errorf("rate limit by endpoint: %+v", rl)
 	}
 	if au := cfg.Audit; au == nil || au.File != "/base/audit.jsonl" || !au.Log || au.Arguments != "full" || au.Redact[0] != "password" {
 		t.Errorf("audit: %+v", cfg.Audit)
@@ -109,6 +118,7 @@ func TestPolicyBlockErrors(t *testing.T) {
 		{"bad per", "policy {\n  rate_limit \"l\" {\n    rate = \"1/s\"\n    per = [\"session\"]\n  }\n}\n" + up, `p.hcl:4:11: error: Invalid per`},
 		{"empty tools", "policy {\n  rule \"r\" {\n    effect = \"deny\"\n    tools = []\n  }\n}\n" + up, `p.hcl:4:13: error: Empty pattern list`},
 		{"empty principals", "policy {\n  rate_limit \"l\" {\n    rate = \"1/s\"\n    principals = []\n  }\n}\n" + up, `p.hcl:4:18: error: Empty pattern list`},
+		{"empty endpoints", "policy {\n  rate_limit \"l\" {\n    rate = \"1/s\"\n    endpoints = []\n  }\n}\n" + up, `p.hcl:4:17: error: Empty pattern list`},
 		{"bad audit arguments", "audit {\n  log = true\n  arguments = \"all\"\n}\n" + up, `p.hcl:3:15: error: Invalid arguments`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

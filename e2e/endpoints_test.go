@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -66,6 +68,17 @@ policy {
     effect = "deny"
     groups = ["contractors"]
     tools  = ["mem__delete_*"]
+  }
+  rule "contractors-not-npm-in-ide" {
+    effect    = "deny"
+    groups    = ["contractors"]
+    endpoints = ["ide"]
+    upstreams = ["npm"]
+  }
+  rule "no-salary-searches" {
+    effect    = "deny"
+    tools     = ["search_tools"]
+    condition = contains(lower(args.query), "salary")
   }
   rule "ops-reads-only" {
     effect    = "deny"
@@ -240,6 +253,20 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 	// Bob may not see mem__delete_*: never found, not even by its own words, and
 	// unknown when called.
 	bob := connectEndpoint(t, base+"/mcp/ide", bobKey, "2025-11-25", nil, stderr)
+
+	// search_tools' description names the services each sees, from their serverInfo,
+	// with the number of tools each sees there; bob never learns of npm, all of whose
+	// tools are hidden from him in ide.
+	aliceSvcs, bobSvcs := serviceCounts(t, ctx, alice), serviceCounts(t, ctx, bob)
+	if aliceSvcs["mem"] != "memory-server" || aliceSvcs["fs"] != "secure-filesystem-server" || aliceSvcs["npm"] == "" || aliceSvcs["ev"] == "" {
+		t.Errorf("alice's search_tools names %v", aliceSvcs)
+	}
+	if _, ok := bobSvcs["npm"]; ok || bobSvcs["mem"] != "memory-server" {
+		t.Errorf("bob's search_tools names %v", bobSvcs)
+	}
+	if a, b := aliceSvcs["mem#"], bobSvcs["mem#"]; a == "" || b == "" || atoi(a)-atoi(b) != 3 {
+		t.Errorf("mem's tools: alice sees %s, bob %s (3 delete tools hidden from him)", a, b)
+	}
 	for _, q := range []string{"delete entities", "mem delete entities observations relations"} {
 		for _, n := range searchNames(t, ctx, bob, q, 20) {
 			if strings.HasPrefix(n, "mem__delete_") {
@@ -294,20 +321,36 @@ func TestEndpointSearchGoSDK(t *testing.T) {
 		t.Errorf("a tools/list query: %d %s", r.status, r.body)
 	}
 
-	// The audit: the endpoint, and the real tool a call_tool called.
+	// A rule that names search_tools refuses a search by its query.
+	if _, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "the Salary spreadsheet"}}); err == nil ||
+		!strings.Contains(err.Error(), `denied by rule "no-salary-searches"`) {
+		t.Errorf("a search the policy refuses: %v", err)
+	}
+
+	// The audit: the endpoint, the real tool a call_tool called, and each search, its
+	// query hashed (arguments = "hash", the default).
 	b, _ := os.ReadFile(audit)
-	var sawCreate, sawSearchNodes bool
+	var sawCreate, sawSearchNodes, sawSearch, sawRefused bool
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var rec struct{ Endpoint, Name, Principal, Decision string }
+		var rec struct {
+			Endpoint, Name, Principal, Decision, Rule string
+			ArgsSHA256                                string `json:"args_sha256"`
+		}
 		json.Unmarshal([]byte(line), &rec)
 		sawCreate = sawCreate || rec.Name == "mem__create_entities" && rec.Endpoint == "ide" && rec.Decision == "allow"
 		sawSearchNodes = sawSearchNodes || rec.Name == "mem__search_nodes" && rec.Endpoint == "ide"
-		if rec.Name == "call_tool" || rec.Name == "search_tools" {
-			t.Errorf("the audit records %s rather than the tool it reached: %s", rec.Name, line)
+		sawSearch = sawSearch || rec.Name == "search_tools" && rec.Endpoint == "ide" && rec.Principal == "bob" && rec.Decision == "allow" && len(rec.ArgsSHA256) == 64
+		sawRefused = sawRefused || rec.Name == "search_tools" && rec.Principal == "alice" && rec.Decision == "deny" && rec.Rule == "no-salary-searches"
+		if rec.Name == "call_tool" {
+			t.Errorf("the audit records call_tool rather than the tool it reached: %s", line)
+		}
+		if strings.Contains(line, "delete entities") || strings.Contains(line, "Salary") {
+			t.Errorf("the audit records a query in clear with arguments = \"hash\": %s", line)
 		}
 	}
-	if !sawCreate || !sawSearchNodes {
-		t.Errorf("audit records (create %v, call_tool's search_nodes %v):\n%s", sawCreate, sawSearchNodes, b)
+	if !sawCreate || !sawSearchNodes || !sawSearch || !sawRefused {
+		t.Errorf("audit records (create %v, call_tool's search_nodes %v, a search %v, a refused search %v):\n%s",
+			sawCreate, sawSearchNodes, sawSearch, sawRefused, b)
 	}
 }
 
@@ -372,4 +415,38 @@ func runTSSearch(t *testing.T, logs fmt.Stringer, args ...string) {
 	if code, _ := got.Unknown.(float64); code != -32602 {
 		t.Errorf("call_tool of an unknown tool: %v", got.Unknown)
 	}
+}
+
+// serviceCounts reads the services search_tools' description names, as the session's
+// principal sees it: service → its server's title, and service+"#" → its tools.
+func serviceCounts(t *testing.T, ctx context.Context, cs *mcp.ClientSession) map[string]string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name != "search_tools" {
+			continue
+		}
+		_, list, ok := strings.Cut(tl.Description, "Its services: ")
+		if !ok {
+			t.Fatalf("search_tools' description names no service: %q", tl.Description)
+		}
+		out := map[string]string{}
+		for _, m := range serviceRE.FindAllStringSubmatch(list, -1) {
+			out[m[1]], out[m[1]+"#"] = m[2], m[3]
+		}
+		return out
+	}
+	t.Fatalf("no search_tools listed")
+	return nil
+}
+
+// serviceRE is one service in search_tools' description: "name (Title, N tools)".
+var serviceRE = regexp.MustCompile(`(\S+) \((?:([^,()]+), )?(\d+) tools?\)`)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }

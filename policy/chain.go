@@ -108,7 +108,7 @@ func kindOf(k router.TargetKind) Kind {
 }
 
 func itemOf(t *router.Target) Item {
-	return Item{Kind: kindOf(t.Kind), Name: t.Name, Upstream: t.Upstream, Raw: t.Raw, Aliases: t.Forms}
+	return Item{Kind: kindOf(t.Kind), Name: t.Name, Upstream: t.Upstream, Raw: t.Raw, Aliases: t.Forms, Proxy: t.Proxy}
 }
 
 // argumentsOf returns the arguments of a call or prompt as they go upstream.
@@ -294,8 +294,9 @@ func (c *Chain) RulesStage(next router.Handler) router.Handler {
 		if rec != nil {
 			rec.Decision, rec.Outcome, rec.Error = "deny", OutcomeDenied, d.Reason
 		}
-		if !c.Rules.Visible(p, &it) {
-			// What the principal may not see does not exist for it.
+		if !it.Proxy && !c.Rules.Visible(p, &it) {
+			// What the principal may not see does not exist for it (the proxy's own
+			// tools are listed whatever the rules: refused, not unknown).
 			reply(nil, router.UnknownError(call.Target.Kind, call.Target.Name))
 			return
 		}

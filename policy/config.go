@@ -64,29 +64,34 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 		endpoints[ep.Name] = true
 		known = append(known, ep.Name)
 	}
+	checkEndpoints := func(what, name string, ranges map[string]hcl.Range, decl hcl.Range, pats []string) {
+		for _, p := range pats {
+			if !strings.ContainsAny(p, "*?\\") && !endpoints[p] {
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown endpoint",
+					Detail: fmt.Sprintf("%s %q names endpoint %q, which is not configured (endpoints: %s; %q is the listen path and stdio without --endpoint).",
+						what, name, p, strings.Join(known, ", "), DefaultEndpoint),
+					Subject: at(ranges, "endpoints", decl)})
+			}
+		}
+	}
 	for _, r := range cfg.Policy.Rules {
 		for attr, pats := range map[string][]string{"tools": r.Tools, "prompts": r.Prompts, "resources": r.Resources,
 			"upstreams": r.Upstreams, "principals": r.Principals, "endpoints": r.Endpoints} {
 			checkPatterns("rule", r.Name, r.Ranges, r.DeclRange, attr, pats)
 		}
 		checkUpstreams("rule", r.Name, r.Ranges, r.DeclRange, r.Upstreams)
-		for _, p := range r.Endpoints {
-			if !strings.ContainsAny(p, "*?\\") && !endpoints[p] {
-				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown endpoint",
-					Detail: fmt.Sprintf("rule %q names endpoint %q, which is not configured (endpoints: %s; %q is the listen path and stdio without --endpoint).",
-						r.Name, p, strings.Join(known, ", "), DefaultEndpoint),
-					Subject: at(r.Ranges, "endpoints", r.DeclRange)})
-			}
-		}
+		checkEndpoints("rule", r.Name, r.Ranges, r.DeclRange, r.Endpoints)
 		if r.Condition != nil {
 			diags = append(diags, CheckCondition(r.Condition)...)
 		}
 	}
 	for _, l := range cfg.Policy.RateLimits {
-		for attr, pats := range map[string][]string{"tools": l.Tools, "upstreams": l.Upstreams, "principals": l.Principals} {
+		for attr, pats := range map[string][]string{"tools": l.Tools, "upstreams": l.Upstreams, "principals": l.Principals,
+			"endpoints": l.Endpoints} {
 			checkPatterns("rate_limit", l.Name, l.Ranges, l.DeclRange, attr, pats)
 		}
 		checkUpstreams("rate_limit", l.Name, l.Ranges, l.DeclRange, l.Upstreams)
+		checkEndpoints("rate_limit", l.Name, l.Ranges, l.DeclRange, l.Endpoints)
 	}
 	return diags
 }
@@ -137,7 +142,7 @@ func BuildWith(cfg *config.Config, log zerolog.Logger, opts BuildOptions) (*Chai
 		c.Rules = e
 		for _, l := range p.RateLimits {
 			limits = append(limits, Limit{Name: l.Name, Rate: rate.Limit(l.PerSecond), Burst: l.Burst, Per: l.Per,
-				Tools: l.Tools, Upstreams: l.Upstreams, Principals: l.Principals, Groups: l.Groups})
+				Tools: l.Tools, Upstreams: l.Upstreams, Principals: l.Principals, Groups: l.Groups, Endpoints: l.Endpoints})
 		}
 	}
 	if len(limits) > 0 || len(inflight) > 0 {

@@ -15,7 +15,7 @@ import (
 
 // Limit is one token bucket, as configured: Rate calls per second with bursts of Burst,
 // counted separately for each combination of the Per keys ("principal", "upstream",
-// "tool"; none means one bucket for everything it matches).
+// "tool", "endpoint"; none means one bucket for everything it matches).
 type Limit struct {
 	Name       string
 	Rate       rate.Limit
@@ -25,6 +25,9 @@ type Limit struct {
 	Upstreams  []string
 	Principals []string
 	Groups     []string
+	// Endpoints the calls must come through (patterns over endpoint names;
+	// DefaultEndpoint for none); nil: any.
+	Endpoints []string
 }
 
 // Refusal says why a call was refused by a limit.
@@ -72,9 +75,9 @@ type takeBuf struct {
 
 type compiledLimit struct {
 	Limit
-	tools, upstreams                   globs
-	who                                who
-	perPrincipal, perUpstream, perTool bool
+	tools, upstreams, endpoints                     globs
+	who                                             who
+	perPrincipal, perUpstream, perTool, perEndpoint bool
 }
 
 type inflightCap struct {
@@ -103,14 +106,18 @@ func NewLimiterWith(limits []Limit, inflight map[string]int, opts LimiterOptions
 				c.perUpstream = true
 			case "tool":
 				c.perTool = true
+			case "endpoint":
+				c.perEndpoint = true
 			default:
-				return nil, fmt.Errorf("limit %q: per must list principal, upstream or tool, got %q", lim.Name, p)
+				return nil, fmt.Errorf("limit %q: per must list principal, upstream, tool or endpoint, got %q", lim.Name, p)
 			}
 		}
 		var err error
 		if c.tools, err = compileGlobs(lim.Tools); err == nil {
 			if c.upstreams, err = compileGlobs(lim.Upstreams); err == nil {
-				c.who, err = newWho(lim.Principals, lim.Groups)
+				if c.endpoints, err = compileGlobs(lim.Endpoints); err == nil {
+					c.who, err = newWho(lim.Principals, lim.Groups)
+				}
 			}
 		}
 		if err != nil {
@@ -148,7 +155,20 @@ func (l *Limiter) Close() {
 }
 
 func (c *compiledLimit) applies(p *principal.Principal, it *Item) bool {
-	return c.tools.match(it.Name) && c.upstreams.match(it.Upstream) && c.who.matches(p)
+	if it.Proxy && c.tools == nil {
+		return false // a limit on the proxy's own tools names them
+	}
+	return c.tools.match(it.Name) && c.upstreams.match(it.Upstream) &&
+		(c.endpoints == nil || c.endpoints.match(endpointName(it))) && c.who.matches(p)
+}
+
+// endpointName is the name of the endpoint a call came through as rules and limits
+// say it: DefaultEndpoint for none.
+func endpointName(it *Item) string {
+	if it.Endpoint == "" {
+		return DefaultEndpoint
+	}
+	return it.Endpoint
 }
 
 // key names the bucket of a call under c.
@@ -168,6 +188,10 @@ func (c *compiledLimit) key(p *principal.Principal, it *Item) string {
 	if c.perTool {
 		b.WriteString("\x00t:")
 		b.WriteString(it.Name)
+	}
+	if c.perEndpoint {
+		b.WriteString("\x00e:")
+		b.WriteString(endpointName(it))
 	}
 	return b.String()
 }

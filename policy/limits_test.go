@@ -137,3 +137,53 @@ func TestAuditRecords(t *testing.T) {
 		t.Error("bad arguments mode accepted")
 	}
 }
+
+// TestLimiterByEndpoint: a limit that names endpoints applies to the calls through them
+// only ("default": through none), and per = ["endpoint", ...] keeps a bucket per
+// endpoint: calls through one do not spend another's.
+func TestLimiterByEndpoint(t *testing.T) {
+	l, err := NewLimiter([]Limit{
+		{Name: "ide", Rate: rate.Limit(0.001), Burst: 1, Endpoints: []string{"ide"}, Per: []string{"principal"}},
+		{Name: "each-endpoint", Rate: rate.Limit(0.001), Burst: 2, Endpoints: []string{"ops*", DefaultEndpoint}, Per: []string{"endpoint"}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	call := func(p *principal.Principal, endpoint string) string {
+		_, ref := l.Admit(p, &Item{Kind: KindTool, Name: "fs__read", Upstream: "fs", Endpoint: endpoint})
+		if ref == nil {
+			return "ok"
+		}
+		return ref.Limit
+	}
+	for i, c := range []struct {
+		p        *principal.Principal
+		endpoint string
+		want     string
+	}{
+		{alice, "ide", "ok"},
+		{alice, "ide", "ide"}, // alice's bucket of ide is empty
+		{bob, "ide", "ok"},    // bob has his own
+		{alice, "ops", "ok"},  // ops: its own bucket of two, shared by everyone
+		{bob, "ops", "ok"},
+		{alice, "ops", "each-endpoint"},
+		{alice, "ops-eu", "ok"}, // another endpoint the pattern names: another bucket
+		{alice, "", "ok"},       // the default face: its own bucket too
+		{bob, "", "ok"},
+		{alice, "", "each-endpoint"},
+		{alice, "review", "ok"}, // an endpoint no limit names: no limit
+		{alice, "review", "ok"},
+	} {
+		if got := call(c.p, c.endpoint); got != c.want {
+			t.Errorf("call %d, %s through %q: %s, want %s", i, c.p.Name, c.endpoint, got, c.want)
+		}
+	}
+	if _, err := NewLimiter([]Limit{{Name: "x", Rate: 1, Burst: 1, Per: []string{"session"}}}, nil); err == nil ||
+		!strings.Contains(err.Error(), "principal, upstream, tool or endpoint") {
+		t.Errorf("an unknown per key: %v", err)
+	}
+	if _, err := NewLimiter([]Limit{{Name: "x", Rate: 1, Burst: 1, Endpoints: []string{"a\\"}}}, nil); err == nil {
+		t.Error("a bad endpoint pattern was accepted")
+	}
+}

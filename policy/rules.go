@@ -67,6 +67,11 @@ type Item struct {
 	// Endpoint is the endpoint the request came through; "" for none (the listen path,
 	// stdio without --endpoint), which rules name DefaultEndpoint.
 	Endpoint string
+	// Proxy marks a tool the proxy serves itself (an endpoint's search_tools): only the
+	// rules and limits whose tools patterns select it apply to it, and with no rule that
+	// applies it is allowed, whatever the default (it answers from what the principal
+	// may see and calls no upstream).
+	Proxy bool
 }
 
 // DefaultEndpoint is how a rule's endpoints name the proxy's own face: requests through
@@ -231,6 +236,9 @@ func (c *compiledRule) applies(p *principal.Principal, it *Item) bool {
 	if c.kinds&it.Kind == 0 || !c.upstreams.match(it.Upstream) {
 		return false
 	}
+	if it.Proxy && c.tools == nil {
+		return false // a rule about the proxy's own tools names them
+	}
 	if c.endpoints != nil {
 		ep := it.Endpoint
 		if ep == "" {
@@ -340,6 +348,9 @@ func (e *Engine) Decide(p *principal.Principal, it *Item, args json.RawMessage) 
 	}
 	if e.defaultAllow {
 		return Decision{Allow: true, Rule: "default"}
+	}
+	if it.Proxy {
+		return Decision{Allow: true, Rule: "none"} // the default is about the upstreams' tools
 	}
 	return Decision{Rule: "default", Reason: "no rule allows it (the default is deny)"}
 }

@@ -297,3 +297,36 @@ func TestCheckEndpoints(t *testing.T) {
 		t.Errorf("diagnostics: %v", diags)
 	}
 }
+
+// TestCheckLimitEndpoints: a rate_limit naming an endpoint that is not configured is an
+// error at the line of its endpoints attribute, read from a file; "default" and
+// patterns are fine.
+func TestCheckLimitEndpoints(t *testing.T) {
+	src := `upstream "fs" {
+  command = ["fs"]
+}
+endpoint "review" {
+}
+policy {
+  default = "allow"
+  rate_limit "ok" {
+    rate      = "1/s"
+    endpoints = ["review", "default", "rev*"]
+    per       = ["endpoint"]
+  }
+  rate_limit "typo" {
+    rate      = "1/s"
+    endpoints = ["reveiw"]
+  }
+}
+`
+	cfg, diags := config.Parse([]byte(src), "p.hcl", "/")
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	diags = Check(cfg)
+	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 15 ||
+		!strings.Contains(diags[0].Detail, `rate_limit "typo" names endpoint "reveiw", which is not configured (endpoints: default, review`) {
+		t.Errorf("diagnostics: %v", diags)
+	}
+}

@@ -44,6 +44,23 @@ func checkEndpoint(cfg *config.Config, name string, oneshot bool) error {
 	return nil
 }
 
+// checkServedEndpoint refuses a reload that removes the endpoint this process serves on
+// stdio (run --endpoint NAME): its one client has no other path to go to and no way to
+// be told, and a stdio proxy serving nothing would look alive while answering every
+// name as unknown. The reload is rejected whole (a reload that cannot apply changes
+// nothing); the block can change, and the process restarted without --endpoint or with
+// another one.
+func (e *engine) checkServedEndpoint(next *config.Config) error {
+	if e.endpoint == "" {
+		return nil
+	}
+	if slices.ContainsFunc(next.Endpoints, func(ep config.Endpoint) bool { return ep.Name == e.endpoint }) {
+		return nil
+	}
+	return fmt.Errorf("endpoint %q is served on stdio by this process (run --endpoint %s) and the new configuration removes it: "+
+		"keep its block, or restart the process with another --endpoint", e.endpoint, e.endpoint)
+}
+
 // endpointsOf makes the router's endpoints of cfg; host provides the rankers of plugins
 // (nil: none, every endpoint ranks with the built-in ranker).
 func endpointsOf(cfg *config.Config, host *plugins.Host) []router.Endpoint {

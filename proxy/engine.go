@@ -181,6 +181,10 @@ func (e *engine) install() {
 		refusals = e.chain.RefusalHook() // the audit's records of requests refused before routing
 	}
 	e.r.UseRefusals(refusals)
+	// The proxy's own tools (search_tools): counted and traced as the lists are, then
+	// audited and decided on by the policy as calls are; not the plugins' to see or
+	// rewrite, nor the program's middlewares' (they have no upstream).
+	e.r.UseLocalTools(append(localStages(e.tr, e.obs), stages...)...)
 	if e.host != nil {
 		stages = append(stages, e.host.Stages()...)
 	}

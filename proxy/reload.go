@@ -176,6 +176,9 @@ func (e *engine) reload(ctx context.Context, trigger string, next *config.Config
 	}
 	endpointsChanged := !endpointsEqual(cur, next)
 	if endpointsChanged {
+		if err := e.checkServedEndpoint(next); err != nil {
+			return fail("endpoints", err)
+		}
 		if err := router.CheckEndpoints(endpointsOf(next, nil)); err != nil {
 			return fail("endpoints", err)
 		}

@@ -169,3 +169,48 @@ func TestReloadLiveSettings(t *testing.T) {
 		t.Errorf("reload of the same file: %s %q", out.Outcome, out.Changes)
 	}
 }
+
+// TestReloadKeepsStdioEndpoint: a stdio proxy serving one endpoint (run --endpoint)
+// refuses a reload that removes that endpoint, whole, with an error that says why and
+// what to do; a reload that changes the endpoint, or removes another, applies.
+func TestReloadKeepsStdioEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "proxy.hcl")
+	const ups = "upstream \"a\" {\n  command = [\"/bin/true\"]\n}\nupstream \"b\" {\n  command = [\"/bin/true\"]\n}\n"
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(ups+s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("endpoint \"ide\" {\n  mode = \"search\"\n}\nendpoint \"other\" {\n  upstreams = [\"b\"]\n}\n")
+	cfg, err := loadConfig(path, &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	e, err := buildEngine(ctx, cfg, build{log: zerolog.Nop(), version: "v-test", endpoint: "ide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.r.Close()
+	e.attach(path, nil, nil, config.Listen{}, nil)
+
+	write("endpoint \"other\" {\n  upstreams = [\"a\"]\n}\n") // ide removed, other changed
+	out := e.reload(ctx, "test", nil)
+	if out.Outcome != admin.ReloadRejected || len(out.Errors) != 1 ||
+		!strings.Contains(out.Errors[0], `endpoint "ide" is served on stdio by this process (run --endpoint ide)`) {
+		t.Fatalf("removing the served endpoint: %s %q", out.Outcome, out.Errors)
+	}
+	if info, ok := e.r.Endpoint("other"); !ok || !slices.Equal(info.Upstreams, []string{"b"}) {
+		t.Errorf("the rejected reload changed another endpoint: %+v", info)
+	}
+	if _, ok := e.r.Endpoint("ide"); !ok {
+		t.Error("the rejected reload removed the served endpoint")
+	}
+	write("endpoint \"ide\" {\n  upstreams = [\"a\"]\n}\n") // ide changed, other removed
+	if out := e.reload(ctx, "test", nil); out.Outcome != admin.ReloadApplied ||
+		!slices.Equal(out.Changes, []string{"endpoint ide changed", "endpoint other removed"}) {
+		t.Errorf("changing the served endpoint: %s %q %q", out.Outcome, out.Changes, out.Errors)
+	}
+}

@@ -190,9 +190,10 @@ func CheckEndpoints(eps []Endpoint) error {
 }
 
 // SetEndpoints installs the endpoints (replacing those installed before) and rebuilds
-// the views: after Start, clients are told of the lists that changed for them (every
-// list is announced: an endpoint's view may differ though the merged catalogue does
-// not). An error for an invalid pattern or a duplicate name, and nothing changes.
+// the views: after Start, each subscriber is told of the lists that changed for it (its
+// endpoint's view, as its principal sees it; see Viewer), and a client that is not a
+// Viewer of every list, since an endpoint's view may differ though the merged catalogue
+// does not. An error for an invalid pattern or a duplicate name, and nothing changes.
 func (r *Router) SetEndpoints(eps []Endpoint) error {
 	set := &endpointSet{byName: map[string]*compiledEndpoint{}}
 	for _, ep := range eps {
@@ -209,9 +210,9 @@ func (r *Router) SetEndpoints(eps []Endpoint) error {
 		set.list = append(set.list, c)
 		set.byName[c.Name] = c
 	}
-	r.endpoints.Store(set)
+	r.endpoints.Store(set) // the views before it are the current snapshot's: built with the old set
 	if r.started() {
-		r.rebuildAnnounced(upstream.AllKinds)
+		r.rebuildWith(0, upstream.AllKinds, nil)
 	} else {
 		r.rebuild()
 	}
@@ -286,7 +287,8 @@ type epView struct {
 	templates    []*template
 	owners       map[*backend]bool // the backends it serves (catalogue instances included)
 	always       []*entry          // Always, as found in the view
-	meta         []json.RawMessage // search_tools and call_tool (search mode); nil otherwise
+	meta         []json.RawMessage // search_tools and call_tool (search mode), for whoever sees every tool; nil otherwise
+	services     []service         // the upstreams of its tools (search mode), for search_tools' description
 	shadowed     map[string]*entry // tools of the view named like a meta tool (reached by call_tool only)
 	index        search.Index      // nil without a ranker
 	docs         []search.Doc      // what index was built from, by position in tools
@@ -337,7 +339,6 @@ func endpointViews(s, prev *snapshot, set *endpointSet, ranker search.Ranker, se
 			}
 		}
 		if c.Search {
-			v.meta = metaTools(c)
 			for _, name := range []string{SearchToolsName, CallToolName} {
 				if e := v.toolByName[name]; e != nil {
 					if v.shadowed == nil {
@@ -357,6 +358,10 @@ func endpointViews(s, prev *snapshot, set *endpointSet, ranker search.Ranker, se
 						Msg("a tool the endpoint lists in always is not in its catalogue")
 				}
 			}
+		}
+		if c.Search {
+			v.services = servicesOf(v)
+			v.meta = metaTools(c, servicesSummary(v.services, nil))
 		}
 		var prevIndex search.Index
 		if prev != nil {

@@ -75,8 +75,9 @@ func corpusRouter(b testing.TB, copies int) (*Router, int) {
 	for c := range copies {
 		for _, f := range files {
 			var srv struct {
-				Server string            `json:"server"`
-				Tools  []json.RawMessage `json:"tools"`
+				Server  string            `json:"server"`
+				Package string            `json:"package"`
+				Tools   []json.RawMessage `json:"tools"`
 			}
 			data, err := os.ReadFile(f)
 			if err != nil || json.Unmarshal(data, &srv) != nil || srv.Server == "" {
@@ -87,6 +88,9 @@ func corpusRouter(b testing.TB, copies int) (*Router, int) {
 				ns = fmt.Sprintf("%s%d", srv.Server, c+1)
 			}
 			up := newFake(ns)
+			// The corpus keeps no serverInfo: the package's name stands in for the
+			// server's (longer than most servers' own names, so the sizes err high).
+			up.info.ServerInfo, _ = json.Marshal(map[string]string{"name": srv.Package, "version": "1"})
 			for _, raw := range srv.Tools {
 				var t map[string]any
 				if json.Unmarshal(raw, &t) != nil {

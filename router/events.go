@@ -31,16 +31,40 @@ func (e *events) Changed(u *upstream.Upstream, kinds upstream.Kinds) {
 }
 
 // rebuild recomputes the snapshot and records which client-visible lists changed.
-func (r *Router) rebuild() { r.rebuildAnnounced(0) }
+func (r *Router) rebuild() { r.rebuildWith(0, 0, nil) }
 
 // rebuildAnnounced is rebuild for an upstream that announced list changes of the given
 // kinds: those are notified even when the merged list comes out the same (it may have
 // changed and changed back between two refreshes; a client that listed in between must
 // look again).
-func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
+func (r *Router) rebuildAnnounced(announced upstream.Kinds) { r.rebuildWith(announced, 0, nil) }
+
+// rebuildWith rebuilds the snapshot. announced are kinds every client is told of (see
+// rebuildAnnounced); maybe are kinds whose lists may have changed for some views though
+// the merged lists did not (the guard or the endpoints changed); swap, when not nil,
+// installs that change once the views before it have been read (when maybe says some
+// may change: a swap that changes nobody's view is installed at once). The lists that
+// changed are announced to the subscribers whose view of them changed (viewchange.go),
+// after the notify delay, coalesced with the other changes of that delay.
+func (r *Router) rebuildWith(announced, maybe upstream.Kinds, swap func()) {
 	r.rebuildMu.Lock()
 	defer r.rebuildMu.Unlock()
 	old := r.snap.Load()
+	var subs []subscriber
+	var plain []Client
+	var before *viewsRead
+	compared, read := true, false
+	if swap != nil {
+		if maybe != 0 {
+			// What each view was is read before the change: under the guard and with
+			// the endpoints it was built with.
+			if subs, plain = r.subscribers(); len(subs) > 0 {
+				before, compared = r.readViews(old, subs, upstream.AllKinds)
+			}
+			read = true
+		}
+		swap()
+	}
 	s := build(r.all(), r.vetter, r.opts.Separator, r.opts.MaxNameLength, r.log)
 	if r.presenter != nil {
 		s.present(r.presenter, r)
@@ -50,19 +74,52 @@ func (r *Router) rebuildAnnounced(announced upstream.Kinds) {
 	rawE := func(e *entry) json.RawMessage { return e.raw }
 	rawR := func(x *resource) json.RawMessage { return x.raw }
 	rawT := func(x *template) json.RawMessage { return x.raw }
-	ch := changeSet{
-		tools:     announced&upstream.KindTools != 0 || !equalLists(old.tools, s.tools, rawE),
-		prompts:   announced&upstream.KindPrompts != 0 || !equalLists(old.prompts, s.prompts, rawE),
-		resources: announced&(upstream.KindResources|upstream.KindTemplates) != 0 || !equalLists(old.resources, s.resources, rawR) || !equalLists(old.templates, s.templates, rawT),
+	check := maybe
+	if !equalLists(old.tools, s.tools, rawE) {
+		check |= upstream.KindTools
 	}
-	if !ch.tools && !ch.prompts && !ch.resources {
+	if !equalLists(old.prompts, s.prompts, rawE) {
+		check |= upstream.KindPrompts
+	}
+	if !equalLists(old.resources, s.resources, rawR) || !equalLists(old.templates, s.templates, rawT) {
+		check |= upstream.KindResources | upstream.KindTemplates
+	}
+	if announced&upstream.KindTemplates != 0 {
+		announced |= upstream.KindResources // one notification for both
+	}
+	check &^= announced
+	if announced == 0 && check == 0 {
 		return
 	}
+	p := &r.pending
+	p.all |= announced
+	if check != 0 {
+		if !read { // no change of the guard or the endpoints comes between: the old views are as they were
+			if subs, plain = r.subscribers(); len(subs) > 0 {
+				before, compared = r.readViews(old, subs, check)
+			}
+		}
+		var after *viewsRead
+		if compared && len(subs) > 0 {
+			after, compared = r.readViews(s, subs, check)
+		}
+		if !compared { // too many views to compare: tell every client of what may have changed
+			p.all |= check
+		} else {
+			changedViews(p, subs, before, after, check)
+			for _, c := range plain {
+				if p.plain == nil {
+					p.plain = map[Client]upstream.Kinds{}
+				}
+				p.plain[c] |= check
+			}
+		}
+	}
+	if p.all == 0 && len(p.views) == 0 && len(p.plain) == 0 {
+		return // nothing changed for anyone
+	}
 	r.changeSeq++
-	r.pending.seq = r.changeSeq
-	r.pending.tools = r.pending.tools || ch.tools
-	r.pending.prompts = r.pending.prompts || ch.prompts
-	r.pending.resources = r.pending.resources || ch.resources
+	p.seq = r.changeSeq
 	if r.timer == nil {
 		r.timer = r.opts.Clock.AfterFunc(r.opts.NotifyDelay, r.flushNotifications)
 	} else {
@@ -76,15 +133,7 @@ func (r *Router) flushNotifications() {
 	ch := r.pending
 	r.pending = changeSet{}
 	r.rebuildMu.Unlock()
-	if ch.tools {
-		r.notifyChanged(mcp.NotificationToolsListChanged, ch.seq)
-	}
-	if ch.prompts {
-		r.notifyChanged(mcp.NotificationPromptsListChanged, ch.seq)
-	}
-	if ch.resources {
-		r.notifyChanged(mcp.NotificationResourcesListChanged, ch.seq)
-	}
+	r.notifyPending(&ch)
 }
 
 // Notification relays an upstream notification to clients, naming the upstream in log

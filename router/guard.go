@@ -40,6 +40,9 @@ type Target struct {
 	// the original URI when the exposed one was rewritten, and their normal forms
 	// (mcp.URIForms). Nil for tools, prompts and templates.
 	Forms []string
+	// Proxy marks a tool the proxy serves itself (an endpoint's search_tools): no
+	// upstream serves it (Upstream is "").
+	Proxy bool
 }
 
 // guardBox holds the installed Guard (an interface cannot be swapped atomically as is).

@@ -159,8 +159,8 @@ func (s *snapshot) view(r *Router, req *Request, list byte) []json.RawMessage {
 	var meta []json.RawMessage
 	if v := s.viewOf(req); v != nil {
 		tools, prompts, resources, templates = v.tools, v.prompts, v.resources, v.templates
-		if v.ep != nil && v.ep.Search {
-			tools, meta = v.always, v.meta // the rest is found by searching
+		if v.ep != nil && v.ep.Search && list == listTools {
+			tools, meta = v.always, v.metaFor(r, s, req) // the rest is found by searching
 		}
 	}
 	var items []json.RawMessage

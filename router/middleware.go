@@ -99,17 +99,32 @@ func (r *Router) Local(ctx context.Context, req *Request, answer Answer, reply R
 	(*h)(ctx, &Call{Method: req.Method, Params: req.Params, Request: req, local: answer}, reply)
 }
 
+// UseLocalTools installs the chain of the tools the proxy serves itself (an endpoint's
+// search_tools), outermost first, replacing the one installed before; like Use, it is
+// safe while requests are served. Its calls have a Target with Proxy set (no upstream);
+// the chain's end answers them. The wiring makes it the local chain's stages and the
+// policy's, so that a search is counted and traced like a list and audited and decided
+// on like a call. Without it those calls pass through the local chain.
+func (r *Router) UseLocalTools(mws ...Middleware) {
+	h := chainOf(answerLocal, mws)
+	r.localTools.Store(&h)
+}
+
 // localTool answers a tools/call of a tool the proxy itself serves (an endpoint's
-// search_tools) like Local, with the tool as the call's Target so that what counts and
-// traces the call names it.
+// search_tools) through the local tools' chain (UseLocalTools), else the local chain,
+// with the tool as the call's Target so that what counts, traces, audits and decides on
+// the call names it.
 func (r *Router) localTool(ctx context.Context, req *Request, name string, answer Answer, reply Reply) {
-	h := r.local.Load()
+	h := r.localTools.Load()
+	if h == nil {
+		h = r.local.Load()
+	}
 	if h == nil {
 		reply(answer(ctx, req))
 		return
 	}
 	(*h)(ctx, &Call{Method: req.Method, Params: req.Params, Request: req, local: answer,
-		Target: &Target{Kind: TargetTool, Name: name, Original: name}}, reply)
+		Target: &Target{Kind: TargetTool, Name: name, Original: name, Proxy: true}}, reply)
 }
 
 // answerLocal is the end of the local chain.

@@ -265,21 +265,22 @@ func (r *Router) Reconfigure(ctx context.Context, ch Change) (*Retired, error) {
 }
 
 // Reguard installs another visibility guard while the router serves (a reload changed
-// the policy): the lists built for principals with the old one are dropped, and clients
-// are told that the lists of the given kinds may have changed for them (the merged list
-// is the same; what each principal sees of it may not be).
+// the policy): the lists built for principals with the old one are dropped, and the
+// lists of the given kinds (those the policy change may have changed: the merged list
+// is the same, what each principal sees of it may not be) are compared, view by view,
+// before and after: each subscriber is told of those that changed for it, a client that
+// is not a Viewer of all of them.
 func (r *Router) Reguard(g Guard, kinds ...TargetKind) {
-	r.SetGuard(g)
-	var announced upstream.Kinds
+	var maybe upstream.Kinds
 	for _, k := range kinds {
 		switch k {
 		case TargetTool:
-			announced |= upstream.KindTools
+			maybe |= upstream.KindTools
 		case TargetPrompt:
-			announced |= upstream.KindPrompts
+			maybe |= upstream.KindPrompts
 		case TargetResource:
-			announced |= upstream.KindResources
+			maybe |= upstream.KindResources | upstream.KindTemplates
 		}
 	}
-	r.rebuildAnnounced(announced)
+	r.rebuildWith(0, maybe, func() { r.SetGuard(g) })
 }

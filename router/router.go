@@ -187,14 +187,15 @@ type Router struct {
 
 	settled atomic.Bool // every upstream's first start attempt has finished
 
-	endpoints atomic.Pointer[endpointSet] // the endpoints (SetEndpoints); nil: none
-	guard     atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
-	presenter Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
-	vetter    Vetter                      // which items are served (pinning, screening); nil: all; guarded by rebuildMu
-	chain     atomic.Pointer[Handler]     // the middleware chain (see Use); nil: none
-	local     atomic.Pointer[Handler]     // the local chain (see UseLocal); nil: none
-	refusals  atomic.Pointer[RefusalHook] // told of requests refused before routing (see UseRefusals); nil: none
-	onClose   []func()
+	endpoints  atomic.Pointer[endpointSet] // the endpoints (SetEndpoints); nil: none
+	guard      atomic.Pointer[guardBox]    // what principals may see; nil when everything is visible
+	presenter  Presenter                   // how the catalogue is presented (plugins); nil: as merged; guarded by rebuildMu
+	vetter     Vetter                      // which items are served (pinning, screening); nil: all; guarded by rebuildMu
+	chain      atomic.Pointer[Handler]     // the middleware chain (see Use); nil: none
+	local      atomic.Pointer[Handler]     // the local chain (see UseLocal); nil: none
+	localTools atomic.Pointer[Handler]     // the chain of the proxy's own tools (see UseLocalTools); nil: the local chain
+	refusals   atomic.Pointer[RefusalHook] // told of requests refused before routing (see UseRefusals); nil: none
+	onClose    []func()
 
 	clientCaps   atomic.Pointer[startCaps] // what the upstreams were started with
 	preferLegacy atomic.Pointer[bool]      // what SetPreferLegacy said, for upstreams added later
@@ -228,11 +229,14 @@ func (r *Router) all() []*backend { return r.members.Load().list }
 // hold (a per-client session's, or one removed by a reload).
 func (r *Router) backendOf(u Upstream) *backend { return r.members.Load().byUp[u] }
 
-// changeSet records which merged lists changed since the last notification, and the
-// sequence number of the latest of those changes.
+// changeSet records which lists changed for whom since the last notification, and the
+// sequence number of the latest of those changes (see viewchange.go).
 type changeSet struct {
-	tools, prompts, resources bool
-	seq                       uint64
+	all     upstream.Kinds            // kinds every client is told of
+	seq     uint64                    // the latest change: clients subscribed since are not told of all
+	plain   map[Client]upstream.Kinds // clients that are not Viewers: the kinds that may have changed
+	views   map[any]upstream.Kinds    // Viewers' subscribers (View.ID): the kinds whose list changed for them
+	viewers map[Client]bool           // the Viewers views names subscribers of
 }
 
 // New returns a router with no upstreams. It has no side effects. It panics when

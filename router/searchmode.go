@@ -19,17 +19,25 @@ const (
 	CallToolName    = "call_tool"
 )
 
-// metaTools are the definitions of search_tools and call_tool for endpoint c.
-func metaTools(c *compiledEndpoint) []json.RawMessage {
+// searchToolsDescription is search_tools' description before the services.
+const searchToolsDescription = "Find the tools of this server that do what you need. This server has many tools and lists only a few: " +
+	"search before saying a tool does not exist. Describe the task in a few words, as you would to a colleague " +
+	"(\"open a pull request\", \"read a file\", \"post to a Slack channel\"); name the service when you know it. " +
+	"Returns the best matches, best first, with their full definitions (name, description, input schema). " +
+	"The tools found join your tool list, so you can call them by name; if your tool list does not change, " +
+	"call them through " + CallToolName + ". Search again with other words if nothing fits."
+
+// metaTools are the definitions of search_tools and call_tool for endpoint c;
+// services, when not "", ends search_tools' description (servicesSummary).
+func metaTools(c *compiledEndpoint, services string) []json.RawMessage {
+	desc := searchToolsDescription
+	if services != "" {
+		desc += " " + services
+	}
 	st := map[string]any{
-		"name":  SearchToolsName,
-		"title": "Search tools",
-		"description": "Find the tools of this server that do what you need. This server has many tools and lists only a few: " +
-			"search before saying a tool does not exist. Describe the task in a few words, as you would to a colleague " +
-			"(\"open a pull request\", \"read a file\", \"post to a Slack channel\"); name the service when you know it. " +
-			"Returns the best matches, best first, with their full definitions (name, description, input schema). " +
-			"The tools found join your tool list, so you can call them by name; if your tool list does not change, " +
-			"call them through " + CallToolName + ". Search again with other words if nothing fits.",
+		"name":        SearchToolsName,
+		"title":       "Search tools",
+		"description": desc,
 		"inputSchema": map[string]any{
 			"type": "object",
 			"properties": map[string]any{

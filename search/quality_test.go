@@ -59,7 +59,7 @@ func TestBenchmarkShape(t *testing.T) {
 		}
 		seen["q:"+strings.ToLower(q.Query)] = true
 	}
-	if full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes(); small*20 > full {
+	if full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes(servers); small*20 > full {
 		t.Errorf("search mode's first tools/list is %d bytes, more than 5%% of mode all's %d", small, full)
 	}
 }

@@ -195,8 +195,16 @@ func (h *HTTPHandler) adopt(r *http.Request, sid, endpoint string) {
 	hs.ss.restore(principal.With(hs.ctx, p), d, hs.state)
 	h.opts.Share.Opened(r.Context(), sid)
 	h.mu.Lock()
-	h.sessions[sid] = hs
+	served := h.serves(endpoint) // see initialize
+	if served {
+		h.sessions[sid] = hs
+	}
 	h.mu.Unlock()
+	if !served {
+		hs.close()
+		hs.ended()
+		return
+	}
 	hs.log.Info().Str("client", string(d.Info)).Str("protocol_version", d.Version).Str("log_level", level).
 		Int("subscriptions", len(subs)).Int("activated_tools", len(active)).Dur("took", time.Since(start)).Msg("adopted a session whose proxy replica is gone")
 }

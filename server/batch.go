@@ -143,5 +143,5 @@ func (h *HTTPHandler) serveBatch(w http.ResponseWriter, r *http.Request, hs *htt
 	for _, m := range b.requests {
 		hs.ss.handleRequest(ctx, m, replier{reply: a.finish, related: related{stream: a}})
 	}
-	a.wait(r.Context(), h.beat, nil)
+	a.wait(r.Context(), h.beat, nil, nil)
 }

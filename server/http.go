@@ -432,6 +432,7 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 	}
 	id = hs.id
 	hs.principal = principal.From(r.Context())
+	hs.ss.principal = hs.principal // its initialize runs under the session's context, which names nobody
 	done := make(chan *jsonrpc.Message, 1)
 	hs.ss.handleRequest(hs.ctx, msg, replier{reply: func(m *jsonrpc.Message) { done <- m }})
 	resp := <-done
@@ -445,8 +446,17 @@ func (h *HTTPHandler) initialize(w http.ResponseWriter, r *http.Request, msg *js
 		hs.share.Opened(r.Context(), id)
 	}
 	h.mu.Lock()
-	h.sessions[id] = hs
+	served := h.serves(endpoint) // checked under h.mu: SetEndpoints ends what it finds registered after taking it away
+	if served {
+		h.sessions[id] = hs
+	}
 	h.mu.Unlock()
+	if !served {
+		hs.close()
+		hs.ended()
+		http.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Mcp-Session-Id", id)
 	writeJSON(w, resp)
 }
@@ -528,11 +538,11 @@ func (h *HTTPHandler) serveRequest(w http.ResponseWriter, r *http.Request, base 
 	default:
 		ss.handleLegacy(ctx, inner, meta, lrp)
 	}
-	var drain <-chan struct{}
+	var drain, ended <-chan struct{}
 	if msg.Method == mcp.MethodSubscriptionsListen {
-		drain = h.draining // a subscription only ends when someone ends it
+		drain, ended = h.draining, ss.ended // a subscription only ends when someone ends it
 	}
-	if a.wait(r.Context(), h.beat, drain) && rm != nil {
+	if a.wait(r.Context(), h.beat, drain, ended) && rm != nil {
 		key := inner.ID.Key()
 		if !ss.endListen(key) {
 			ss.mu.Lock()

@@ -32,31 +32,92 @@ type httpRoute struct {
 	endpoint string
 }
 
-// endpointRoutes maps the endpoints' paths to their routes; replaced whole.
-type endpointRoutes map[string]httpRoute
+// endpointRoutes maps the endpoints' paths to their routes, and their names to their
+// Streamable HTTP paths; replaced whole.
+type endpointRoutes struct {
+	byPath map[string]httpRoute
+	paths  map[string]string // endpoint name → its Streamable HTTP path
+}
 
 // SetEndpoints serves the endpoints at their paths (endpoint name → path), replacing
-// those served before: a path no longer served answers 404 from now on, also for the
-// sessions opened on it. Safe while serving.
+// those served before. Safe while serving. An endpoint no longer served, or served at
+// another path, has its sessions ended, as a DELETE would end them: a Streamable HTTP
+// client's next request gets 404 (session not found) and its GET stream closes, and the
+// initialize it then sends to the path gets 404 too (nothing is served there); an
+// HTTP+SSE stream and a modern subscription of that endpoint close.
 func (h *HTTPHandler) SetEndpoints(paths map[string]string) {
-	routes := make(endpointRoutes, 3*len(paths))
+	routes := &endpointRoutes{byPath: make(map[string]httpRoute, 3*len(paths)), paths: make(map[string]string, len(paths))}
 	for name, p := range paths {
 		p = strings.TrimSuffix(p, "/")
-		routes[p] = httpRoute{routeStreamable, name}
-		routes[p+legacySSEPath] = httpRoute{routeSSE, name}
-		routes[p+legacyMessagePath] = httpRoute{routeMessage, name}
+		routes.byPath[p] = httpRoute{routeStreamable, name}
+		routes.byPath[p+legacySSEPath] = httpRoute{routeSSE, name}
+		routes.byPath[p+legacyMessagePath] = httpRoute{routeMessage, name}
+		routes.paths[name] = p
 	}
-	h.routes.Store(&routes)
+	old := h.routes.Swap(routes)
+	if old == nil {
+		return
+	}
+	gone := map[string]bool{}
+	for name, p := range old.paths {
+		if routes.paths[name] != p {
+			gone[name] = true
+		}
+	}
+	if len(gone) > 0 {
+		h.endSessionsOf(gone)
+	}
+}
+
+// endSessionsOf ends the sessions of the endpoints named in gone (SetEndpoints took
+// them away), and their modern subscriptions.
+func (h *HTTPHandler) endSessionsOf(gone map[string]bool) {
+	var ended []*httpSession
+	h.mu.Lock()
+	for id, hs := range h.sessions {
+		if gone[hs.ss.endpoint] {
+			delete(h.sessions, id)
+			ended = append(ended, hs)
+		}
+	}
+	h.mu.Unlock()
+	for _, hs := range ended {
+		hs.log.Info().Str("endpoint", hs.ss.endpoint).Msg("session ended: its endpoint is no longer served at its path")
+		hs.close()
+		hs.ended()
+	}
+	h.modernMu.Lock()
+	var moderns []*session
+	for name, ss := range h.moderns {
+		if gone[name] {
+			delete(h.moderns, name)
+			moderns = append(moderns, ss)
+		}
+	}
+	h.modernMu.Unlock()
+	for _, ss := range moderns {
+		close(ss.ended) // its subscriptions' streams close
+		ss.shutdown()
+	}
+}
+
+// serves reports whether the handler serves endpoint ("": the listen path, always) at
+// path, a path of the endpoint's: a session being opened there when SetEndpoints took
+// it away is not kept.
+func (h *HTTPHandler) serves(endpoint string) bool {
+	if endpoint == "" {
+		return true
+	}
+	p := h.routes.Load()
+	return p != nil && p.paths[endpoint] != ""
 }
 
 // EndpointPaths returns the endpoints' Streamable HTTP paths, by endpoint name.
 func (h *HTTPHandler) EndpointPaths() map[string]string {
 	out := map[string]string{}
 	if p := h.routes.Load(); p != nil {
-		for path, rt := range *p {
-			if rt.kind == routeStreamable {
-				out[rt.endpoint] = path
-			}
+		for name, path := range p.paths {
+			out[name] = path
 		}
 	}
 	return out
@@ -74,7 +135,7 @@ func (h *HTTPHandler) route(path string) (httpRoute, bool) {
 		return httpRoute{kind: routeMessage}, true
 	}
 	if p := h.routes.Load(); p != nil {
-		rt, ok := (*p)[path]
+		rt, ok := p.byPath[path]
 		return rt, ok
 	}
 	return httpRoute{}, false
@@ -94,6 +155,7 @@ func (h *HTTPHandler) modernFor(endpoint string) *session {
 	}
 	ss := newSession(h.s, transport.NewOutputStream(io.Discard), h.s.log.With().Str("session", "http-modern").Str("endpoint", endpoint).Logger())
 	ss.corkless, ss.replica, ss.endpoint = true, h.opts.Replica, endpoint
+	ss.ended = make(chan struct{})
 	if h.moderns == nil {
 		h.moderns = map[string]*session{}
 	}

@@ -29,10 +29,19 @@ func (h *HTTPHandler) legacySSE(w http.ResponseWriter, r *http.Request, endpoint
 	hs.sse = true
 	hs.ss.transport = TransportSSE
 	hs.principal = principal.From(r.Context())
+	hs.ss.principal = hs.principal
 	id := hs.id
 	h.mu.Lock()
-	h.sessions[id] = hs
+	served := h.serves(endpoint) // see initialize
+	if served {
+		h.sessions[id] = hs
+	}
 	h.mu.Unlock()
+	if !served {
+		hs.close()
+		http.NotFound(w, r)
+		return
+	}
 	defer func() {
 		h.mu.Lock()
 		delete(h.sessions, id)

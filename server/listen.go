@@ -18,6 +18,7 @@ type listenSub struct {
 	tools, prompts, resources bool
 	uris                      map[string]bool
 	notify                    func(method string, params json.RawMessage) // where its messages go
+	principal                 *principal.Principal                        // who opened it: whose view of the lists it follows
 }
 
 type subscriptionFilter struct {
@@ -56,7 +57,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, rp replier)
 		_ = json.Unmarshal(ss.s.capabilities(), &caps)
 		want := p.Notifications
 		// Tagged with the id the client sent, whatever the session handles it under.
-		l := &listenSub{id: rp.idOf(msg), uris: map[string]bool{}, notify: rp.notifier(ss)}
+		l := &listenSub{id: rp.idOf(msg), uris: map[string]bool{}, notify: rp.notifier(ss), principal: principal.From(ctx)}
 		l.tools = want.ToolsListChanged && caps.Tools != nil
 		l.prompts = want.PromptsListChanged && caps.Prompts != nil
 		l.resources = want.ResourcesListChanged && caps.Resources != nil
@@ -78,6 +79,7 @@ func (ss *session) listen(ctx context.Context, msg *jsonrpc.Message, rp replier)
 			return
 		}
 		ss.listens[msg.ID.Key()] = l
+		ss.refreshViewsLocked()
 		if ss.unsubscribe == nil {
 			ss.unsubscribe = ss.s.r.Subscribe(ss)
 		}
@@ -108,6 +110,9 @@ func (ss *session) endListen(key string) bool {
 	ss.mu.Lock()
 	l := ss.listens[key]
 	delete(ss.listens, key)
+	if l != nil {
+		ss.refreshViewsLocked()
+	}
 	ss.mu.Unlock()
 	if l == nil {
 		return false
@@ -119,11 +124,15 @@ func (ss *session) endListen(key string) bool {
 }
 
 // notifyListens relays a proxy-level notification to the modern subscriptions that asked
-// for its kind, tagged with each one's subscriptionId.
-func (ss *session) notifyListens(method string, params json.RawMessage) {
+// for its kind (and that only accepts, when not nil), tagged with each one's
+// subscriptionId.
+func (ss *session) notifyListens(method string, params json.RawMessage, only func(*listenSub) bool) {
 	ss.mu.Lock()
 	var targets []*listenSub
 	for _, l := range ss.listens {
+		if only != nil && !only(l) {
+			continue
+		}
 		var match bool
 		switch method {
 		case mcp.NotificationToolsListChanged:

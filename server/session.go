@@ -56,6 +56,14 @@ type session struct {
 	endpoint string
 	// active is what the session's searches activated (an endpoint in search mode).
 	active router.Active
+	// ended is closed when the session's endpoint is no longer served (the modern
+	// session of an endpoint: its subscriptions' streams end); nil for the others.
+	ended chan struct{}
+	// principal is who opened the legacy session (guarded by mu); views are what its
+	// subscribers list (views.go), published whole for the router to read without a
+	// lock.
+	principal *principal.Principal
+	views     atomic.Pointer[[]router.View]
 
 	// For the session observer: how the client reaches the session, its id, and what
 	// initialize said (opened is zero until then).
@@ -96,7 +104,7 @@ func (ss *session) Notify(method string, params json.RawMessage) {
 	if legacy {
 		ss.notifyRaw(method, params)
 	}
-	ss.notifyListens(method, params)
+	ss.notifyListens(method, params, nil)
 }
 
 // notifyRaw writes a notification to the client.
@@ -583,6 +591,10 @@ func (ss *session) markOpened(ctx context.Context, version, client string) {
 	}
 	ss.mu.Lock()
 	ss.initialized = true
+	if p := principal.From(ctx); p != nil {
+		ss.principal = p
+	}
+	ss.refreshViewsLocked() // before it subscribes: the router may read them from then on
 	if ss.unsubscribe == nil {
 		ss.unsubscribe = ss.s.r.Subscribe(ss)
 	}

@@ -493,10 +493,11 @@ func (a *answer) disconnect() (pending bool) {
 }
 
 // wait serves the answer until it is complete or the client goes away; gone reports the
-// latter. A closed drain ends the wait as if the client went away (for streams that
-// never end by themselves, such as subscriptions, when the proxy shuts down). tick
+// latter. A closed drain or ended ends the wait as if the client went away (for streams
+// that never end by themselves, such as subscriptions, when the proxy shuts down or the
+// subscription's endpoint is no longer served). tick
 // beats every keep-alive interval (shared by all requests: no timer per request).
-func (a *answer) wait(ctx context.Context, tick *beat, drain <-chan struct{}) (gone bool) {
+func (a *answer) wait(ctx context.Context, tick *beat, drain, ended <-chan struct{}) (gone bool) {
 	a.mu.Lock()
 	if a.pending == 0 {
 		a.mu.Unlock()
@@ -520,6 +521,8 @@ func (a *answer) wait(ctx context.Context, tick *beat, drain <-chan struct{}) (g
 		case <-ctx.Done():
 			return a.disconnect()
 		case <-drain:
+			return a.disconnect()
+		case <-ended:
 			return a.disconnect()
 		}
 	}

@@ -103,8 +103,8 @@ func run(args []string, out io.Writer) error {
 	if err := ablation(out, docs, p, qs, dev, held); err != nil {
 		return err
 	}
-	full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes()
-	fmt.Fprintf(out, "\ntools/list bytes: mode all %d, search mode %d (search_tools + call_tool): %.2f%%\n",
+	full, small := searcheval.FullListBytes(servers), searcheval.SearchListBytes(servers)
+	fmt.Fprintf(out, "\ntools/list bytes: mode all %d, search mode %d (search_tools naming the services + call_tool): %.2f%%\n",
 		full, small, 100*float64(small)/float64(full))
 
 	var b strings.Builder

@@ -201,10 +201,27 @@ func FullListBytes(servers []Server) int {
 	return listBytes(items)
 }
 
-// SearchListBytes is the size of a search-mode endpoint's first tools/list result:
-// the definitions of search_tools and call_tool.
-func SearchListBytes() int {
-	return listBytes([]json.RawMessage{SearchToolsDefinition, CallToolDefinition})
+// SearchListBytes is the size of a search-mode endpoint's first tools/list result over
+// servers: the definitions of search_tools and call_tool, search_tools' description
+// ending with the services it names (each server's namespace, its package's name
+// standing in for its serverInfo, and its number of tools, as the router writes it).
+func SearchListBytes(servers []Server) int {
+	var def map[string]any
+	if err := json.Unmarshal(SearchToolsDefinition, &def); err != nil {
+		panic(err) // the definition below is valid JSON
+	}
+	var svcs []string
+	for _, s := range servers {
+		svcs = append(svcs, fmt.Sprintf("%s (%s, %d tools)", s.Server, strings.TrimPrefix(s.Package, "@"), len(s.Tools)))
+	}
+	if len(svcs) > 0 {
+		def["description"] = def["description"].(string) + " Its services: " + strings.Join(svcs, ", ") + "."
+	}
+	st, err := json.Marshal(def)
+	if err != nil {
+		panic(err)
+	}
+	return listBytes([]json.RawMessage{st, CallToolDefinition})
 }
 
 func listBytes(items []json.RawMessage) int {
