@@ -80,6 +80,34 @@ func TestNameForms(t *testing.T) {
 	}
 }
 
+// TestServiceShortened: a word that begins a service's name finds that service's tools
+// ("elastic" for elasticsearch), and only a service a visible tool has: a hidden one's name is
+// not looked for.
+func TestServiceShortened(t *testing.T) {
+	docs := []Doc{
+		{Name: "aws__search_index", Description: "Search an index"}, // first on a tie (name order)
+		{Name: "elasticsearch__search_index", Description: "Search an index"},
+	}
+	for _, service := range []float64{0, DefaultParams().Service} {
+		r := BM25F{Params: DefaultParams()}
+		r.Params.Service = service
+		want := "elasticsearch__search_index"
+		if service == 0 {
+			want = "aws__search_index"
+		}
+		if hits := r.Build(docs, nil).Search("search the elastic index", 2, nil); len(hits) == 0 || hits[0].Doc.Name != want {
+			t.Errorf("Service %v: %q, want %s first", service, names(hits), want)
+		}
+	}
+	ix := BM25F{}.Build(docs, nil)
+	if hits := ix.Search("elastic", 2, func(name string) bool { return name != "elasticsearch__search_index" }); len(hits) != 0 {
+		t.Errorf("a hidden service's name found: %q", names(hits))
+	}
+	if hits := ix.Search("elastic", 2, nil); len(hits) != 1 || hits[0].Doc.Name != "elasticsearch__search_index" {
+		t.Errorf("elastic alone: %q", names(hits))
+	}
+}
+
 func TestPowFrac(t *testing.T) {
 	for _, e := range []float64{0.25, 0.5, 0.75, 1, 0.3, 2} {
 		for _, x := range []float64{0, 0.01, 0.3, 0.5, 0.99, 1} {

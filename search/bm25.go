@@ -35,6 +35,11 @@ type Params struct {
 	Abbrev  float64 // its nouns, mostly abbreviations: repo for repository
 	Lexicon float64 // times the lexicon's own weights: WordNet's related words (lexicon.go)
 	Prefix  float64 // the catalogue's longer words a word of four letters or more begins: mongo, mongodb (off by default)
+	// Service is the weight of a service's name (a namespace's word) that a query word
+	// of four letters or more begins: people shorten a product's name ("elastic" for
+	// elasticsearch). Only the services' names are looked for this way, so it holds
+	// none of Prefix's noise.
+	Service float64
 	// Shape is the weight of the words a token's shape implies ("notes.txt": file;
 	// "user@example.com": email; shapes.go); 0 reads no shapes.
 	Shape float64
@@ -73,6 +78,7 @@ func DefaultParams() Params {
 		Abbrev:    0.85,
 		Lexicon:   0.25,
 		Prefix:    0,
+		Service:   0.85,
 		Shape:     1,
 		Value:     0.1,
 		Asking:    0.1,
@@ -103,6 +109,8 @@ type index struct {
 	lexicon  float64
 	lex      *lexTable // when lexicon > 0 (nil if the table could not be read)
 	abbrev   float64
+	service  float64
+	nsTerms  []int32 // the terms of the namespace field (services' names), for Service
 	shape    float64
 	value    float64
 

@@ -32,6 +32,7 @@ func (r BM25F) Build(docs []Doc, prev Index) Index {
 		coverage: p.Coverage,
 		lexicon:  p.Lexicon,
 		abbrev:   p.Abbrev,
+		service:  p.Service,
 		shape:    p.Shape,
 		value:    p.Value,
 		cache:    make(map[uint64][]*analysis, len(docs)),
@@ -246,6 +247,7 @@ func (ix *index) layOut() {
 		off += int(c)
 	}
 	ix.dfMain = make([]int32, len(counts))
+	ix.nsTerms = ix.nsTerms[:0]
 	for d, a := range ix.an {
 		for j, id := range ix.ids[d] {
 			tf := a.terms[j].tf
@@ -253,6 +255,10 @@ func (ix *index) layOut() {
 			if mainField(&tf) {
 				ix.dfMain[id]++
 			}
+			if tf[fieldNamespace] != 0 && !slices.Contains(ix.nsTerms, id) {
+				ix.nsTerms = append(ix.nsTerms, id)
+			}
 		}
 	}
+	slices.SortFunc(ix.nsTerms, func(a, b int32) int { return strings.Compare(ix.voc.terms[a], ix.voc.terms[b]) })
 }

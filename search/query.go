@@ -127,6 +127,26 @@ func (ix *index) queryConcepts(query string, sc *scratch, mask []bool) {
 		if ix.prefix > 0 && len(t) >= minPrefixLen {
 			ix.prefixTerms(t, mask, func(id int32) { add(id, ix.prefix) })
 		}
+		if ix.service > 0 && len(t) >= minPrefixLen {
+			ns := ix.nsTerms // sorted by term: those t begins follow the first not less than t
+			i, hi := 0, len(ns)
+			for i < hi {
+				if m := int(uint(i+hi) >> 1); ix.voc.terms[ns[m]] < string(t) {
+					i = m + 1
+				} else {
+					hi = m
+				}
+			}
+			for ; i < len(ns); i++ {
+				s := ix.voc.terms[ns[i]]
+				if len(s) < len(t) || s[:len(t)] != string(t) {
+					break
+				}
+				if len(s) > len(t) {
+					add(ns[i], ix.service)
+				}
+			}
+		}
 		end(own, cw)
 	}
 	full := func() bool { return len(concepts) >= maxConcepts || len(terms) >= maxConceptTerms }
