@@ -90,6 +90,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzCheckURL -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzCheckCommand -fuzztime=$(FUZZTIME) -fuzzminimizetime=10s ./plugins/guard/
 	$(GO) test -run='^$$' -fuzz=FuzzOpen -fuzztime=$(FUZZTIME) ./cluster/
+	$(GO) test -run='^$$' -fuzz='^FuzzOpen$$' -fuzztime=$(FUZZTIME) ./internal/seal/
+	$(GO) test -run='^$$' -fuzz='^FuzzSealOpen$$' -fuzztime=$(FUZZTIME) ./internal/seal/
 	$(GO) test -run='^$$' -fuzz=FuzzSearch -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzParseLexicon -fuzztime=$(FUZZTIME) ./search/
 	$(GO) test -run='^$$' -fuzz=FuzzCleanTitle -fuzztime=$(FUZZTIME) ./router/

@@ -29,8 +29,12 @@ import (
 // nothing). The value also keeps T, so that a reload that changes a limit keeps the
 // bucket's missing tokens (as policy.BucketStore asks) rather than its time until full.
 //
-// All the buckets are in one hash slot (the key prefix is followed by the hash tag {rl}),
-// which a multi-key script needs on Redis Cluster.
+// A bucket's key is the prefix, then the policy's (policy.Bucket.Key: the limit's name
+// and its per keys; a principal by its identity, "api_key:alice" and
+// "jwt:https://idp.example.com#alice" being two people with two buckets). All the
+// buckets are in one hash slot (the key prefix is followed by the hash tag {rl}, and
+// only a key's first tag counts, so braces in a principal's name move nothing), which a
+// multi-key script needs on Redis Cluster.
 //
 // Take returns the error of Redis (unreachable, timed out) as it is: what to do then is
 // Buckets' decision. Its zero value is not usable: make one with NewRedisBuckets.

@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/testing/leaktest"
@@ -150,5 +152,48 @@ func TestRedisBucketsShared(t *testing.T) {
 	}
 	if want := int64(replicas * callers * calls); trips.Load() != want {
 		t.Errorf("%d round trips to redis for %d calls, want one each", trips.Load(), want)
+	}
+}
+
+// TestRedisBucketsByIdentity: per = ["principal"] keys a replica's buckets in Redis by
+// the principal's identity: the API key alice and the token subject alice have two
+// keys, each under the store's hash tag, and two replicas share each of them.
+func TestRedisBucketsByIdentity(t *testing.T) {
+	r := startRedis(t)
+	limits := []policy.Limit{{Name: "calls", Rate: perMinute10, Burst: 2, Per: []string{"principal"}}}
+	var replicas [2]*policy.Limiter
+	var c redis.UniversalClient
+	for i := range replicas {
+		c, _ = newClient(t, r)
+		l, err := policy.NewLimiterWith(limits, nil, policy.LimiterOptions{Store: NewRedisBuckets(c, "test:")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas[i] = l
+	}
+	key := (&principal.Principal{Name: "alice", Via: principal.ViaAPIKey}).Identify()
+	token := (&principal.Principal{Name: "alice", Via: principal.ViaJWT, Issuer: "https://idp.example.com"}).Identify()
+	it := &policy.Item{Name: "t__echo", Upstream: "t"}
+	admit := func(i int, p *principal.Principal) bool {
+		_, refusal := replicas[i].Admit(p, it)
+		if refusal != nil && refusal.Err != nil {
+			t.Fatalf("refused with an error: %v", refusal.Err)
+		}
+		return refusal == nil
+	}
+	if !admit(0, key) || !admit(1, key) || admit(0, key) {
+		t.Fatal("the API key alice: want two calls admitted across the replicas, then a refusal")
+	}
+	if !admit(1, token) || !admit(0, token) || admit(1, token) {
+		t.Fatal("the token's alice: want her own two calls")
+	}
+	keys, err := c.Keys(context.Background(), "test:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	want := []string{"test:{rl}:calls\x00p:api_key:alice", "test:{rl}:calls\x00p:jwt:https://idp.example.com#alice"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("keys %q, want %q", keys, want)
 	}
 }

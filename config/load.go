@@ -127,6 +127,7 @@ func parse(src []byte, filename, baseDir string, opts Options) (*Config, hcl.Dia
 	checkEndpoints(e, cfg)
 	checkCredentials(e, cfg)
 	checkTokenStore(e, cfg)
+	checkPrincipals(e, cfg)
 	if len(raw.Upstreams) == 0 && !hasBlock(file.Body, "upstream") {
 		e.diags = append(e.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

@@ -13,23 +13,22 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
-// Client authentication methods at a token endpoint.
+// Client authentication methods at a token endpoint (transport's).
 const (
-	AuthBasic = "client_secret_basic"
-	AuthPost  = "client_secret_post"
-	AuthJWT   = "private_key_jwt"
-	AuthNone  = "none"
+	AuthBasic = transport.AuthBasic
+	AuthPost  = transport.AuthPost
+	AuthJWT   = transport.AuthJWT
+	AuthNone  = transport.AuthNone
 )
 
 // Client is the proxy as a client of one token endpoint: how it authenticates there.
@@ -129,105 +128,29 @@ func (c *Client) assertion(endpoint string) (string, error) {
 	return jws.CompactSerialize()
 }
 
-// tokenResponse is what a token endpoint answers (RFC 6749 §5.1, RFC 8693 §2.2.1).
-type tokenResponse struct {
-	AccessToken     string          `json:"access_token"`
-	TokenType       string          `json:"token_type"`
-	IssuedTokenType string          `json:"issued_token_type"`
-	ExpiresIn       json.RawMessage `json:"expires_in"`
-	RefreshToken    string          `json:"refresh_token"`
-	Scope           string          `json:"scope"`
-}
-
-// expiry is when the response's token expires (zero: unknown).
-func (r *tokenResponse) expiry(now time.Time) time.Time {
-	if n, err := strconv.ParseFloat(strings.Trim(string(r.ExpiresIn), `"`), 64); err == nil && n > 0 {
-		return now.Add(time.Duration(n * float64(time.Second)))
+// tokenClient is c as transport's token requests take it: with its assertion signer
+// for private_key_jwt.
+func (c *Client) tokenClient() *transport.TokenClient {
+	tc := &transport.TokenClient{ID: c.ID, Secret: c.Secret, Method: c.Method}
+	if c.Method == AuthJWT {
+		tc.Assert = c.assertion
 	}
-	return time.Time{}
+	return tc
 }
-
-// maxTokenResponse bounds a token endpoint's answer.
-const maxTokenResponse = 1 << 20
 
 // tokenRequest posts form to endpoint as client c and returns the token response. Its
-// errors quote the OAuth error code and description only, never the response body:
-// nothing there can carry a token into a log.
-func tokenRequest(ctx context.Context, hc *http.Client, endpoint string, c *Client, form url.Values) (*tokenResponse, error) {
-	switch c.Method {
-	case AuthPost:
-		form.Set("client_id", c.ID)
-		form.Set("client_secret", c.Secret)
-	case AuthJWT:
-		a, err := c.assertion(endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("signing the client assertion: %w", err)
-		}
-		form.Set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
-		form.Set("client_assertion", a)
-	case AuthBasic:
-	default:
-		form.Set("client_id", c.ID)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if c.Method == AuthBasic {
-		req.SetBasicAuth(url.QueryEscape(c.ID), url.QueryEscape(c.Secret)) // RFC 6749 §2.3.1
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("token request to %s: %w", endpoint, redactURLError(err))
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponse))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("token request to %s: HTTP %d%s", endpoint, resp.StatusCode, oauthErrorText(b))
-	}
-	var r tokenResponse
-	if err := json.Unmarshal(b, &r); err != nil || r.AccessToken == "" {
-		return nil, fmt.Errorf("token request to %s: the answer has no access_token", endpoint)
-	}
-	return &r, nil
+// errors quote the OAuth error code and description only (a *transport.OAuthError),
+// never the response body: nothing there can carry a token into a log.
+func tokenRequest(ctx context.Context, hc *http.Client, endpoint string, c *Client, form url.Values) (*transport.TokenResponse, error) {
+	return transport.RequestToken(ctx, hc, endpoint, c.tokenClient(), form)
 }
 
-// redactURLError keeps a transport error's cause without the request it was for (a
-// *url.Error names the URL only, but nothing of the form is ever in it either way).
-func redactURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+// oauthErrorCode is the OAuth error code of a token endpoint's refusal ("invalid_grant"),
+// or "".
+func oauthErrorCode(err error) string {
+	var oe *transport.OAuthError
+	if errors.As(err, &oe) {
+		return oe.Code
 	}
-	return err
-}
-
-// oauthErrorText is ": error: description" of an OAuth error body (each bounded, one
-// line), or "".
-func oauthErrorText(b []byte) string {
-	var e struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-	}
-	if json.Unmarshal(b, &e) != nil || e.Error == "" {
-		return ""
-	}
-	clean := func(s string, n int) string {
-		s = strings.Map(func(r rune) rune {
-			if r < 0x20 || r == 0x7f {
-				return ' '
-			}
-			return r
-		}, s)
-		if len(s) > n {
-			s = s[:n] + "…"
-		}
-		return s
-	}
-	if e.Description != "" {
-		return ": " + clean(e.Error, 64) + ": " + clean(e.Description, 200)
-	}
-	return ": " + clean(e.Error, 64)
+	return ""
 }

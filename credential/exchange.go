@@ -68,29 +68,23 @@ func newExchanger(upstream string, cfg *ExchangeConfig) (*exchanger, error) {
 	if cfg.IDJAG != nil {
 		x.asToken = cfg.IDJAG.TokenEndpoint
 	}
-	x.discover = x.tokenEndpointOf
+	x.discover = func(ctx context.Context, issuer string) (string, error) {
+		return transport.TokenEndpointOf(ctx, x.http, issuer)
+	}
 	return x, nil
 }
 
 // obtain implements strategy: the token another replica (or an earlier run, with a file
 // store) exchanged, while it is usable; else a new exchange.
 func (x *exchanger) obtain(ctx context.Context, h *handle, _ *Call) (*token, error) {
-	p := h.p
-	p.event(EventCacheMiss)
-	g, err := p.deps.Store.Get(ctx, x.upstream, h.name)
-	if err != nil {
-		return nil, fmt.Errorf("reading the token store: %w", err)
+	_, t, err := h.stored(ctx, x.upstream, ModeExchange)
+	if err != nil || t != nil {
+		return t, err
 	}
-	if g != nil && g.Mode == ModeExchange {
-		if t := tokenOf(g); t.usable(p.deps.Now()) {
-			return t, nil
-		}
-	}
-	t, err := x.exchange(ctx, h)
-	if err != nil {
+	if t, err = x.exchange(ctx, h); err != nil {
 		return nil, err
 	}
-	p.event(EventExchange)
+	h.p.event(EventExchange)
 	return t, nil
 }
 
@@ -162,11 +156,11 @@ func (x *exchanger) exchange(ctx context.Context, h *handle) (*token, error) {
 		}
 		issuer = cfg.IDJAG.Issuer
 	}
-	if r.TokenType != "" && !strings.EqualFold(r.TokenType, "bearer") {
-		return nil, fmt.Errorf("exchanging principal %q's token: token type %q is not supported", h.name, r.TokenType)
+	if err := r.Bearer(); err != nil {
+		return nil, fmt.Errorf("exchanging principal %q's token: %w", h.name, err)
 	}
 	g := &Grant{Upstream: x.upstream, Principal: h.name, Mode: ModeExchange, AccessToken: principal.NewSecret(r.AccessToken),
-		Expiry: r.expiry(now), Until: who.TokenExpiry, Scopes: strings.Fields(r.Scope), Issuer: issuer, Subject: jwtSubject(r.AccessToken),
+		Expiry: r.Expiry(now), Until: who.TokenExpiry, Scopes: strings.Fields(r.Scope), Issuer: issuer, Subject: jwtSubject(r.AccessToken),
 		Created: now, Updated: now}
 	if err := p.deps.Store.Put(ctx, g); err != nil {
 		// The token is good: serve with it; the next replica exchanges its own.
@@ -192,51 +186,6 @@ func (x *exchanger) idjagEndpoint(ctx context.Context) (string, error) {
 	x.asToken = e
 	x.mu.Unlock()
 	return e, nil
-}
-
-// tokenEndpointOf reads an authorization server's metadata (RFC 8414, then OpenID
-// Connect Discovery) for its token endpoint.
-func (x *exchanger) tokenEndpointOf(ctx context.Context, issuer string) (string, error) {
-	for _, u := range wellKnownURLs(issuer) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Accept", "application/json")
-		resp, err := x.http.Do(req)
-		if err != nil {
-			return "", fmt.Errorf("reading %s's metadata: %w", issuer, redactURLError(err))
-		}
-		var m struct {
-			Issuer        string `json:"issuer"`
-			TokenEndpoint string `json:"token_endpoint"`
-		}
-		err = json.NewDecoder(http.MaxBytesReader(nil, resp.Body, maxTokenResponse)).Decode(&m)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK && err == nil && m.TokenEndpoint != "" {
-			if m.Issuer != issuer {
-				return "", fmt.Errorf("the metadata at %s is for issuer %q, not %q", u, m.Issuer, issuer)
-			}
-			return m.TokenEndpoint, nil
-		}
-	}
-	return "", fmt.Errorf("no authorization server metadata with a token endpoint for %s", issuer)
-}
-
-// wellKnownURLs are where an issuer's metadata may be (RFC 8414 §3.1, then OpenID
-// Connect Discovery, path-inserted and path-appended).
-func wellKnownURLs(issuer string) []string {
-	u, err := url.Parse(issuer)
-	if err != nil {
-		return nil
-	}
-	origin := u.Scheme + "://" + u.Host
-	path := strings.TrimSuffix(u.EscapedPath(), "/")
-	return []string{
-		origin + "/.well-known/oauth-authorization-server" + path,
-		origin + "/.well-known/openid-configuration" + path,
-		origin + path + "/.well-known/openid-configuration",
-	}
 }
 
 // tokenOf is the cached form of g's access token.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/mcp"
 	"github.com/mcp-proxy/mcp-proxy/principal"
+	"github.com/mcp-proxy/mcp-proxy/transport"
 )
 
 // A per-user authorization (mode "oauth") runs in the principal's browser, through two
@@ -359,8 +360,8 @@ func (fl *Flows) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
-		o.log.Info().Str("principal", f.Principal).Str("error", clean(e, 64)).Msg("the authorization server refused the authorization")
-		page(w, http.StatusForbidden, "Not authorized", "The authorization server refused: "+clean(e, 64)+". Call the tool again to retry.")
+		o.log.Info().Str("principal", f.Principal).Str("error", transport.OneLine(e, 64)).Msg("the authorization server refused the authorization")
+		page(w, http.StatusForbidden, "Not authorized", "The authorization server refused: "+transport.OneLine(e, 64)+". Call the tool again to retry.")
 		return
 	}
 	code := q.Get("code")
@@ -378,18 +379,4 @@ func (fl *Flows) callback(w http.ResponseWriter, r *http.Request) {
 	o.log.Info().Str("principal", f.Principal).Str("subject", g.Subject).Msg("principal authorized the upstream")
 	fl.authorized(context.WithoutCancel(ctx), f)
 	page(w, http.StatusOK, "Authorized", fmt.Sprintf("mcp-proxy may now use %s as you. You can close this window and go back to your client.", f.Upstream))
-}
-
-// clean makes s one printable line of at most n bytes.
-func clean(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
-	return s
 }

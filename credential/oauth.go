@@ -113,22 +113,16 @@ func (o *userOAuth) server(ctx context.Context) (*transport.AuthServer, *Client,
 // and a request of the principal's session that is not a call fails.
 func (o *userOAuth) obtain(ctx context.Context, h *handle, call *Call) (*token, error) {
 	p := h.p
-	p.event(EventCacheMiss)
-	g, err := p.deps.Store.Get(ctx, o.upstream, h.name)
-	if err != nil {
-		return nil, fmt.Errorf("reading the token store: %w", err)
+	g, t, err := h.stored(ctx, o.upstream, ModeOAuth)
+	if err != nil || t != nil {
+		return t, err
 	}
-	if g != nil && g.Mode == ModeOAuth {
-		if t := tokenOf(g); t.usable(p.deps.Now()) {
+	if g != nil && !g.RefreshToken.IsZero() {
+		t, err := o.refresh(ctx, h, g)
+		if err == nil {
 			return t, nil
 		}
-		if !g.RefreshToken.IsZero() {
-			t, err := o.refresh(ctx, h, g)
-			if err == nil {
-				return t, nil
-			}
-			o.log.Info().Err(err).Str("principal", h.name).Msg("refreshing the principal's grant failed; it must authorize again")
-		}
+		o.log.Info().Err(err).Str("principal", h.name).Msg("refreshing the principal's grant failed; it must authorize again")
 	}
 	h.tok.Store(nil)
 	if call == nil {
@@ -208,7 +202,7 @@ func (o *userOAuth) refresh(ctx context.Context, h *handle, g *Grant) (*token, e
 	now := p.deps.Now()
 	r, err := tokenRequest(ctx, o.http, as.TokenEndpoint, client, form)
 	if err != nil {
-		if strings.Contains(err.Error(), "invalid_grant") {
+		if oauthErrorCode(err) == "invalid_grant" {
 			if derr := store.Delete(ctx, o.upstream, h.name); derr != nil {
 				o.log.Warn().Err(derr).Str("principal", h.name).Msg("deleting the ended grant")
 			}
@@ -216,7 +210,7 @@ func (o *userOAuth) refresh(ctx context.Context, h *handle, g *Grant) (*token, e
 		return nil, err
 	}
 	n := *g
-	n.AccessToken, n.Expiry, n.Updated = principal.NewSecret(r.AccessToken), r.expiry(now), now
+	n.AccessToken, n.Expiry, n.Updated = principal.NewSecret(r.AccessToken), r.Expiry(now), now
 	if r.RefreshToken != "" {
 		n.RefreshToken = principal.NewSecret(r.RefreshToken)
 	}
@@ -308,11 +302,11 @@ func (o *userOAuth) redeem(ctx context.Context, f *Flow, code string, iss []stri
 	if err != nil {
 		return nil, err
 	}
-	if r.TokenType != "" && !strings.EqualFold(r.TokenType, "bearer") {
-		return nil, fmt.Errorf("token type %q is not supported", r.TokenType)
+	if err := r.Bearer(); err != nil {
+		return nil, err
 	}
 	g := &Grant{Upstream: o.upstream, Principal: f.Principal, Mode: ModeOAuth, AccessToken: principal.NewSecret(r.AccessToken),
-		RefreshToken: principal.NewSecret(r.RefreshToken), Expiry: r.expiry(now), Scopes: strings.Fields(r.Scope),
+		RefreshToken: principal.NewSecret(r.RefreshToken), Expiry: r.Expiry(now), Scopes: strings.Fields(r.Scope),
 		Issuer: as.Issuer, Subject: jwtSubject(r.AccessToken), Created: now, Updated: now,
 		ClientID: client.ID, ClientSecret: principal.NewSecret(client.Secret), ClientAuth: client.Method}
 	if err := o.p.deps.Store.Put(ctx, g); err != nil {
@@ -339,9 +333,6 @@ func (o *userOAuth) revoke(ctx context.Context, g *Grant) error {
 		tok, hint = g.AccessToken, "access_token"
 	}
 	form := url.Values{"token": {tok.Reveal()}, "token_type_hint": {hint}}
-	_, err = tokenRequest(ctx, o.http, as.RevocationEndpoint, client, form)
-	if err != nil && strings.Contains(err.Error(), "has no access_token") {
-		return nil // RFC 7009 answers 200 with no body
-	}
+	_, err = transport.PostTokenForm(ctx, o.http, as.RevocationEndpoint, client.tokenClient(), form) // RFC 7009: 200, no body
 	return err
 }

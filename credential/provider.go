@@ -158,6 +158,24 @@ type handle struct {
 	flight *flight    // the obtain or renew in progress
 }
 
+// stored reads the principal's grant of upstream from the store (a cache miss): the
+// grant when it was made in mode, and its token when that is usable now.
+func (h *handle) stored(ctx context.Context, upstream, mode string) (*Grant, *token, error) {
+	p := h.p
+	p.event(EventCacheMiss)
+	g, err := p.deps.Store.Get(ctx, upstream, h.name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the token store: %w", err)
+	}
+	if g == nil || g.Mode != mode {
+		return nil, nil, nil
+	}
+	if t := tokenOf(g); t.usable(p.deps.Now()) {
+		return g, t, nil
+	}
+	return g, nil, nil
+}
+
 // token is one access token of a principal.
 type token struct {
 	bearer  *transport.Bearer

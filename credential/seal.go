@@ -1,16 +1,12 @@
 package credential
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/seal"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
@@ -18,72 +14,43 @@ import (
 // from it.
 const MinKeyLen = 32
 
-// Sealer encrypts what a store writes outside the process (AES-256-GCM): grants and
-// flows, each bound by its additional data to where it belongs (a grant to its upstream
-// and principal, a flow to its id), so that a sealed grant copied under another
-// principal's name does not open. The AES key is derived from the configured key (an
-// HMAC-SHA256 of a label, as the cluster's other keys are), never the key itself. A
-// sealed value starts with one byte naming its key: values sealed with a previous key
-// (rotation) still open; new ones are sealed with the first.
+// Sealer encrypts what a store writes outside the process (AES-256-GCM, internal/seal):
+// grants and flows, each bound by its additional data to where it belongs (a grant to
+// its upstream and principal, a flow to its id), so that a sealed grant copied under
+// another principal's name does not open. The AES key is derived from the configured
+// key (an HMAC-SHA256 of a label, as the cluster's other keys are), never the key
+// itself. A sealed value starts with one byte naming its key: values sealed with a
+// previous key (rotation) still open; new ones are sealed with the first.
 type Sealer struct {
-	seal  cipher.AEAD
-	kid   byte
-	opens map[byte]cipher.AEAD
+	keys *seal.Keyring
 }
 
 // ErrNotSealed is returned for a value that is not sealed by this store's key: written
 // with another key, or tampered with, or moved to another name.
 var ErrNotSealed = errors.New("not a value sealed with the token store's key")
 
+// sealLabel names the token store's use of its key (internal/seal.New).
+const sealLabel = "mcp-proxy credentials: token store key"
+
 // NewSealer makes the sealer of key (at least MinKeyLen bytes), opening values sealed
 // with the previous keys too.
 func NewSealer(key string, previous ...string) (*Sealer, error) {
-	s := &Sealer{opens: map[byte]cipher.AEAD{}}
-	for i, k := range append([]string{key}, previous...) {
+	for _, k := range append([]string{key}, previous...) {
 		if len(k) < MinKeyLen {
 			return nil, fmt.Errorf("credential: the token store's key must be at least %d bytes", MinKeyLen)
 		}
-		m := hmac.New(sha256.New, []byte(k))
-		m.Write([]byte("mcp-proxy credentials: token store key"))
-		block, err := aes.NewCipher(m.Sum(nil))
-		if err != nil {
-			return nil, err
-		}
-		aead, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, err
-		}
-		m = hmac.New(sha256.New, []byte(k))
-		m.Write([]byte("mcp-proxy credentials: token store key id"))
-		kid := m.Sum(nil)[0]
-		if _, dup := s.opens[kid]; dup {
-			continue
-		}
-		s.opens[kid] = aead
-		if i == 0 {
-			s.seal, s.kid = aead, kid
-		}
 	}
-	return s, nil
+	keys, err := seal.New(sealLabel, key, previous...)
+	if err != nil {
+		return nil, fmt.Errorf("credential: %w", err)
+	}
+	return &Sealer{keys: keys}, nil
 }
 
-func (s *Sealer) sealBytes(plain []byte, ad string) []byte {
-	out := make([]byte, 1+s.seal.NonceSize(), 1+s.seal.NonceSize()+len(plain)+s.seal.Overhead())
-	out[0] = s.kid
-	_, _ = rand.Read(out[1:])
-	return s.seal.Seal(out, out[1:], plain, []byte(ad))
-}
+func (s *Sealer) sealBytes(plain []byte, ad string) []byte { return s.keys.Seal(plain, []byte(ad)) }
 
 func (s *Sealer) openBytes(b []byte, ad string) ([]byte, error) {
-	if len(b) < 1 {
-		return nil, ErrNotSealed
-	}
-	aead := s.opens[b[0]]
-	if aead == nil || len(b) < 1+aead.NonceSize()+aead.Overhead() {
-		return nil, ErrNotSealed
-	}
-	n := 1 + aead.NonceSize()
-	plain, err := aead.Open(nil, b[1:n], b[n:], []byte(ad))
+	plain, err := s.keys.Open(b, []byte(ad))
 	if err != nil {
 		return nil, ErrNotSealed
 	}

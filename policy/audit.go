@@ -39,8 +39,12 @@ const (
 // Record is one audited request: who asked what of whom, what was decided, and how it
 // ended.
 type Record struct {
-	Time       time.Time       `json:"time"`
-	Principal  string          `json:"principal"`
+	Time      time.Time `json:"time"`
+	Principal string    `json:"principal"` // the principal's name
+	// Identity is the principal's identity (principal.ID: "api_key:alice",
+	// "jwt:https://idp.example.com#alice"): who it is, where the name alone could be two
+	// people.
+	Identity   string          `json:"identity,omitempty"`
 	Client     string          `json:"client,omitempty"`
 	Endpoint   string          `json:"endpoint,omitempty"` // the endpoint the call came through; none: the listen path or plain stdio
 	Method     string          `json:"method"`
@@ -260,6 +264,9 @@ func (a *Auditor) Write(rec *Record) {
 		ev := a.log.Info().Str("audit", rec.Decision).Str("principal", rec.Principal).Str("method", rec.Method).
 			Str("upstream", rec.Upstream).Str("name", rec.Exposed).Str("rule", rec.Rule).
 			Str("outcome", rec.Outcome).Float64("latency_ms", rec.LatencyMs)
+		if rec.Identity != "" {
+			ev = ev.Str("identity", rec.Identity)
+		}
 		if rec.Client != "" {
 			ev = ev.Str("client", rec.Client)
 		}

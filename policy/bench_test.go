@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/time/rate"
 
+	"github.com/mcp-proxy/mcp-proxy/principal"
 	"github.com/mcp-proxy/mcp-proxy/router"
 )
 
@@ -57,8 +58,12 @@ func benchChainCond(b *testing.B, auditFile, condition bool) *Chain {
 }
 
 func benchAdmit(b *testing.B, auditFile, condition bool) {
+	benchAdmitAs(b, auditFile, condition, alice)
+}
+
+func benchAdmitAs(b *testing.B, auditFile, condition bool, p *principal.Principal) {
 	c := benchChainCond(b, auditFile, condition)
-	req := &router.Request{Method: "tools/call", Principal: alice,
+	req := &router.Request{Method: "tools/call", Principal: p,
 		Params: json.RawMessage(`{"name":"fs__read_file","arguments":{"path":"/srv/data/reports/2026/q3.csv"}}`)}
 	t := &router.Target{Kind: router.TargetTool, Name: "fs__read_file", Original: "read_file", Upstream: "fs",
 		Raw: json.RawMessage(`{"name":"fs__read_file","annotations":{"readOnlyHint":true}}`)}
@@ -92,6 +97,14 @@ func compose(c *Chain, end router.Handler) router.Handler {
 // condition), two rate limits and an in-flight slot, and the audit record (hash of the
 // arguments, encoding) without a file.
 func BenchmarkChainAdmit(b *testing.B) { benchAdmit(b, false, true) }
+
+// BenchmarkChainAdmitIdentified is BenchmarkChainAdmit for a principal as an
+// authenticator gives it (an API key's, its identity computed once): rules match it by
+// name and identity, its bucket and its audit record carry the identity.
+func BenchmarkChainAdmitIdentified(b *testing.B) {
+	p := (&principal.Principal{Name: "alice", Groups: []string{"dev"}, Via: principal.ViaAPIKey}).Identify()
+	benchAdmitAs(b, false, true, p)
+}
 
 // BenchmarkChainAdmitNoCondition is the chain when no rule has an argument condition.
 func BenchmarkChainAdmitNoCondition(b *testing.B) { benchAdmit(b, false, false) }

@@ -158,7 +158,7 @@ func (c *Chain) AuditStage(next router.Handler) router.Handler {
 			rec.Original = t.Original
 		}
 		if p := req.Principal; p != nil {
-			rec.Principal = p.Name
+			rec.Principal, rec.Identity = p.Name, p.ID()
 		}
 		if req.Meta != nil && len(req.Meta.Info) > 0 {
 			rec.Client, _, _ = jsonx.GetString(req.Meta.Info, "name")
@@ -221,7 +221,7 @@ func (c *Chain) Refused(ctx context.Context, ref *router.Refusal) {
 	rec := &Record{Time: time.Now(), Method: method, Kind: methodKind(method), Decision: DecisionInvalid,
 		Rule: "none", Outcome: OutcomeInvalid, Error: ref.Reason, Client: ref.Client}
 	if p := ref.Principal; p != nil {
-		rec.Principal = p.Name
+		rec.Principal, rec.Identity = p.Name, p.ID()
 	}
 	if c.TraceIDs != nil {
 		rec.TraceID, rec.SpanID = c.TraceIDs(ctx)

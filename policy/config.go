@@ -5,10 +5,13 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/rs/zerolog"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/time/rate"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
 // Check reports what is wrong with the configuration's policy beyond its syntax: rules
@@ -83,6 +86,7 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 		checkEndpoints("rule", r.Name, r.Ranges, r.DeclRange, r.Endpoints)
 		if r.Condition != nil {
 			diags = append(diags, CheckCondition(r.Condition)...)
+			diags = append(diags, checkConditionPrincipals(cfg, r.Name, r.Condition)...)
 		}
 	}
 	for _, l := range cfg.Policy.RateLimits {
@@ -94,6 +98,81 @@ func Check(cfg *config.Config) hcl.Diagnostics {
 		checkEndpoints("rate_limit", l.Name, l.Ranges, l.DeclRange, l.Endpoints)
 	}
 	return diags
+}
+
+// checkConditionPrincipals warns about a condition that compares the principal with a
+// string that is not what it seems: principal.name with a name two ways of
+// authenticating could establish (an API key and a token's subject of that name are two
+// people), principal.identity with what is not an identity of this configuration (a bare
+// name, "jwt:NAME" where identities spell the issuer out).
+func checkConditionPrincipals(cfg *config.Config, rule string, expr hcl.Expression) hcl.Diagnostics {
+	se, ok := expr.(hclsyntax.Expression)
+	if !ok {
+		return nil
+	}
+	var diags hcl.Diagnostics
+	warn := func(rng hcl.Range, summary, format string, args ...any) {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary,
+			Detail: fmt.Sprintf("rule %q: ", rule) + fmt.Sprintf(format, args...), Subject: rng.Ptr()})
+	}
+	hclsyntax.VisitAll(se, func(n hclsyntax.Node) hcl.Diagnostics {
+		op, ok := n.(*hclsyntax.BinaryOpExpr)
+		if !ok || (op.Op != hclsyntax.OpEqual && op.Op != hclsyntax.OpNotEqual) {
+			return nil
+		}
+		attr, s, rng, ok := principalComparison(op.LHS, op.RHS)
+		if !ok {
+			attr, s, rng, ok = principalComparison(op.RHS, op.LHS)
+		}
+		if !ok {
+			return nil
+		}
+		switch attr {
+		case "name":
+			if ids := cfg.IdentitiesNamed(s); len(ids) > 1 {
+				warn(rng, "Ambiguous principal", "principal.name %q is the name of %d different principals (%s): compare principal.identity with one of them to say which.",
+					s, len(ids), strings.Join(ids, ", "))
+			}
+		case "identity":
+			via, iss, name, isID := principal.ParseIdentity(s)
+			switch {
+			case !isID:
+				forms := strings.Join(cfg.IdentitiesNamed(s), " or ")
+				if forms == "" {
+					forms = fmt.Sprintf("such as %q", "api_key:"+s)
+				}
+				warn(rng, "Comparison never true", "principal.identity is never a bare name like %q: an identity says how the principal was established (%s); or compare principal.name.",
+					s, forms)
+			case via == principal.ViaJWT && iss == "" && cfg.JWTIssuer() != "":
+				full := principal.Identity(via, cfg.JWTIssuer(), name)
+				warn(rng, "Comparison never true", "principal.identity of a token spells its issuer out: write %q, not %q.", full, s)
+			}
+		}
+		return nil
+	})
+	return diags
+}
+
+// principalComparison reads `principal.ATTR` on one side and a string literal on the
+// other: the attribute, the string and the literal's range.
+func principalComparison(side, other hclsyntax.Expression) (attr, s string, rng hcl.Range, ok bool) {
+	st, isTr := side.(*hclsyntax.ScopeTraversalExpr)
+	if !isTr || len(st.Traversal) != 2 || st.Traversal.RootName() != "principal" {
+		return "", "", hcl.Range{}, false
+	}
+	step, isAttr := st.Traversal[1].(hcl.TraverseAttr)
+	if !isAttr {
+		return "", "", hcl.Range{}, false
+	}
+	lit := other
+	if t, isTpl := other.(*hclsyntax.TemplateExpr); isTpl && len(t.Parts) == 1 {
+		lit = t.Parts[0]
+	}
+	lv, isLit := lit.(*hclsyntax.LiteralValueExpr)
+	if !isLit || lv.Val.Type() != cty.String || lv.Val.IsNull() {
+		return "", "", hcl.Range{}, false
+	}
+	return step.Name, lv.Val.AsString(), other.Range(), true
 }
 
 // Build makes the policy chain the configuration asks for; nil when it asks for none

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"github.com/mcp-proxy/mcp-proxy/internal/glob"
-	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
 // Glob matches names and URIs: '*' stands for any run of characters (slashes
@@ -38,33 +37,6 @@ func (gs globs) match(s string) bool {
 	}
 	for _, g := range gs {
 		if g.Match(s) {
-			return true
-		}
-	}
-	return false
-}
-
-// who selects principals by name pattern and by group; empty selects everyone (rules
-// and limits alike).
-type who struct {
-	principals globs
-	groups     []string
-}
-
-func newWho(principals, groups []string) (who, error) {
-	ps, err := compileGlobs(principals)
-	return who{principals: ps, groups: groups}, err
-}
-
-func (w *who) matches(p *principal.Principal) bool {
-	if len(w.principals) > 0 && (p == nil || !w.principals.match(p.Name)) {
-		return false
-	}
-	if len(w.groups) == 0 {
-		return true
-	}
-	for _, g := range w.groups {
-		if p.InGroup(g) {
 			return true
 		}
 	}

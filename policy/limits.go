@@ -15,7 +15,8 @@ import (
 
 // Limit is one token bucket, as configured: Rate calls per second with bursts of Burst,
 // counted separately for each combination of the Per keys ("principal", "upstream",
-// "tool", "endpoint"; none means one bucket for everything it matches).
+// "tool", "endpoint"; none means one bucket for everything it matches). "principal"
+// counts by the principal's identity (principal.ID), not its name.
 type Limit struct {
 	Name       string
 	Rate       rate.Limit
@@ -173,13 +174,18 @@ func endpointName(it *Item) string {
 
 // key names the bucket of a call under c.
 func (c *compiledLimit) key(p *principal.Principal, it *Item) string {
+	var id string
+	if c.perPrincipal && p != nil {
+		id = p.ID()
+	}
 	var b strings.Builder
+	b.Grow(len(c.Name) + 3 + len(id) + 3 + len(it.Upstream) + 3 + len(it.Name) + 3 + len(it.Endpoint) + len(DefaultEndpoint))
 	b.WriteString(c.Name)
 	if c.perPrincipal {
+		// By identity: an API key and a token of the same name are two people, and
+		// never share a bucket.
 		b.WriteString("\x00p:")
-		if p != nil {
-			b.WriteString(p.Name)
-		}
+		b.WriteString(id)
 	}
 	if c.perUpstream {
 		b.WriteString("\x00u:")

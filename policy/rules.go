@@ -381,6 +381,14 @@ func (e *Engine) Rules() int { return len(e.rules) }
 // ConditionVariables are the roots a condition may use.
 var ConditionVariables = []string{"args", "principal", "item"}
 
+// conditionAttributes are the attributes of the roots that have a fixed set (args has
+// the call's arguments): principal.identity is principal.ID ("api_key:alice"),
+// principal.via how it was established (principal.ViaAPIKey, ...).
+var conditionAttributes = map[string][]string{
+	"principal": {"name", "identity", "via", "groups"},
+	"item":      {"name", "upstream", "kind"},
+}
+
 // evalVars builds the variables of a condition: args holds the arguments conditions
 // read (converted from JSON one by one, not the whole object), principal and item.
 func (e *Engine) evalVars(p *principal.Principal, it *Item, args json.RawMessage) map[string]cty.Value {
@@ -402,9 +410,9 @@ func (e *Engine) evalVars(p *principal.Principal, it *Item, args json.RawMessage
 	}
 	vars := map[string]cty.Value{"args": argv}
 	if e.usesPrincipal {
-		name, gv := "", cty.ListValEmpty(cty.String)
+		name, id, via, gv := "", "", "", cty.ListValEmpty(cty.String)
 		if p != nil {
-			name = p.Name
+			name, id, via = p.Name, p.ID(), p.Via
 			if len(p.Groups) > 0 {
 				groups := make([]cty.Value, len(p.Groups))
 				for i, g := range p.Groups {
@@ -413,7 +421,8 @@ func (e *Engine) evalVars(p *principal.Principal, it *Item, args json.RawMessage
 				gv = cty.ListVal(groups)
 			}
 		}
-		vars["principal"] = cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "groups": gv})
+		vars["principal"] = cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name), "groups": gv,
+			"identity": cty.StringVal(id), "via": cty.StringVal(via)})
 	}
 	if e.usesItem {
 		vars["item"] = cty.ObjectVal(map[string]cty.Value{
@@ -591,15 +600,24 @@ func CheckCondition(expr hcl.Expression) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, tr := range expr.Variables() {
 		root := tr.RootName()
-		ok := false
-		for _, v := range ConditionVariables {
-			ok = ok || v == root
-		}
-		if !ok {
+		if !slices.Contains(ConditionVariables, root) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Unknown variable in condition",
 				Detail:   fmt.Sprintf("A condition may use %s; there is no %q.", strings.Join(ConditionVariables, ", "), root),
+				Subject:  tr.SourceRange().Ptr(),
+			})
+			continue
+		}
+		attrs := conditionAttributes[root]
+		if attrs == nil || len(tr) < 2 {
+			continue
+		}
+		if step, ok := tr[1].(hcl.TraverseAttr); ok && !slices.Contains(attrs, step.Name) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Unknown attribute in condition",
+				Detail:   fmt.Sprintf("%s has %s; there is no %q.", root, strings.Join(attrs, ", "), step.Name),
 				Subject:  tr.SourceRange().Ptr(),
 			})
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/admin"
 	"github.com/mcp-proxy/mcp-proxy/config"
-	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
 // Everything kept per principal is keyed by its identity (principal.ID), which says how
@@ -15,38 +14,19 @@ import (
 // secrets file); identities turns what they write into an identity, by what the
 // configuration can authenticate.
 
-// identities is what of a configuration decides whose a name is.
+// identities is what of a configuration decides whose a name is (its auth block and
+// stdio principal; config.Config.IdentitiesNamed, CanonicalIdentity).
 type identities struct {
-	apiKeys map[string]bool // the API keys' names
-	issuer  string          // the jwt block's issuer; "" without one
-	stdio   string          // proxy.principal, the stdio front end's user ("" when not set)
+	cfg config.Config
 }
 
 func identitiesOf(cfg *config.Config) *identities {
-	ids := &identities{apiKeys: map[string]bool{}, stdio: cfg.Proxy.Principal}
-	if a := cfg.Auth; a != nil {
-		for _, k := range a.APIKeys {
-			ids.apiKeys[k.Name] = true
-		}
-		if a.JWT != nil {
-			ids.issuer = a.JWT.Issuer
-		}
-	}
-	return ids
+	return &identities{cfg: config.Config{Auth: cfg.Auth, Proxy: config.Proxy{Principal: cfg.Proxy.Principal}}}
 }
 
 // canonical is the identity s names when it is written as one: as it is, with the jwt
 // block's issuer for "jwt:NAME". ok is false for a bare name.
-func (ids *identities) canonical(s string) (string, bool) {
-	via, iss, name, ok := principal.ParseIdentity(s)
-	if !ok {
-		return "", false
-	}
-	if via == principal.ViaJWT && iss == "" && ids.issuer != "" {
-		iss = ids.issuer
-	}
-	return principal.Identity(via, iss, name), true
-}
+func (ids *identities) canonical(s string) (string, bool) { return ids.cfg.CanonicalIdentity(s) }
 
 // resolve is the identity an operator means by s (the CLI's --principal): an identity
 // as canonical reads it, else a bare name that exactly one way of authenticating of the
@@ -57,16 +37,7 @@ func (ids *identities) resolve(s string) (string, error) {
 	if id, ok := ids.canonical(s); ok {
 		return id, nil
 	}
-	var cands []string
-	if ids.apiKeys[s] {
-		cands = append(cands, principal.Identity(principal.ViaAPIKey, "", s))
-	}
-	if ids.issuer != "" {
-		cands = append(cands, principal.Identity(principal.ViaJWT, ids.issuer, s))
-	}
-	if ids.stdio != "" && ids.stdio == s {
-		cands = append(cands, principal.Identity(principal.ViaStdio, "", s))
-	}
+	cands := ids.cfg.IdentitiesNamed(s)
 	switch len(cands) {
 	case 1:
 		return cands[0], nil

@@ -454,3 +454,64 @@ upstream "spare" {
 		}
 	}
 }
+
+// TestVisibleToolsByIdentity: `tools --as` takes an identity, and a bare name the
+// configuration establishes one way only as that identity, so that a rule about the API
+// key bob applies to "bob" and "api_key:bob", not to the token subject "jwt:bob"; a name
+// two ways could establish is ambiguous.
+func TestVisibleToolsByIdentity(t *testing.T) {
+	cfg, diags := config.Parse([]byte(fmt.Sprintf(`proxy {
+  principal = "carol"
+}
+auth {
+  resource = "https://mcp.example.com/mcp"
+  api_key "bob" {
+    sha256 = %q
+  }
+  jwt {
+    issuer   = "https://idp.example.com"
+    jwks_url = "https://idp.example.com/jwks"
+  }
+}
+policy {
+  default = "allow"
+  rule "no-key-bob" {
+    effect     = "deny"
+    tools      = ["greeter__greet"]
+    principals = ["api_key:bob", "stdio:carol"]
+  }
+}
+upstream "spare" {
+  command  = ["/bin/true"]
+  disabled = true
+}
+`, auth.HashToken("bob-token-0123456789abcdef"))), "visible.hcl", ".")
+	if diags.HasErrors() {
+		t.Fatal(config.FormatDiagnostics(diags))
+	}
+	ctx := context.Background()
+	p, err := proxy.New(ctx, cfg, proxy.WithUpstream("greeter", dialGreeter), proxy.Oneshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int{"api_key:bob": 0, "jwt:bob": 1, "jwt:https://idp.example.com#bob": 1,
+		"stdio:carol": 0, "jwt:carol": 1, "dave": 1} {
+		if got := p.VisibleTools(name); len(got) != want {
+			t.Errorf("VisibleTools(%s) = %v, want %d tools", name, got, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"bob":         "api_key:bob jwt:https://idp.example.com#bob",
+		"carol":       "jwt:https://idp.example.com#carol stdio:carol",
+		"dave":        "jwt:https://idp.example.com#dave",
+		"api_key:bob": "api_key:bob",
+	} {
+		if got := strings.Join(p.PrincipalIdentities(name), " "); got != want {
+			t.Errorf("PrincipalIdentities(%s) = %q, want %q", name, got, want)
+		}
+	}
+}

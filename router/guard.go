@@ -13,7 +13,8 @@ import (
 // do is decided by the middleware chain (see Use), which every routed request passes.
 type Guard interface {
 	// Visible reports whether the request's principal may see t. Its answer must depend
-	// only on t, on the principal's name and groups and on the request's endpoint: the
+	// only on t, on the principal's identity (principal.ID: its name, how and by whom it
+	// was established) and groups and on the request's endpoint: the
 	// router asks once per item for each catalogue change, endpoint and principal class,
 	// and caches the lists it builds.
 	Visible(req *Request, t *Target) bool

@@ -131,17 +131,33 @@ type viewKey struct {
 	endpoint string // the endpoint whose view it is; "" for the whole catalogue
 }
 
-// principalClass is what visibility depends on (see Guard): the principal's name and
-// groups; "" for requests made for nobody in particular.
+// principalClass is what visibility depends on (see Guard): the principal's identity
+// (not its name alone: an API key and a token of the same name are two people whom
+// rules may tell apart) and groups; "" for requests made for nobody in particular. Each
+// part is written after its length, so that no name or group can spell another
+// principal's class (a token's subject may hold any character, NUL included).
 func principalClass(req *Request) string {
 	p := req.Principal
 	if p == nil {
 		return ""
 	}
-	if len(p.Groups) == 0 {
-		return p.Name
+	id := p.ID()
+	n := 4 + len(id)
+	for _, g := range p.Groups {
+		n += 4 + len(g)
 	}
-	return p.Name + "\x00" + strings.Join(p.Groups, "\x00")
+	var b strings.Builder
+	b.Grow(n)
+	part := func(s string) {
+		b.WriteString(strconv.Itoa(len(s)))
+		b.WriteByte(':')
+		b.WriteString(s)
+	}
+	part(id)
+	for _, g := range p.Groups {
+		part(g)
+	}
+	return b.String()
 }
 
 // view returns the raw items of a list that the request's principal may see. The guard

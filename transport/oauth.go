@@ -300,7 +300,7 @@ func (o *OAuth) authorize(ctx context.Context, ch challenge, sent *oauthToken) e
 		// 2025-03-26: no resource metadata; the server's origin is the authorization server.
 		issuer = o.resource.Scheme + "://" + o.resource.Host
 	}
-	as, err := o.fetchASMetadata(ctx, issuer)
+	as, err := fetchASMetadata(ctx, o.http, issuer)
 	if err != nil {
 		return err
 	}

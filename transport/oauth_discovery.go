@@ -110,13 +110,13 @@ var errNotFound = errors.New("not found")
 const maxMetadata = 1 << 20
 
 // getJSON fetches url and decodes a JSON object into v.
-func (o *OAuth) getJSON(ctx context.Context, u string, v any) error {
+func getJSON(ctx context.Context, hc *http.Client, u string, v any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := o.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (o *OAuth) fetchResourceMetadata(ctx context.Context, ch challenge, resourc
 	var last error
 	for _, u := range tries {
 		var m resourceMetadata
-		err := o.getJSON(ctx, u, &m)
+		err := getJSON(ctx, o.http, u, &m)
 		if errors.Is(err, errNotFound) {
 			last = err
 			continue
@@ -199,7 +199,7 @@ func checkResource(got string, resource *url.URL) error {
 // (RFC 8414 §3.1 path insertion, then OpenID Connect discovery both ways). The issuer
 // in the document must be the identifier exactly (RFC 8414 §3.3). It returns nil without
 // error when no document exists.
-func (o *OAuth) fetchASMetadata(ctx context.Context, issuer string) (*asMetadata, error) {
+func fetchASMetadata(ctx context.Context, hc *http.Client, issuer string) (*asMetadata, error) {
 	u, err := url.Parse(issuer)
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("invalid authorization server %q", issuer)
@@ -220,7 +220,7 @@ func (o *OAuth) fetchASMetadata(ctx context.Context, issuer string) (*asMetadata
 	}
 	for _, t := range tries {
 		var m asMetadata
-		err := o.getJSON(ctx, t, &m)
+		err := getJSON(ctx, hc, t, &m)
 		if errors.Is(err, errNotFound) {
 			continue
 		}
@@ -241,6 +241,21 @@ func (o *OAuth) fetchASMetadata(ctx context.Context, issuer string) (*asMetadata
 		return &m, nil
 	}
 	return nil, nil
+}
+
+// TokenEndpointOf reads the metadata of the authorization server with this issuer
+// identifier (RFC 8414, then OpenID Connect discovery, as fetchASMetadata: the document
+// must name the issuer exactly, its endpoints be https or on a loopback address) for its
+// token endpoint: where an ID-JAG is presented.
+func TokenEndpointOf(ctx context.Context, hc *http.Client, issuer string) (string, error) {
+	as, err := fetchASMetadata(ctx, hc, issuer)
+	if err != nil {
+		return "", err
+	}
+	if as == nil || as.TokenEndpoint == "" {
+		return "", fmt.Errorf("no authorization server metadata with a token endpoint for %s", issuer)
+	}
+	return as.TokenEndpoint, nil
 }
 
 // checkSecure refuses an authorization server URL that is not https, unless it is on a
@@ -294,7 +309,7 @@ func (o *OAuth) DiscoverAuthServer(ctx context.Context) (*AuthServer, error) {
 	if prm != nil {
 		issuer, target = prm.AuthorizationServers[0], prm.Resource
 	}
-	as, err := o.fetchASMetadata(ctx, issuer)
+	as, err := fetchASMetadata(ctx, o.http, issuer)
 	if err != nil {
 		return nil, err
 	}

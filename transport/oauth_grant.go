@@ -27,13 +27,6 @@ type oauthClientID struct {
 	redirectURI string // what was registered ("" for a pre-registered client: any loopback port)
 }
 
-// Token endpoint authentication methods.
-const (
-	authBasic = "client_secret_basic"
-	authPost  = "client_secret_post"
-	authNone  = "none"
-)
-
 // clientFor returns the proxy's client identity at as: pre-registered (config), a
 // Client ID Metadata Document URL where supported, else a dynamic registration, which
 // is kept per authorization server and never shown to another one.
@@ -49,7 +42,7 @@ func (o *OAuth) clientFor(ctx context.Context, as *asMetadata, redirectURI strin
 		c = &oauthClientID{id: o.cfg.ClientID, secret: o.cfg.ClientSecret,
 			authMethod: pickAuthMethod(as.TokenEndpointAuthMethodsSupported, o.cfg.ClientSecret != "")}
 	case o.cfg.ClientMetadataURL != "" && as.CIMDSupported:
-		c = &oauthClientID{id: o.cfg.ClientMetadataURL, authMethod: authNone}
+		c = &oauthClientID{id: o.cfg.ClientMetadataURL, authMethod: AuthNone}
 	case as.RegistrationEndpoint != "":
 		var err error
 		if c, err = o.register(ctx, as, redirectURI); err != nil {
@@ -70,23 +63,23 @@ func (o *OAuth) clientFor(ctx context.Context, as *asMetadata, redirectURI strin
 // supports (RFC 8414: absent means client_secret_basic).
 func pickAuthMethod(supported []string, haveSecret bool) string {
 	if !haveSecret {
-		return authNone
+		return AuthNone
 	}
 	if len(supported) == 0 {
-		return authBasic
+		return AuthBasic
 	}
-	for _, m := range []string{authBasic, authPost} {
+	for _, m := range []string{AuthBasic, AuthPost} {
 		if slices.Contains(supported, m) {
 			return m
 		}
 	}
-	return authNone
+	return AuthNone
 }
 
 // register performs Dynamic Client Registration (RFC 7591).
 func (o *OAuth) register(ctx context.Context, as *asMetadata, redirectURI string) (*oauthClientID, error) {
-	method := authNone
-	if len(as.TokenEndpointAuthMethodsSupported) > 0 && !slices.Contains(as.TokenEndpointAuthMethodsSupported, authNone) {
+	method := AuthNone
+	if len(as.TokenEndpointAuthMethodsSupported) > 0 && !slices.Contains(as.TokenEndpointAuthMethodsSupported, AuthNone) {
 		method = pickAuthMethod(as.TokenEndpointAuthMethodsSupported, true)
 	}
 	grants := []string{GrantAuthorizationCode, "refresh_token"}
@@ -279,68 +272,21 @@ func (o *OAuth) refresh(ctx context.Context, t *oauthToken) error {
 	return nil
 }
 
-// tokenRequest posts form to the token endpoint with the client's authentication.
+// tokenRequest posts form to the token endpoint with the client's authentication
+// (RequestToken) and makes the answer the upstream's token.
 func (o *OAuth) tokenRequest(ctx context.Context, as *asMetadata, c *oauthClientID, form url.Values, target string, scopes []string) (*oauthToken, error) {
-	switch c.authMethod {
-	case authPost:
-		form.Set("client_id", c.id)
-		form.Set("client_secret", c.secret)
-	case authBasic:
-	default:
-		form.Set("client_id", c.id)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, as.TokenEndpoint, strings.NewReader(form.Encode()))
+	now := time.Now()
+	r, err := RequestToken(ctx, o.http, as.TokenEndpoint, &TokenClient{ID: c.id, Secret: c.secret, Method: c.authMethod}, form)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	if c.authMethod == authBasic {
-		req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret)) // RFC 6749 §2.3.1
-	}
-	resp, err := o.http.Do(req)
-	if err != nil {
+	if err := r.Bearer(); err != nil {
 		return nil, fmt.Errorf("token request to %s: %w", as.TokenEndpoint, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("token request to %s: HTTP %d%s", as.TokenEndpoint, resp.StatusCode, oauthErrorText(b))
-	}
-	var r struct {
-		AccessToken  string          `json:"access_token"`
-		TokenType    string          `json:"token_type"`
-		ExpiresIn    json.RawMessage `json:"expires_in"`
-		RefreshToken string          `json:"refresh_token"`
-		Scope        string          `json:"scope"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil || r.AccessToken == "" {
-		return nil, fmt.Errorf("token request to %s: the answer has no access_token", as.TokenEndpoint)
-	}
-	if r.TokenType != "" && !strings.EqualFold(r.TokenType, "bearer") {
-		return nil, fmt.Errorf("token request to %s: token type %q is not supported", as.TokenEndpoint, r.TokenType)
 	}
 	t := newOAuthToken(r.AccessToken)
 	t.refresh, t.issuer, t.scopes, t.client, t.as, t.target = r.RefreshToken, as.Issuer, scopes, c, as, target
-	if n, err := strconv.ParseFloat(strings.Trim(string(r.ExpiresIn), `"`), 64); err == nil && n > 0 {
-		t.expiry = time.Now().Add(time.Duration(n * float64(time.Second)))
-	}
+	t.expiry = r.Expiry(now)
 	return t, nil
-}
-
-// oauthErrorText is ": error description" from an OAuth error body, or "".
-func oauthErrorText(b []byte) string {
-	var e struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-	}
-	if json.Unmarshal(b, &e) != nil || e.Error == "" {
-		return ""
-	}
-	if e.Description != "" {
-		return ": " + e.Error + ": " + e.Description
-	}
-	return ": " + e.Error
 }
 
 func randomToken(n int) string {

@@ -173,7 +173,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	fs := newFlagSet("tools", stderr, &c)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	as := fs.String("as", "", "show only the tools `PRINCIPAL` may see under the policy")
+	as := fs.String("as", "", "show only the tools `PRINCIPAL` may see under the policy: an identity (api_key:alice, jwt:alice for the jwt block's issuer) or a name")
 	groups := fs.String("groups", "", "with --as: the principal's `GROUPS`, comma-separated (an API key's groups are added)")
 	endpoint := fs.String("endpoint", "", "print the catalogue of the endpoint block `NAME` (in search mode: what its search finds)")
 	pos, err := parseFlags(fs, args)
@@ -197,6 +197,10 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if g = strings.TrimSpace(g); g != "" {
 			gs = append(gs, g)
 		}
+	}
+	if ids := p.PrincipalIdentities(*as); *as != "" && len(ids) > 1 {
+		return usageErrorf("tools", "--as %s is ambiguous: this configuration has %d principals of that name; say which, %s",
+			*as, len(ids), strings.Join(ids, " or "))
 	}
 	tools := p.Router().Tools()
 	switch {

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"internal/glob":       {},
 	"internal/clock":      {},
 	"internal/lazyre":     {},
+	"internal/seal":       {}, // the one keyring that seals what leaves the process (session ids, the token store)
 	"principal":           {},
 	"auth":                {"principal"},
 	"mcp":                 {"jsonrpc", "internal/jsonx"},
@@ -28,7 +29,7 @@ var allowed = map[string][]string{
 	"upstream":            {"transport", "jsonrpc", "mcp", "internal/jsonx", "sandbox"},
 	// Whom an upstream call acts as: below the router (which knows nothing of tokens),
 	// beside the upstream whose requests it authorizes.
-	"credential":           {"principal", "transport", "jsonrpc", "mcp", "internal/jsonx"},
+	"credential":           {"principal", "transport", "jsonrpc", "mcp", "internal/jsonx", "internal/seal"}, // internal/seal: the token store's grants and flows
 	"router":               {"upstream", "search", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob", "internal/clock", "internal/lazyre"},
 	"policy":               {"router", "upstream", "config", "jsonrpc", "mcp", "principal", "internal/jsonx", "internal/glob"},
 	"server":               {"router", "transport", "jsonrpc", "mcp", "principal", "internal/jsonx"},
@@ -36,8 +37,8 @@ var allowed = map[string][]string{
 	"plugins/sdk":          {"plugins/proto"},
 	"plugins":              {"plugins/sdk", "plugins/proto", "policy", "router", "search", "jsonrpc", "mcp", "internal/jsonx", "internal/lazyre"},
 	"metrics":              {"router", "upstream", "server", "policy", "plugins", "trust", "jsonrpc", "mcp", "internal/jsonx"},
-	"admin":                {"metrics", "router", "upstream", "principal"}, // principal: who asks (access.go)
-	"cluster":              {"policy", "router", "config", "jsonrpc", "credential"},
+	"admin":                {"metrics", "router", "upstream", "principal"},                           // principal: who asks (access.go)
+	"cluster":              {"policy", "router", "config", "jsonrpc", "credential", "internal/seal"}, // internal/seal: sealed session ids
 	"plugins/guard":        {},
 	"plugins/redact":       {"jsonrpc", "internal/jsonx"},
 	"cmd/mcp-proxy-guard":  {"plugins/guard", "plugins/sdk"},
