@@ -413,7 +413,7 @@ func TestLoad(t *testing.T) {
 // TestVisibleTools: the catalogue as a principal sees it under the policy, with the
 // groups of the API key of its name, or those given.
 func TestVisibleTools(t *testing.T) {
-	cfg, diags := config.Parse([]byte(fmt.Sprintf(`auth {
+	p := startGreeterOneshot(t, fmt.Sprintf(`auth {
   api_key "bob" {
     sha256 = %q
     groups = ["guests"]
@@ -431,19 +431,7 @@ upstream "spare" {
   command  = ["/bin/true"]
   disabled = true
 }
-`, auth.HashToken("bob-token-0123456789abcdef"))), "visible.hcl", ".")
-	if diags.HasErrors() {
-		t.Fatal(config.FormatDiagnostics(diags))
-	}
-	ctx := context.Background()
-	p, err := proxy.New(ctx, cfg, proxy.WithUpstream("greeter", dialGreeter), proxy.Oneshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+`, auth.HashToken("bob-token-0123456789abcdef")))
 	for _, tc := range []struct {
 		name   string
 		groups []string
@@ -460,7 +448,7 @@ upstream "spare" {
 // key bob applies to "bob" and "api_key:bob", not to the token subject "jwt:bob"; a name
 // two ways could establish is ambiguous.
 func TestVisibleToolsByIdentity(t *testing.T) {
-	cfg, diags := config.Parse([]byte(fmt.Sprintf(`proxy {
+	p := startGreeterOneshot(t, fmt.Sprintf(`proxy {
   principal = "carol"
 }
 auth {
@@ -485,19 +473,7 @@ upstream "spare" {
   command  = ["/bin/true"]
   disabled = true
 }
-`, auth.HashToken("bob-token-0123456789abcdef"))), "visible.hcl", ".")
-	if diags.HasErrors() {
-		t.Fatal(config.FormatDiagnostics(diags))
-	}
-	ctx := context.Background()
-	p, err := proxy.New(ctx, cfg, proxy.WithUpstream("greeter", dialGreeter), proxy.Oneshot())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+`, auth.HashToken("bob-token-0123456789abcdef")))
 	for name, want := range map[string]int{"api_key:bob": 0, "jwt:bob": 1, "jwt:https://idp.example.com#bob": 1,
 		"stdio:carol": 0, "jwt:carol": 1, "dave": 1} {
 		if got := p.VisibleTools(name); len(got) != want {
@@ -514,4 +490,24 @@ upstream "spare" {
 			t.Errorf("PrincipalIdentities(%s) = %q, want %q", name, got, want)
 		}
 	}
+}
+
+// startGreeterOneshot starts a one-shot proxy on the configuration text src, with the
+// in-process greeter as its upstream "greeter"; the test's end closes it.
+func startGreeterOneshot(t *testing.T, src string) *proxy.Proxy {
+	t.Helper()
+	cfg, diags := config.Parse([]byte(src), "visible.hcl", ".")
+	if diags.HasErrors() {
+		t.Fatal(config.FormatDiagnostics(diags))
+	}
+	ctx := context.Background()
+	p, err := proxy.New(ctx, cfg, proxy.WithUpstream("greeter", dialGreeter), proxy.Oneshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
