@@ -124,6 +124,7 @@ func testOutboxDirectToPipe(t *testing.T, size int) {
 	// Nobody reads now: the pipe fills, then the queue, then the client is cut off.
 	var want bytes.Buffer
 	line := append(bytes.Repeat([]byte("x"), size-1), '\n')
+	full := false // the pipe is full: the writer no longer waits for the outbox
 	for i := 0; stuck.Load() == 0; i++ {
 		line[0] = byte('a' + i%26)
 		if _, err := o.Write(line); err != nil {
@@ -136,11 +137,21 @@ func testOutboxDirectToPipe(t *testing.T, size int) {
 		if i > 10_000 {
 			t.Fatal("the client was never cut off")
 		}
-		// Let the outbox's goroutine run: a Write readies it on this goroutine's P (in
-		// its runnext slot), where it waits while this loop runs on. Without the yield a
-		// burst may pass twice the limit before it ever runs, which cuts the client off
-		// with an empty pipe (as designed: see outbox) and leaves nothing to check here.
-		runtime.Gosched()
+		// A writer slower than the outbox: wait until its goroutine has written what is
+		// queued, or the pipe is full (it takes nothing more: the goroutine is blocked in
+		// its write; from then on the writer waits no more). Else a burst can pass the
+		// limit while the goroutine, descheduled in the middle of a small write that
+		// would not block, counts as writing (or before it ever ran), and the client is
+		// cut off (as designed: see outbox) with a nearly empty pipe, which leaves
+		// nothing to check here. (A yield per write was not enough under -race with more
+		// Ps than cores: 2 failures in 90 runs.)
+		for last, since := pipeUnread(pr), time.Now(); !full && o.Buffered() > 0; runtime.Gosched() {
+			if u := pipeUnread(pr); u != last {
+				last, since = u, time.Now()
+			} else if time.Since(since) > 50*time.Millisecond {
+				full = true // the pipe took nothing more for a while: the goroutine is blocked
+			}
+		}
 	}
 	if stuck.Load() != 1 {
 		t.Fatalf("stuck called %d times", stuck.Load())
