@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,6 +84,9 @@ type Forwarder struct {
 
 	sessions *Sessions // nil: sessions cannot be adopted (no cluster key); set by NewSessions
 
+	restorersMu sync.Mutex // guards restorers
+	restorers   []restorer // what writes again the shared state Redis lost: the sessions, the tasks
+
 	stop      chan struct{}
 	kick      chan struct{} // a registration now: the Redis client has made a new connection
 	lostAt    atomic.Int64  // unix ns when this replica last found Redis had lost or missed its registry entry
@@ -157,8 +159,8 @@ func (f *Forwarder) SessionIDPrefix() string { return f.id + "-" }
 //
 // A registration that finds the replica's entry gone (Redis restarted without
 // persistence, or a failover lost it), or that succeeds after failing, writes again the
-// hashes of the held sessions that Redis no longer has (Sessions.restoreAll), so that
-// the other replicas find their holder again.
+// hashes of the held sessions and of the tasks recorded here that Redis no longer has
+// (restoreLost), so that the other replicas find their holder again.
 func (f *Forwarder) Start() {
 	f.wg.Add(1)
 	go func() {
@@ -205,7 +207,8 @@ func (f *Forwarder) Start() {
 
 // register writes the replica's registry entry once (SET with GET: the answer says
 // whether the entry was still there); ok says whether the last one succeeded, registered
-// whether one ever did. It restores the held sessions' hashes when Redis lost them.
+// whether one ever did. It restores the held sessions' and tasks' hashes when Redis lost
+// them.
 func (f *Forwarder) register(ok, registered *bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -226,19 +229,11 @@ func (f *Forwarder) register(ok, registered *bool) {
 	case err == nil:
 		f.log.Debug().Str("address", f.addr).Msg("cluster: replica registered")
 	}
-	restore := err == nil && f.sessions != nil && ((*registered && (missing || !*ok)) || f.sessions.restore.Load())
+	lost := *registered && (missing || !*ok)
 	*ok = err == nil
 	*registered = *registered || err == nil
-	if !restore {
-		return
-	}
-	n, err := f.sessions.restoreAll(context.Background())
-	if err != nil {
-		f.log.Warn().Err(err).Int("restored", n).Msg("cluster: cannot write this replica's sessions to redis again; trying at the next registration")
-		return
-	}
-	if n > 0 {
-		f.log.Warn().Int("restored", n).Msg("cluster: wrote again the shared state of sessions this replica holds, which redis had lost")
+	if err == nil {
+		f.restoreLost(lost) // recover.go
 	}
 }
 
@@ -299,79 +294,29 @@ func (f *Forwarder) alive(id, addr string) {
 	f.mu.Unlock()
 }
 
-// recovering reports whether Redis may just have lost the shared state of live sessions:
-// this replica found its registry entry gone, or registered again after Redis did not
-// answer, within recoverFor; or its entry is missing now (it registers at once then); or
-// Redis itself started less than recoverFor ago.
-func (f *Forwarder) recovering(ctx context.Context) bool {
-	if at := f.lostAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < recoverFor {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	n, err := f.redis.Exists(ctx, f.key).Result()
-	if err != nil {
-		return false
-	}
-	if n == 0 {
-		select {
-		case f.kick <- struct{}{}:
-		default:
-		}
-		return true
-	}
-	// Registered already (this replica may have started as Redis did): Redis's uptime
-	// tells whether it has just restarted.
-	info, err := f.redis.Info(ctx, "server").Result()
-	if err != nil {
-		return false
-	}
-	_, v, ok := strings.Cut(info, "uptime_in_seconds:")
-	if !ok {
-		return false
-	}
-	v, _, _ = strings.Cut(v, "\r\n")
-	up, err := strconv.Atoi(strings.TrimSpace(v))
-	return err == nil && time.Duration(up)*time.Second < recoverFor
-}
-
 // awaitHolder is what a request for session id, whose owner gone is not reachable and
-// whose hash Redis does not have, waits for while Redis recovers (recovering): the hash
-// written again by the replica that holds the session (its adopter) or, when the id does
-// not seal the owner's address (unsealedAddr), the owner registered again. It polls
-// every awaitEvery for at most awaitFor and returns the holder then; "" when there is
-// none (the session ended or expired) or Redis is not recovering; an error when Redis
-// did not answer the last poll.
+// whose hash Redis does not have, waits for while Redis recovers (awaitRecovery): the
+// hash written again by the replica that holds the session (its adopter) or, when the id
+// does not seal the owner's address (unsealedAddr), the owner registered again. It
+// returns the holder then; "" when there is none (the session ended or expired) or
+// Redis is not recovering; an error when Redis did not answer the last poll.
 func (f *Forwarder) awaitHolder(ctx context.Context, id, gone string, unsealedAddr bool) (string, error) {
-	if !f.recovering(ctx) {
-		return "", nil
-	}
-	deadline := time.Now().Add(awaitFor)
-	t := time.NewTicker(awaitEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-t.C:
-		}
+	var holder string
+	err := f.awaitRecovery(ctx, func(ctx context.Context) (bool, error) {
 		if unsealedAddr {
-			rctx, cancel := context.WithTimeout(ctx, f.timeout)
-			addr, err := f.redis.Get(rctx, f.keyPre+gone).Result()
-			cancel()
-			if err == nil {
-				f.alive(gone, addr)
-				return gone, nil // the caller forwards to it
+			if _, ok, _ := f.registered(ctx, gone); ok {
+				holder = gone // the caller forwards to it
+				return true, nil
 			}
 		}
-		holder, err := f.sessions.claim(ctx, id, gone)
-		if err == nil && holder != "" {
-			return holder, nil
+		h, err := f.sessions.claim(ctx, id, gone)
+		if err == nil && h != "" {
+			holder = h
+			return true, nil
 		}
-		if time.Now().After(deadline) {
-			return "", err
-		}
-	}
+		return false, err
+	})
+	return holder, err
 }
 
 // gone remembers, for the cache's time, that replica id is gone (unregistered, or
