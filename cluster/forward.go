@@ -98,8 +98,9 @@ type Forwarder struct {
 }
 
 type peer struct {
-	addr string // "": known gone
-	at   time.Time
+	addr    string // "": known gone
+	at      time.Time
+	refused bool // gone because it refused a connection (or another replica is at its address), not only unregistered
 }
 
 // NewForwarder makes the forwarder of a replica that peers reach at advertise
@@ -328,6 +329,23 @@ func (f *Forwarder) gone(id string) {
 	f.mu.Unlock()
 }
 
+// refused is gone for a replica that refused a connection, or whose address another
+// replica answers: one that a wait for the registry (awaitRegistered) would not bring
+// back.
+func (f *Forwarder) refused(id string) {
+	f.mu.Lock()
+	f.cache[id] = peer{at: time.Now(), refused: true}
+	f.mu.Unlock()
+}
+
+// knownRefused reports whether replica id refused a connection within the cache's time.
+func (f *Forwarder) knownRefused(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.cache[id]
+	return ok && p.refused && time.Since(p.at) < cacheFor
+}
+
 // hopHeaders are the connection's own headers (RFC 9110 7.6.1), not the message's.
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
 	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
@@ -405,7 +423,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 				return true
 			}
-			f.gone(owner) // refused the connection, or another process is at its address: gone
+			f.refused(owner) // refused the connection, or another process is at its address: gone
 		}
 		if !sealed { // only now: a request whose owner is alive costs no opening
 			o, a, _, err := f.sessions.open(sessionID)
@@ -422,7 +440,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 				f.alive(owner, sealedAddr)
 				return true
 			}
-			f.gone(owner)
+			f.refused(owner)
 		}
 		holder, err := f.sessions.claim(r.Context(), sessionID, owner)
 		if err == nil && holder == "" {
@@ -461,7 +479,7 @@ func (f *Forwarder) forwardPlain(w http.ResponseWriter, r *http.Request, owner s
 	if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 		return true
 	}
-	f.gone(owner)
+	f.refused(owner)
 	f.log.Warn().Str("owner", owner).Msg("cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session")
 	writeError(w, http.StatusNotFound, reqID, jsonrpc.CodeInvalidRequest, "Session not found: the proxy replica that held it stopped")
 	return true

@@ -57,6 +57,9 @@ func (f *Forwarder) ForwardTo(w http.ResponseWriter, r *http.Request, replica st
 		// Not registered: gone, or Redis restarted empty a moment ago and the replica
 		// registers again within a second (recover.go). The handle carries no address
 		// (it is only MAC'd: an address in it would be the client's to read).
+		if f.knownRefused(replica) {
+			return false
+		}
 		if addr, ok = f.awaitRegistered(r.Context(), replica); !ok {
 			return r.Context().Err() != nil // the client went away, or the handler answers: gone
 		}
@@ -74,7 +77,7 @@ func (f *Forwarder) ForwardTo(w http.ResponseWriter, r *http.Request, replica st
 	if f.forwardTo(w, out, replica, addr, body, reqID) {
 		return true
 	}
-	f.gone(replica)
+	f.refused(replica)
 	f.log.Warn().Str("replica", replica).Msg("cluster: the replica that holds what a request continues refuses connections: it is gone")
 	writeError(w, g.status, reqID, g.code, g.msg)
 	return true
