@@ -44,7 +44,8 @@ const NotOwnerHeader = "Mcp-Proxy-Not-Owner"
 // After Redis has lost the shared state (a restart without persistence), a replica that
 // finds no hash for a session whose owner is gone waits up to awaitFor for the session's
 // holder to write it again, when Redis lost it within recoverFor (or this replica's own
-// registry entry is missing).
+// registry entry is missing); so does one that does not find a task's hash, or the
+// registry entry of the replica a parked call or a task names (recover.go).
 const (
 	heartbeatEvery = time.Second
 	retryEvery     = 250 * time.Millisecond
