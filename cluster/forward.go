@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +44,8 @@ const NotOwnerHeader = "Mcp-Proxy-Not-Owner"
 // After Redis has lost the shared state (a restart without persistence), a replica that
 // finds no hash for a session whose owner is gone waits up to awaitFor for the session's
 // holder to write it again, when Redis lost it within recoverFor (or this replica's own
-// registry entry is missing).
+// registry entry is missing); so does one that does not find a task's hash, or the
+// registry entry of the replica a parked call or a task names (recover.go).
 const (
 	heartbeatEvery = time.Second
 	retryEvery     = 250 * time.Millisecond
@@ -85,6 +85,9 @@ type Forwarder struct {
 
 	sessions *Sessions // nil: sessions cannot be adopted (no cluster key); set by NewSessions
 
+	restorersMu sync.Mutex // guards restorers
+	restorers   []restorer // what writes again the shared state Redis lost: the sessions, the tasks
+
 	stop      chan struct{}
 	kick      chan struct{} // a registration now: the Redis client has made a new connection
 	lostAt    atomic.Int64  // unix ns when this replica last found Redis had lost or missed its registry entry
@@ -96,8 +99,9 @@ type Forwarder struct {
 }
 
 type peer struct {
-	addr string // "": known gone
-	at   time.Time
+	addr    string // "": known gone
+	at      time.Time
+	refused bool // gone because it refused a connection (or another replica is at its address), not only unregistered
 }
 
 // NewForwarder makes the forwarder of a replica that peers reach at advertise
@@ -157,8 +161,8 @@ func (f *Forwarder) SessionIDPrefix() string { return f.id + "-" }
 //
 // A registration that finds the replica's entry gone (Redis restarted without
 // persistence, or a failover lost it), or that succeeds after failing, writes again the
-// hashes of the held sessions that Redis no longer has (Sessions.restoreAll), so that
-// the other replicas find their holder again.
+// hashes of the held sessions and of the tasks recorded here that Redis no longer has
+// (restoreLost), so that the other replicas find their holder again.
 func (f *Forwarder) Start() {
 	f.wg.Add(1)
 	go func() {
@@ -205,7 +209,8 @@ func (f *Forwarder) Start() {
 
 // register writes the replica's registry entry once (SET with GET: the answer says
 // whether the entry was still there); ok says whether the last one succeeded, registered
-// whether one ever did. It restores the held sessions' hashes when Redis lost them.
+// whether one ever did. It restores the held sessions' and tasks' hashes when Redis lost
+// them.
 func (f *Forwarder) register(ok, registered *bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
@@ -226,19 +231,11 @@ func (f *Forwarder) register(ok, registered *bool) {
 	case err == nil:
 		f.log.Debug().Str("address", f.addr).Msg("cluster: replica registered")
 	}
-	restore := err == nil && f.sessions != nil && ((*registered && (missing || !*ok)) || f.sessions.restore.Load())
+	lost := *registered && (missing || !*ok)
 	*ok = err == nil
 	*registered = *registered || err == nil
-	if !restore {
-		return
-	}
-	n, err := f.sessions.restoreAll(context.Background())
-	if err != nil {
-		f.log.Warn().Err(err).Int("restored", n).Msg("cluster: cannot write this replica's sessions to redis again; trying at the next registration")
-		return
-	}
-	if n > 0 {
-		f.log.Warn().Int("restored", n).Msg("cluster: wrote again the shared state of sessions this replica holds, which redis had lost")
+	if err == nil {
+		f.restoreLost(lost) // recover.go
 	}
 }
 
@@ -299,79 +296,29 @@ func (f *Forwarder) alive(id, addr string) {
 	f.mu.Unlock()
 }
 
-// recovering reports whether Redis may just have lost the shared state of live sessions:
-// this replica found its registry entry gone, or registered again after Redis did not
-// answer, within recoverFor; or its entry is missing now (it registers at once then); or
-// Redis itself started less than recoverFor ago.
-func (f *Forwarder) recovering(ctx context.Context) bool {
-	if at := f.lostAt.Load(); at != 0 && time.Since(time.Unix(0, at)) < recoverFor {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	n, err := f.redis.Exists(ctx, f.key).Result()
-	if err != nil {
-		return false
-	}
-	if n == 0 {
-		select {
-		case f.kick <- struct{}{}:
-		default:
-		}
-		return true
-	}
-	// Registered already (this replica may have started as Redis did): Redis's uptime
-	// tells whether it has just restarted.
-	info, err := f.redis.Info(ctx, "server").Result()
-	if err != nil {
-		return false
-	}
-	_, v, ok := strings.Cut(info, "uptime_in_seconds:")
-	if !ok {
-		return false
-	}
-	v, _, _ = strings.Cut(v, "\r\n")
-	up, err := strconv.Atoi(strings.TrimSpace(v))
-	return err == nil && time.Duration(up)*time.Second < recoverFor
-}
-
 // awaitHolder is what a request for session id, whose owner gone is not reachable and
-// whose hash Redis does not have, waits for while Redis recovers (recovering): the hash
-// written again by the replica that holds the session (its adopter) or, when the id does
-// not seal the owner's address (unsealedAddr), the owner registered again. It polls
-// every awaitEvery for at most awaitFor and returns the holder then; "" when there is
-// none (the session ended or expired) or Redis is not recovering; an error when Redis
-// did not answer the last poll.
+// whose hash Redis does not have, waits for while Redis recovers (awaitRecovery): the
+// hash written again by the replica that holds the session (its adopter) or, when the id
+// does not seal the owner's address (unsealedAddr), the owner registered again. It
+// returns the holder then; "" when there is none (the session ended or expired) or
+// Redis is not recovering; an error when Redis did not answer the last poll.
 func (f *Forwarder) awaitHolder(ctx context.Context, id, gone string, unsealedAddr bool) (string, error) {
-	if !f.recovering(ctx) {
-		return "", nil
-	}
-	deadline := time.Now().Add(awaitFor)
-	t := time.NewTicker(awaitEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-t.C:
-		}
+	var holder string
+	err := f.awaitRecovery(ctx, func(ctx context.Context) (bool, error) {
 		if unsealedAddr {
-			rctx, cancel := context.WithTimeout(ctx, f.timeout)
-			addr, err := f.redis.Get(rctx, f.keyPre+gone).Result()
-			cancel()
-			if err == nil {
-				f.alive(gone, addr)
-				return gone, nil // the caller forwards to it
+			if _, ok, _ := f.registered(ctx, gone); ok {
+				holder = gone // the caller forwards to it
+				return true, nil
 			}
 		}
-		holder, err := f.sessions.claim(ctx, id, gone)
-		if err == nil && holder != "" {
-			return holder, nil
+		h, err := f.sessions.claim(ctx, id, gone)
+		if err == nil && h != "" {
+			holder = h
+			return true, nil
 		}
-		if time.Now().After(deadline) {
-			return "", err
-		}
-	}
+		return false, err
+	})
+	return holder, err
 }
 
 // gone remembers, for the cache's time, that replica id is gone (unregistered, or
@@ -381,6 +328,23 @@ func (f *Forwarder) gone(id string) {
 	f.mu.Lock()
 	f.cache[id] = peer{at: time.Now()}
 	f.mu.Unlock()
+}
+
+// refused is gone for a replica that refused a connection, or whose address another
+// replica answers: one that a wait for the registry (awaitRegistered) would not bring
+// back.
+func (f *Forwarder) refused(id string) {
+	f.mu.Lock()
+	f.cache[id] = peer{at: time.Now(), refused: true}
+	f.mu.Unlock()
+}
+
+// knownRefused reports whether replica id refused a connection within the cache's time.
+func (f *Forwarder) knownRefused(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.cache[id]
+	return ok && p.refused && time.Since(p.at) < cacheFor
 }
 
 // hopHeaders are the connection's own headers (RFC 9110 7.6.1), not the message's.
@@ -460,7 +424,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 			if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 				return true
 			}
-			f.gone(owner) // refused the connection, or another process is at its address: gone
+			f.refused(owner) // refused the connection, or another process is at its address: gone
 		}
 		if !sealed { // only now: a request whose owner is alive costs no opening
 			o, a, _, err := f.sessions.open(sessionID)
@@ -477,7 +441,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, sessionID st
 				f.alive(owner, sealedAddr)
 				return true
 			}
-			f.gone(owner)
+			f.refused(owner)
 		}
 		holder, err := f.sessions.claim(r.Context(), sessionID, owner)
 		if err == nil && holder == "" {
@@ -516,7 +480,7 @@ func (f *Forwarder) forwardPlain(w http.ResponseWriter, r *http.Request, owner s
 	if addr != f.addr && f.forwardTo(w, r, owner, addr, body, reqID) {
 		return true
 	}
-	f.gone(owner)
+	f.refused(owner)
 	f.log.Warn().Str("owner", owner).Msg("cluster: the replica that held the session is unreachable; answering 404 so that the client starts a new session")
 	writeError(w, http.StatusNotFound, reqID, jsonrpc.CodeInvalidRequest, "Session not found: the proxy replica that held it stopped")
 	return true

@@ -45,14 +45,24 @@ func (f *Forwarder) Forwarded(r *http.Request) bool {
 // session is there), whose body the handler has read, is sent there and its answer
 // streamed back, as Forward does for a legacy session. It declines (false) a request
 // ForwardTo sent already, one for this replica, and one for a replica that is not
-// registered: the handler then answers it itself (the call or the task is gone).
+// registered: the handler then answers it itself (the call or the task is gone). When
+// Redis may just have lost the registry (Forwarder.recovering), it waits for the
+// replica to register again (for awaitFor at most) before it declines.
 func (f *Forwarder) ForwardTo(w http.ResponseWriter, r *http.Request, replica string, body []byte) bool {
 	if r.Header.Get(ForwardedToHeader) != "" || replica == f.id || replica == "" {
 		return false
 	}
 	addr, ok := f.lookup(r.Context(), replica)
 	if !ok {
-		return false
+		// Not registered: gone, or Redis restarted empty a moment ago and the replica
+		// registers again within a second (recover.go). The handle carries no address
+		// (it is only MAC'd: an address in it would be the client's to read).
+		if f.knownRefused(replica) {
+			return false
+		}
+		if addr, ok = f.awaitRegistered(r.Context(), replica); !ok {
+			return r.Context().Err() != nil // the client went away, or the handler answers: gone
+		}
 	}
 	var reqID jsonrpc.ID
 	g := callGone
@@ -67,7 +77,7 @@ func (f *Forwarder) ForwardTo(w http.ResponseWriter, r *http.Request, replica st
 	if f.forwardTo(w, out, replica, addr, body, reqID) {
 		return true
 	}
-	f.gone(replica)
+	f.refused(replica)
 	f.log.Warn().Str("replica", replica).Msg("cluster: the replica that holds what a request continues refuses connections: it is gone")
 	writeError(w, g.status, reqID, g.code, g.msg)
 	return true

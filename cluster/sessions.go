@@ -75,8 +75,14 @@ func NewSessions(f *Forwarder, sealer *Sealer, idle time.Duration) *Sessions {
 	s.every = max(min(idle/3, time.Minute), time.Second)
 	s.ttl = idle + s.every + registryTTL
 	f.sessions = s
+	f.addRestorer(s)
 	return s
 }
+
+var _ restorer = (*Sessions)(nil)
+
+func (s *Sessions) pending() bool { return s.restore.Load() }
+func (s *Sessions) kind() string  { return "sessions" }
 
 // Key is the Redis key of session id's hash.
 func (s *Sessions) Key(id string) string {

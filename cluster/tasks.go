@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,18 +31,61 @@ const taskRetention = 24 * time.Hour
 // ttl when the upstream gave one, else taskRetention). Put is one round trip (a
 // transaction of HSET and PEXPIRE), Get one (HGETALL); each touches one key, so both work
 // on Redis Cluster. Errors are Redis's, returned: the router fails closed on them.
+//
+// Made by NewTasks (of a Forwarder), the store also survives Redis losing its hashes (a
+// restart without persistence): it keeps in memory what it Put (at most
+// maxHeldTasks, until each entry's expiry), writes again the hashes Redis lost when the
+// forwarder finds the registry lost (restoreAll: only a missing hash, never one another
+// replica wrote), answers Get of such a task from memory, and, asked for a task Redis
+// does not have while Redis may just have lost it, waits for its replica to write it
+// again (Forwarder.awaitRecovery) before saying it does not know it. None of this costs
+// anything on the path of a call without a task.
 type RedisTasks struct {
 	client  redis.Cmdable
 	prefix  string
-	replica string // this replica's id (Forwarder.ID)
+	replica string     // this replica's id (Forwarder.ID)
+	f       *Forwarder // nil (NewRedisTasks): no waiting for a lost hash
+
+	mu      sync.Mutex           // guards held and missed
+	held    map[string]heldTask  // the tasks this replica Put, by id
+	missed  map[string]time.Time // ids waited for in vain, when: not waited for again for awaitFor
+	restore atomic.Bool          // a Put failed: write what Redis lacks when it answers again
 }
 
-var _ router.TaskStore = (*RedisTasks)(nil)
+// heldTask is what this replica Put of a task, kept to write its hash again.
+type heldTask struct {
+	upstream, session, principal string
+	expires                      time.Time
+}
+
+// maxHeldTasks bounds the tasks a replica keeps in memory to write again; beyond it, the
+// expired and then arbitrary ones are forgotten (their hashes are not written again
+// after Redis lost them).
+const maxHeldTasks = 50000
+
+// maxMissed bounds the ids remembered as waited for in vain.
+const maxMissed = 1024
+
+var (
+	_ router.TaskStore = (*RedisTasks)(nil)
+	_ restorer         = (*RedisTasks)(nil)
+)
 
 // NewRedisTasks returns the store of replica over client, with every key under prefix.
 // It has no side effects.
 func NewRedisTasks(client redis.Cmdable, prefix, replica string) *RedisTasks {
-	return &RedisTasks{client: client, prefix: prefix + "task:", replica: replica}
+	return &RedisTasks{client: client, prefix: prefix + "task:", replica: replica,
+		held: map[string]heldTask{}, missed: map[string]time.Time{}}
+}
+
+// NewTasks returns the task store of forwarder f's replica, over its Redis client and
+// under its key prefix; f writes its tasks again when Redis has lost them. It has no
+// side effects.
+func NewTasks(f *Forwarder) *RedisTasks {
+	s := NewRedisTasks(f.redis, strings.TrimSuffix(f.keyPre, "replica:"), f.id)
+	s.f = f
+	f.addRestorer(s)
+	return s
 }
 
 func (s *RedisTasks) key(id string) string {
@@ -52,6 +99,7 @@ func (s *RedisTasks) Put(ctx context.Context, id string, owner router.TaskOwner,
 	if ttl <= 0 {
 		ttl = taskRetention
 	}
+	s.hold(id, owner, ttl)
 	k := s.key(id)
 	fields := []any{"upstream", owner.Upstream, "session", owner.Session, "replica", s.replica}
 	if owner.Principal != "" {
@@ -63,13 +111,71 @@ func (s *RedisTasks) Put(ctx context.Context, id string, owner router.TaskOwner,
 		return nil
 	})
 	if err != nil {
+		s.restore.Store(true)
 		return fmt.Errorf("recording task in redis: %w", err)
 	}
 	return nil
 }
 
-// Get implements router.TaskStore.
+// hold keeps what Put records of task id in memory.
+func (s *RedisTasks) hold(id string, owner router.TaskOwner, ttl time.Duration) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, known := s.held[id]
+	if owner.Principal == "" {
+		owner.Principal = old.principal
+	}
+	if !known && len(s.held) >= maxHeldTasks {
+		for k, t := range s.held {
+			if now.After(t.expires) {
+				delete(s.held, k)
+			}
+		}
+		for k := range s.held { // still full: an eighth goes, in the map's (arbitrary) order
+			if len(s.held) < maxHeldTasks*7/8 {
+				break
+			}
+			delete(s.held, k)
+		}
+	}
+	s.held[id] = heldTask{upstream: owner.Upstream, session: owner.Session, principal: owner.Principal, expires: now.Add(ttl)}
+}
+
+// Get implements router.TaskStore. A task Redis does not have is this replica's when it
+// Put it (Redis lost the hash; the next registration writes it again); another's, when
+// Redis may just have lost it and its replica writes it again within awaitFor.
 func (s *RedisTasks) Get(ctx context.Context, id string) (router.TaskOwner, bool, error) {
+	o, ok, err := s.get(ctx, id)
+	if ok || err != nil {
+		return o, ok, err
+	}
+	if o, ok := s.mine(id); ok {
+		return o, true, nil
+	}
+	if s.f == nil || !s.await(id) {
+		return router.TaskOwner{}, false, nil
+	}
+	err = s.f.awaitRecovery(ctx, func(ctx context.Context) (bool, error) {
+		o, ok, err = s.get(ctx, id)
+		return ok, err
+	})
+	if ok {
+		return o, true, nil
+	}
+	if err != nil {
+		return router.TaskOwner{}, false, err
+	}
+	s.mu.Lock()
+	if len(s.missed) < maxMissed {
+		s.missed[id] = time.Now()
+	}
+	s.mu.Unlock()
+	return router.TaskOwner{}, false, nil
+}
+
+// get reads task id's hash.
+func (s *RedisTasks) get(ctx context.Context, id string) (router.TaskOwner, bool, error) {
 	m, err := s.client.HGetAll(ctx, s.key(id)).Result()
 	if err != nil {
 		return router.TaskOwner{}, false, fmt.Errorf("reading task from redis: %w", err)
@@ -82,4 +188,107 @@ func (s *RedisTasks) Get(ctx context.Context, id string) (router.TaskOwner, bool
 		o.Replica = r
 	}
 	return o, true, nil
+}
+
+// mine is task id as this replica Put it, unless expired.
+func (s *RedisTasks) mine(id string) (router.TaskOwner, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.held[id]
+	if !ok || time.Now().After(t.expires) {
+		return router.TaskOwner{}, false
+	}
+	return router.TaskOwner{Upstream: t.upstream, Session: t.session, Principal: t.principal}, true
+}
+
+// await reports whether a Get of task id, missing in Redis, may wait for it: not when it
+// was waited for in vain within awaitFor (a task's request asks the store twice: the
+// front end, for the replica to forward to, then the router).
+func (s *RedisTasks) await(id string) bool {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, at := range s.missed {
+		if now.Sub(at) >= awaitFor {
+			delete(s.missed, k)
+		}
+	}
+	_, missed := s.missed[id]
+	return !missed
+}
+
+func (s *RedisTasks) pending() bool { return s.restore.Load() }
+func (s *RedisTasks) kind() string  { return "tasks" }
+
+// restoreTaskScript writes task KEYS[1]'s hash as replica ARGV[1] recorded it (upstream
+// ARGV[2], session ARGV[3], principal ARGV[4], "" for none) with an expiry of ARGV[5] ms,
+// when Redis has none; when it has one of ARGV[1]'s without a principal (a listing Put it
+// again since), it adds the principal. It never touches another replica's hash. It
+// returns 1 when it wrote the hash.
+var restoreTaskScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], 'upstream', ARGV[2], 'session', ARGV[3], 'replica', ARGV[1])
+  if ARGV[4] ~= '' then
+    redis.call('HSET', KEYS[1], 'principal', ARGV[4])
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return 1
+end
+if ARGV[4] ~= '' and redis.call('HGET', KEYS[1], 'replica') == ARGV[1] then
+  redis.call('HSETNX', KEYS[1], 'principal', ARGV[4])
+end
+return 0
+`)
+
+// restoreAll writes again the hashes of the tasks this replica Put that Redis has lost
+// (restoreTaskScript), in pipelined batches of EVAL (as Sessions.restoreAll), forgetting
+// the expired ones; it returns how many it wrote.
+func (s *RedisTasks) restoreAll(ctx context.Context) (int, error) {
+	now := time.Now()
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.held))
+	tasks := make([]heldTask, 0, len(s.held))
+	for id, t := range s.held {
+		if now.After(t.expires) {
+			delete(s.held, id)
+			continue
+		}
+		ids = append(ids, id)
+		tasks = append(tasks, t)
+	}
+	s.mu.Unlock()
+	s.restore.Store(false)
+	wrote := 0
+	for len(ids) > 0 {
+		n := min(len(ids), 512)
+		cctx, cancel := context.WithTimeout(ctx, s.timeout()+time.Duration(n)*10*time.Microsecond)
+		cmds, err := s.client.Pipelined(cctx, func(p redis.Pipeliner) error {
+			for i := range n {
+				t := tasks[i]
+				ms := max(time.Until(t.expires).Milliseconds(), 1)
+				restoreTaskScript.Eval(cctx, p, []string{s.key(ids[i])}, s.replica, t.upstream, t.session, t.principal, ms)
+			}
+			return nil
+		})
+		cancel()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			s.restore.Store(true)
+			return wrote, err
+		}
+		for _, c := range cmds {
+			if v, _ := c.(*redis.Cmd).Int(); v == 1 {
+				wrote++
+			}
+		}
+		ids, tasks = ids[n:], tasks[n:]
+	}
+	return wrote, nil
+}
+
+// timeout is the forwarder's Redis timeout (one second without a forwarder).
+func (s *RedisTasks) timeout() time.Duration {
+	if s.f == nil {
+		return time.Second
+	}
+	return s.f.timeout
 }

@@ -131,12 +131,13 @@ func withCredentials(r *http.Request) func() {
 
 // newTaskStore makes the task store the replicas share through Redis, for the replica
 // of forwarder f (the router's TaskStore); nil without a forwarder (the router keeps its
-// tasks in memory). It uses the forwarder's Redis client, which outlives the router.
-func newTaskStore(cfg *config.Config, f *cluster.Forwarder) router.TaskStore {
+// tasks in memory). It uses the forwarder's Redis client, which outlives the router, and
+// f writes the tasks recorded here again when Redis has lost them.
+func newTaskStore(f *cluster.Forwarder) router.TaskStore {
 	if f == nil {
 		return nil
 	}
-	return cluster.NewRedisTasks(f.Redis(), cfg.Cluster.KeyPrefix, f.ID())
+	return cluster.NewTasks(f)
 }
 
 // clusterCursorKey derives, from the cluster block's shared key, the key of the

@@ -254,7 +254,7 @@ func New(ctx context.Context, cfg *config.Config, opts ...Option) (*Proxy, error
 		if p.fwd, err = startForwarder(cfg, l.Address, l.MaxBodySize, l.SessionIdle, b.log); err != nil { // cluster.go; nil without a cluster block
 			return nil, err
 		}
-		b.tasks, b.many = newTaskStore(cfg, p.fwd), true // cluster.go; nil without a cluster block
+		b.tasks, b.many = newTaskStore(p.fwd), true // cluster.go; nil without a cluster block
 	}
 	if p.e, err = buildEngine(ctx, cfg, b); err != nil {
 		return nil, err
