@@ -17,8 +17,9 @@ import (
 // The real npm servers run sandboxed through the proxy: server-filesystem started by its
 // "#!/usr/bin/env node" bin with the repository's node first on PATH, from a restricted
 // thread of the proxy (network "none": in user and network namespaces of its own);
-// server-everything by node on its script, through the mcp-proxy-sandbox launcher found
-// next to the proxy (network "loopback", which the launcher brings up). The filesystem
+// server-everything by node on its script, with network "loopback" (its lo brought up
+// by that thread in the stopped child, or by the mcp-proxy-sandbox launcher found next
+// to the proxy where the probe found the thread start unable to). The filesystem
 // server allows both directories it is given; the sandbox makes one of them read-only, so
 // a write there fails in the kernel, not in the server, while a write to the other
 // succeeds.
@@ -57,14 +58,17 @@ upstream "every" {
 	if err != nil {
 		t.Fatal(err)
 	}
+	everyStart := "started from a restricted thread of the proxy, which brings up lo in the stopped child"
+	if s := sandbox.Probe(); !s.ThreadLoopback {
+		everyStart = "launcher " + filepath.Join(filepath.Dir(proxyBin), "mcp-proxy-sandbox") + " (network loopback"
+	}
 	validate, vErr, code := runProxy("validate", "--config", cfg)
 	if code != 0 {
 		t.Fatalf("validate: exit %d\n%s%s", code, validate, vErr)
 	}
 	for _, want := range []string{`upstream "fs": sandbox enforced on this machine:`,
 		"started from a restricted thread of the proxy", "read  " + docs + " (read)",
-		`upstream "every": sandbox enforced on this machine:`,
-		"launcher " + filepath.Join(filepath.Dir(proxyBin), "mcp-proxy-sandbox") + " (network loopback",
+		`upstream "every": sandbox enforced on this machine:`, everyStart,
 		"write " + out + " (write)", "network none: Landlock denies TCP bind and connect",
 		nodeBin + " (interpreter)"} {
 		if !strings.Contains(validate, want) {

@@ -104,7 +104,7 @@ func Prepare(p *Policy, cmd *exec.Cmd, name string) (*Launch, error) {
 	cmd.ExtraFiles = []*os.File{l.life.r} // the child's fd 3
 	if l.thread {
 		if l.ns {
-			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+			threadNamespaces(cmd.SysProcAttr, spec.Loopback)
 		}
 		return l, nil
 	}

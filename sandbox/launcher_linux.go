@@ -15,9 +15,10 @@ import (
 )
 
 // The launcher start: the child is a small program that restricts itself and then
-// executes the command. It is used for network "loopback", whose new namespace's lo
-// only a process inside it can bring up, and wherever the thread start is not possible
-// (Support.Thread) or MCP_PROXY_SANDBOX_LAUNCHER names a launcher.
+// executes the command. It is used wherever the thread start is not possible
+// (Support.Thread), for network "loopback" where the thread start cannot bring up the
+// child's lo (Support.ThreadLoopback: only a process inside the new namespace can, and
+// the launcher is), and when MCP_PROXY_SANDBOX_LAUNCHER names a launcher.
 
 // envMarker carries the launcher's instructions (launchSpec as JSON). The launcher
 // removes it before it executes the command.

@@ -20,10 +20,13 @@ type Support struct {
 	NetNSErr error // why not
 	// Thread: a child can be started from a restricted thread of the proxy (the fast
 	// start); else every start goes through the launcher. ThreadNetNS: it can be given
-	// its namespaces that way too.
-	Thread      bool
-	ThreadErr   error // why not
-	ThreadNetNS bool
+	// its namespaces that way too. ThreadLoopback: and its lo brought up, for network
+	// "loopback" (else such a child starts through the launcher).
+	Thread            bool
+	ThreadErr         error // why not
+	ThreadNetNS       bool
+	ThreadLoopback    bool
+	ThreadLoopbackErr error // why not
 }
 
 var (
@@ -51,11 +54,17 @@ func Probe() Support {
 			support.NetNS = support.NetNSErr == nil
 			return
 		}
-		if probeThread(true) == nil {
+		if support.ThreadLoopbackErr = injectSupported(); support.ThreadLoopbackErr == nil {
+			if support.ThreadLoopbackErr = probeThread(true, true); support.ThreadLoopbackErr == nil {
+				support.Thread, support.ThreadNetNS, support.ThreadLoopback, support.NetNS = true, true, true, true
+				return
+			}
+		}
+		if probeThread(true, false) == nil {
 			support.Thread, support.ThreadNetNS, support.NetNS = true, true, true
 			return
 		}
-		support.ThreadErr = probeThread(false)
+		support.ThreadErr = probeThread(false, false)
 		support.Thread = support.ThreadErr == nil
 		support.NetNSErr = probeLauncherNetNS()
 		support.NetNS = support.NetNSErr == nil
@@ -64,9 +73,10 @@ func Probe() Support {
 }
 
 // probeThread starts the launcher in probe mode from a restricted thread, in new user and
-// network namespaces when ns is set. The restriction is a real Landlock domain that
-// denies only what no probe does (making a block device).
-func probeThread(ns bool) error {
+// network namespaces when ns is set, with its lo brought up when loopback is. The
+// restriction is a real Landlock domain that denies only what no probe does (making a
+// block device).
+func probeThread(ns, loopback bool) error {
 	cmd := probeCommand()
 	life, err := newLifeline()
 	if err != nil {
@@ -75,9 +85,9 @@ func probeThread(ns bool) error {
 	defer life.Close()
 	cmd.ExtraFiles = []*os.File{life.r}
 	if ns {
-		cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET
+		threadNamespaces(cmd.SysProcAttr, loopback)
 	}
-	err = startOnThread(cmd, &launchSpec{HandledFS: unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK}, life, ns)
+	err = startOnThread(cmd, &launchSpec{HandledFS: unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK, Loopback: loopback}, life, ns)
 	if cmd.Process != nil {
 		if werr := cmd.Wait(); err == nil && werr != nil {
 			err = fmt.Errorf("the probe child: %w", werr)
@@ -85,7 +95,9 @@ func probeThread(ns bool) error {
 	}
 	if err != nil {
 		what := "starting a child from a restricted thread"
-		if ns {
+		if loopback {
+			what += " with its lo up"
+		} else if ns {
 			what += " in new user and network namespaces"
 		} else if errors.Is(err, unix.EPERM) {
 			err = fmt.Errorf("%w (PTRACE_TRACEME is refused: kernel.yama.ptrace_scope 2 or 3, or a seccomp or LSM rule)", err)
@@ -146,14 +158,14 @@ func netNS(p *Policy) bool {
 func startsOnThread(p *Policy) (bool, string) {
 	s := Probe()
 	switch {
-	case p.mode() == NetworkLoopback:
-		return false, "network loopback: lo is brought up inside the new namespace, which only a process in it can do"
 	case os.Getenv(LauncherEnv) != "":
 		return false, LauncherEnv + " is set"
 	case !s.Thread:
 		return false, s.ThreadErr.Error()
 	case netNS(p) && !s.ThreadNetNS:
 		return false, "a thread start cannot make the namespaces here"
+	case p.mode() == NetworkLoopback && !s.ThreadLoopback:
+		return false, "network loopback: lo cannot be brought up in the child from a restricted thread here: " + s.ThreadLoopbackErr.Error()
 	}
 	return true, ""
 }
@@ -174,6 +186,9 @@ func Explain(p *Policy, command []string, env []string) ([]string, error) {
 	}
 	s := Probe()
 	start := "started from a restricted thread of the proxy"
+	if p.mode() == NetworkLoopback {
+		start += ", which brings up lo in the stopped child and empties its capabilities before it runs"
+	}
 	if ok, why := startsOnThread(p); !ok {
 		start = fmt.Sprintf("launcher %s (%s)", LauncherPath(), why)
 	}

@@ -9,10 +9,12 @@
 // domain, no_new_privs and capabilities of the thread that forked it: so the proxy
 // restricts one of its own OS threads and starts the child from it (thread_linux.go).
 // The child is held stopped at its exec until that thread, which is inside the sandbox,
-// is gone, and a lifeline pipe kills its process group when the proxy ends. Where that
-// cannot be done (network "loopback", whose new namespace's lo must be brought up from
-// inside; a kernel or policy that refuses ptrace), the child is started through a
-// launcher: mcp-proxy-sandbox, or the proxy's own executable re-executed, with the
+// is gone, and a lifeline pipe kills its process group when the proxy ends. For network
+// "loopback", whose new namespace's lo can only be brought up from inside, that thread
+// makes the stopped child run the system calls that do it, by ptrace, before the command
+// runs (inject_linux.go; x86-64). Where that cannot be done (a kernel or policy that
+// refuses ptrace; "loopback" elsewhere than on x86-64, or where the probe found the
+// injection refused), the child is started through a launcher: mcp-proxy-sandbox, or the proxy's own executable re-executed, with the
 // policy in an environment variable. This package's init notices the variable, restricts
 // its own thread and executes the real command, before main and before most of the
 // program's packages are initialized; without the variable it does nothing. So any

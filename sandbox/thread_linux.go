@@ -30,7 +30,9 @@ import (
 // While the child is stopped the proxy, from an ordinary thread, writes its user
 // namespace's uid and gid maps (a Landlock-restricted thread may not open
 // /proc/PID/uid_map) and arms its lifeline, which takes the place of the parent-death
-// signal as "killed with the proxy".
+// signal as "killed with the proxy". Meanwhile, for network "loopback", the restricted
+// thread makes the child bring up its namespace's lo and drop the capability it needed
+// for that (injectLoopback).
 //
 // The thread that forks must have started no other child: each child the proxy starts
 // (an unsandboxed upstream, a plugin) has the parent-death signal SIGKILL, which the
@@ -44,7 +46,9 @@ import (
 // is stopped, to run once the thread has ended. On failure nothing of the command has
 // run; cmd.Process is set when a child was created (it is then dead or being killed: the
 // caller reaps it). mapIDs writes the child's uid and gid maps (for a user namespace of
-// its own).
+// its own). spec.Loopback brings up lo in the child's network namespace: cmd must then
+// give it new user and network namespaces and CAP_NET_ADMIN as an ambient capability
+// (threadNamespaces).
 func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool) error {
 	a := cmd.SysProcAttr
 	a.Setpgid, a.Pgid = true, 0
@@ -70,8 +74,17 @@ func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool)
 			return
 		}
 		stopped <- nil
-		if err := <-proceed; err != nil {
+		var lo error // while the caller writes the maps
+		if spec.Loopback {
+			if lo = injectLoopback(pid); lo != nil {
+				lo = fmt.Errorf("sandbox: bringing up the loopback interface of the child's network namespace: %w", lo)
+			}
+		}
+		if err := <-proceed; err != nil || lo != nil {
 			_ = unix.Kill(pid, unix.SIGKILL)
+			if err == nil {
+				err = lo
+			}
 			detached <- err
 			return
 		}

@@ -244,13 +244,26 @@ func TestSandboxNetworkModes(t *testing.T) {
 		expect(t, got, connectOther, "permission denied")
 		expect(t, got, "selfloop", "permission denied") // its own ephemeral port is not in the list
 	})
-	t.Run("loopback", func(t *testing.T) {
+	// "loopback" from a restricted thread (which brings up the child's lo from outside
+	// it) where the probe found that possible, and through the launcher (which brings it
+	// up from inside).
+	loopback := func(t *testing.T) {
 		p := &sandbox.Policy{Read: read, Network: sandbox.NetworkLoopback}
 		requireSandbox(t, p)
 		got := runSandboxed(t, p, ops)
 		expect(t, got, connect, "connection refused") // the host's listener is in another namespace
 		expect(t, got, connectOther, "connection refused")
 		expect(t, got, "selfloop", "ok")
+	}
+	t.Run("loopback", func(t *testing.T) {
+		if s := sandbox.Probe(); !s.ThreadLoopback {
+			t.Logf("through the launcher: no thread start for loopback here: %v", s.ThreadLoopbackErr)
+		}
+		loopback(t)
+	})
+	t.Run("loopback-launcher", func(t *testing.T) {
+		t.Setenv(sandbox.LauncherEnv, "/proc/self/exe")
+		loopback(t)
 	})
 }
 

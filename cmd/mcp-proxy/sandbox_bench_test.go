@@ -22,9 +22,11 @@ import (
 // no capabilities and the Landlock ruleset of the runtime's files:
 //
 //   - thread-*: started from a restricted thread of the proxy (the default), with network
-//     "any" (no namespaces) and "none" (a user and a network namespace as well);
+//     "any" (no namespaces), "none" (a user and a network namespace as well) and
+//     "loopback" (those, and lo brought up by system calls the thread injects in the
+//     stopped child);
 //   - launcher-*: through mcp-proxy-sandbox (built here, as installed next to mcp-proxy),
-//     as every start was before and "loopback" still is (its lo is brought up inside);
+//     as every start was before (it brings lo up from inside for "loopback");
 //   - self-any: through this test binary itself (it links every package the proxy does,
 //     so its initialization costs what the proxy's own would, the launcher's fallback).
 //
@@ -48,6 +50,7 @@ func BenchmarkSandboxedStart(b *testing.B) {
 		{"plain", nil, ""},
 		{"thread-any", &sandbox.Policy{Network: sandbox.NetworkAny}, ""},
 		{"thread-none", &sandbox.Policy{Network: sandbox.NetworkNone}, ""},
+		{"thread-loopback", &sandbox.Policy{Network: sandbox.NetworkLoopback}, ""},
 		{"launcher-any", &sandbox.Policy{Network: sandbox.NetworkAny}, launcher},
 		{"launcher-none", &sandbox.Policy{Network: sandbox.NetworkNone}, launcher},
 		{"launcher-loopback", &sandbox.Policy{Network: sandbox.NetworkLoopback}, launcher},
@@ -60,6 +63,9 @@ func BenchmarkSandboxedStart(b *testing.B) {
 				}
 				if s := sandbox.Probe(); bc.launcher == "" && (!s.Thread || (bc.policy.Network == sandbox.NetworkNone && !s.ThreadNetNS)) {
 					b.Skipf("no thread start here: %v", s.ThreadErr)
+				}
+				if s := sandbox.Probe(); bc.launcher == "" && bc.policy.Network == sandbox.NetworkLoopback && !s.ThreadLoopback {
+					b.Skipf("no thread start for loopback here: %v", s.ThreadLoopbackErr)
 				}
 				if bc.launcher != "" {
 					b.Setenv(sandbox.LauncherEnv, bc.launcher)
