@@ -73,6 +73,26 @@ func injectLoopback(pid int) error {
 	return t.restore()
 }
 
+// injectDropCaps empties the capability sets of the stopped, traced child pid, restoring
+// its text, stack and registers exactly. A child in a user namespace of its own held
+// every capability of that namespace up to its exec, so the exec kept the file
+// capabilities of a command that has some (no_new_privs refuses only what the process
+// did not hold before): emptied here, before the command's first instruction, they
+// cannot come back (no_new_privs again).
+func injectDropCaps(pid int) error {
+	if err := injectSupported(); err != nil {
+		return err
+	}
+	t := &tracee{pid: pid}
+	if err := t.save(); err != nil {
+		return err
+	}
+	if err := t.dropCaps(); err != nil {
+		return err
+	}
+	return t.restore()
+}
+
 // save records the registers, the text word and the stack bytes, and writes the calls'
 // instructions.
 func (t *tracee) save() error {

@@ -210,3 +210,63 @@ func TestThreadStartLoopbackFailsClosed(t *testing.T) {
 		t.Errorf("the child ended with %v, want killed", werr)
 	}
 }
+
+// A child with namespaces of its own ("none") held every capability of its new user
+// namespace up to its exec, so a command with file capabilities kept them through the
+// exec (no_new_privs refuses only a gain): the thread start empties the child's sets
+// before its first instruction, as the launcher empties its own before the exec.
+func TestThreadStartNamespacesNoCapabilities(t *testing.T) {
+	if s := Probe(); !s.ThreadNetNS {
+		t.Skip("no thread start with namespaces here")
+	}
+	if os.Getenv(LauncherEnv) != "" {
+		t.Skipf("%s is set", LauncherEnv)
+	}
+	if err := injectSupported(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	capcat := dir + "/cat"
+	src, err := os.ReadFile("/bin/cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(capcat, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("setcap", "cap_net_raw,cap_dac_override+ep", capcat).CombinedOutput(); err != nil {
+		t.Skipf("cannot give a file capabilities here: %v %s", err, out)
+	}
+	cmd := exec.Command(capcat)
+	echo := catPipes(t, cmd)
+	l, err := Prepare(&Policy{Network: NetworkNone, Read: []string{dir}}, cmd, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Cleanup()
+	if !l.thread || !l.ns {
+		t.Fatalf("not a thread start with namespaces: thread %v ns %v", l.thread, l.ns)
+	}
+	if err := l.Start(cmd); err != nil {
+		if cmd.Process != nil {
+			cmd.Wait()
+		}
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	if got := echo("hello, sandbox"); got != "hello, sandbox" {
+		t.Errorf("cat echoed %q", got)
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		if want := set + ":\t0000000000000000\n"; !strings.Contains(string(status), want) {
+			t.Errorf("the child has capabilities: want %q in\n%s", want, status)
+		}
+	}
+}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,7 +60,9 @@ func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool)
 	stopped := make(chan error, 1)  // the thread: the child is stopped at its exec, or why not
 	proceed := make(chan error, 1)  // the caller: nil to let it run, else why it must not
 	detached := make(chan error, 1) // the thread: the child was let go, or why not
+	var tid int                     // the thread's, read once detached is received
 	if err := spareThread(func() {
+		tid = unix.Gettid()
 		if err := restrictThread(spec); err != nil {
 			stopped <- err
 			return
@@ -75,9 +79,14 @@ func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool)
 		}
 		stopped <- nil
 		var lo error // while the caller writes the maps
-		if spec.Loopback {
+		switch {
+		case spec.Loopback:
 			if lo = injectLoopback(pid); lo != nil {
 				lo = fmt.Errorf("sandbox: bringing up the loopback interface of the child's network namespace: %w", lo)
+			}
+		case mapIDs && injectSupported() == nil:
+			if lo = injectDropCaps(pid); lo != nil {
+				lo = fmt.Errorf("sandbox: emptying the capability sets of the child: %w", lo)
 			}
 		}
 		if err := <-proceed; err != nil || lo != nil {
@@ -113,7 +122,32 @@ func startOnThread(cmd *exec.Cmd, spec *launchSpec, life *lifeline, mapIDs bool)
 	if err2 := <-detached; err == nil {
 		err = err2
 	}
+	if err == nil {
+		go continueAfter(cmd.Process, tid)
+	}
 	return err
+}
+
+// continueAfter sends the child p SIGCONT once the thread tid has ended. Its
+// parent-death signal does that, except where the exec cleared it: the kernel clears a
+// child's parent-death signal when the program it executes gains privileges, as a
+// command with file capabilities does in a user namespace of its own (its sets are
+// emptied before it runs, but that comes after). Then the child would stay stopped.
+// The thread is gone from /proc/self/task once it has let go of its memory and files,
+// which is when the parent-death signal is sent; a second SIGCONT changes nothing. If
+// the thread is still there after a minute (it never is), the child is left stopped:
+// it must not run beside it.
+func continueAfter(p *os.Process, tid int) {
+	path := "/proc/self/task/" + strconv.Itoa(tid)
+	wait := 100 * time.Microsecond
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			_ = p.Signal(syscall.SIGCONT) // through a pidfd: never another process
+			return
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 50*time.Millisecond)
+	}
 }
 
 // waitExecStop waits until the traced child stops at its exec, without reaping it.
