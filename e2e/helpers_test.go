@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // syncBuffer collects a process's stderr safely across goroutines.
@@ -386,15 +388,15 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
+// freeAddr returns a loopback address with a port that was free a moment ago, below the
+// kernel's ephemeral range and never handed out before in this process
+// (topology.FreeAddr says why).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := topology.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	return addr
 }
 

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 )
 
 // -mode http: the targets are spoken to over Streamable HTTP.
@@ -71,15 +73,9 @@ func childEnv(o *options) []string {
 	return nil
 }
 
-// freeLoopbackAddr returns a loopback host:port that was free a moment ago.
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
+// freeLoopbackAddr returns a loopback host:port that was free a moment ago
+// (topology.FreeAddr: below the kernel's ephemeral range, never the same twice).
+func freeLoopbackAddr() (string, error) { return topology.FreeAddr() }
 
 // waitAddrFile waits for a server child to write its address file.
 func waitAddrFile(ctx context.Context, path string, c *child) (string, error) {

@@ -41,16 +41,6 @@ func Need(name string) (string, error) {
 	return p, nil
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago.
-func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // WaitListening waits until something accepts connections at addr, or timeout.
 func WaitListening(addr string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
