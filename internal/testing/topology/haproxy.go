@@ -35,6 +35,7 @@ defaults
 %s
 frontend mcp
   bind %s
+  monitor-uri `+haproxyProbe+`
   default_backend replicas
 
 backend replicas
@@ -74,8 +75,25 @@ func startHAProxy(dir, front string, servers []string, tee *os.File) (*Process, 
 		p.Stop(time.Second)
 		return nil, fmt.Errorf("%v\n%s", err, p.Output)
 	}
+	// Something listens: make sure it is this HAProxy (its monitor URI answers 200), not
+	// a process that took the port first (this one then fails to bind and exits).
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + front + haproxyProbe)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+	}
+	if err != nil {
+		p.Stop(time.Second)
+		return nil, fmt.Errorf("haproxy does not serve %s (another process has the port?): %v\n%s", front, err, p.Output)
+	}
 	return p, nil
 }
+
+// haproxyProbe is the URI HAProxy answers itself (monitor-uri), to tell it from another
+// process at its address.
+const haproxyProbe = "/.topology-haproxy-probe"
 
 // errorStatuses are the statuses HAProxy answers itself that errorFiles rewrites.
 var errorStatuses = []int{502, 503, 504}
