@@ -2,9 +2,12 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // What a replica does when Redis has lost the shared state (a restart without
@@ -149,4 +152,36 @@ func (f *Forwarder) awaitRegistered(ctx context.Context, id string) (string, boo
 		return ok, err
 	})
 	return addr, addr != ""
+}
+
+// restoreBatch is how many scripts restoreInBatches sends in one pipeline.
+const restoreBatch = 512
+
+// restoreInBatches calls eval for the items 0 to n-1 in pipelines of restoreBatch, each
+// under a timeout of base plus 10 µs an item, and counts the scripts that answered 1
+// (they wrote). It stops at the first pipeline that fails. (EVAL, not EVALSHA: a Redis
+// that restarted has no scripts, and a pipeline cannot load one on NOSCRIPT.)
+func restoreInBatches(ctx context.Context, c redis.Cmdable, base time.Duration, n int, eval func(ctx context.Context, p redis.Pipeliner, i int)) (int, error) {
+	wrote := 0
+	for start := 0; start < n; {
+		k := min(n-start, restoreBatch)
+		cctx, cancel := context.WithTimeout(ctx, base+time.Duration(k)*10*time.Microsecond)
+		cmds, err := c.Pipelined(cctx, func(p redis.Pipeliner) error {
+			for i := start; i < start+k; i++ {
+				eval(cctx, p, i)
+			}
+			return nil
+		})
+		cancel()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return wrote, err
+		}
+		for _, cmd := range cmds {
+			if v, _ := cmd.(*redis.Cmd).Int(); v == 1 {
+				wrote++
+			}
+		}
+		start += k
+	}
+	return wrote, nil
 }

@@ -327,8 +327,8 @@ return 0
 `)
 
 // restoreAll writes again the hashes of the sessions this replica holds that Redis has
-// lost (restoreScript), in pipelined batches (EVAL, not EVALSHA: a Redis that restarted
-// has no scripts, and a pipeline cannot load one on NOSCRIPT); it returns how many it wrote.
+// lost (restoreScript), in pipelined batches (restoreInBatches); it returns how many it
+// wrote.
 func (s *Sessions) restoreAll(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.held))
@@ -339,27 +339,11 @@ func (s *Sessions) restoreAll(ctx context.Context) (int, error) {
 	}
 	s.mu.Unlock()
 	s.restore.Store(false)
-	wrote := 0
-	for len(ids) > 0 {
-		n := min(len(ids), 512)
-		cctx, cancel := context.WithTimeout(ctx, s.f.timeout+time.Duration(n)*10*time.Microsecond)
-		cmds, err := s.f.redis.Pipelined(cctx, func(p redis.Pipeliner) error {
-			for i := range n {
-				restoreScript.Eval(cctx, p, []string{s.Key(ids[i])}, s.f.id, states[i].level, states[i].subs, s.ttl.Milliseconds(), states[i].active)
-			}
-			return nil
-		})
-		cancel()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			s.restore.Store(true)
-			return wrote, err
-		}
-		for _, c := range cmds {
-			if v, _ := c.(*redis.Cmd).Int(); v == 1 {
-				wrote++
-			}
-		}
-		ids, states = ids[n:], states[n:]
+	wrote, err := restoreInBatches(ctx, s.f.redis, s.f.timeout, len(ids), func(ctx context.Context, p redis.Pipeliner, i int) {
+		restoreScript.Eval(ctx, p, []string{s.Key(ids[i])}, s.f.id, states[i].level, states[i].subs, s.ttl.Milliseconds(), states[i].active)
+	})
+	if err != nil {
+		s.restore.Store(true)
 	}
-	return wrote, nil
+	return wrote, err
 }

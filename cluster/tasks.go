@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -258,31 +257,15 @@ func (s *RedisTasks) restoreAll(ctx context.Context) (int, error) {
 	}
 	s.mu.Unlock()
 	s.restore.Store(false)
-	wrote := 0
-	for len(ids) > 0 {
-		n := min(len(ids), 512)
-		cctx, cancel := context.WithTimeout(ctx, s.timeout()+time.Duration(n)*10*time.Microsecond)
-		cmds, err := s.client.Pipelined(cctx, func(p redis.Pipeliner) error {
-			for i := range n {
-				t := tasks[i]
-				ms := max(time.Until(t.expires).Milliseconds(), 1)
-				restoreTaskScript.Eval(cctx, p, []string{s.key(ids[i])}, s.replica, t.upstream, t.session, t.principal, ms)
-			}
-			return nil
-		})
-		cancel()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			s.restore.Store(true)
-			return wrote, err
-		}
-		for _, c := range cmds {
-			if v, _ := c.(*redis.Cmd).Int(); v == 1 {
-				wrote++
-			}
-		}
-		ids, tasks = ids[n:], tasks[n:]
+	wrote, err := restoreInBatches(ctx, s.client, s.timeout(), len(ids), func(ctx context.Context, p redis.Pipeliner, i int) {
+		t := tasks[i]
+		ms := max(time.Until(t.expires).Milliseconds(), 1)
+		restoreTaskScript.Eval(ctx, p, []string{s.key(ids[i])}, s.replica, t.upstream, t.session, t.principal, ms)
+	})
+	if err != nil {
+		s.restore.Store(true)
 	}
-	return wrote, nil
+	return wrote, err
 }
 
 // timeout is the forwarder's Redis timeout (one second without a forwarder).

@@ -76,20 +76,15 @@ func checkLoopbackChild(t *testing.T, pid int) {
 	}
 }
 
-// A "loopback" child started from a restricted thread runs its command (cat echoes),
-// with lo up in a namespace of its own and no capabilities left.
-func TestThreadStartLoopback(t *testing.T) {
-	requireThreadLoopback(t)
-	if os.Getenv(LauncherEnv) != "" {
-		t.Skipf("%s is set", LauncherEnv)
-	}
-	cmd := exec.Command("/bin/cat")
-	echo := catPipes(t, cmd)
-	l, err := Prepare(&Policy{Network: NetworkLoopback}, cmd, "test")
+// startThreaded starts cmd under p from a restricted thread with namespaces of its own
+// (failing the test when it would start otherwise); the test's end kills and reaps it.
+func startThreaded(t *testing.T, p *Policy, cmd *exec.Cmd) {
+	t.Helper()
+	l, err := Prepare(p, cmd, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Cleanup()
+	t.Cleanup(l.Cleanup)
 	if !l.thread || !l.ns {
 		t.Fatalf("not a thread start with namespaces: thread %v ns %v", l.thread, l.ns)
 	}
@@ -99,10 +94,22 @@ func TestThreadStartLoopback(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
-	}()
+	})
+}
+
+// A "loopback" child started from a restricted thread runs its command (cat echoes),
+// with lo up in a namespace of its own and no capabilities left.
+func TestThreadStartLoopback(t *testing.T) {
+	requireThreadLoopback(t)
+	if os.Getenv(LauncherEnv) != "" {
+		t.Skipf("%s is set", LauncherEnv)
+	}
+	cmd := exec.Command("/bin/cat")
+	echo := catPipes(t, cmd)
+	startThreaded(t, &Policy{Network: NetworkLoopback}, cmd)
 	if got := echo("hello, sandbox"); got != "hello, sandbox" {
 		t.Errorf("cat echoed %q", got)
 	}
@@ -239,24 +246,7 @@ func TestThreadStartNamespacesNoCapabilities(t *testing.T) {
 	}
 	cmd := exec.Command(capcat)
 	echo := catPipes(t, cmd)
-	l, err := Prepare(&Policy{Network: NetworkNone, Read: []string{dir}}, cmd, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Cleanup()
-	if !l.thread || !l.ns {
-		t.Fatalf("not a thread start with namespaces: thread %v ns %v", l.thread, l.ns)
-	}
-	if err := l.Start(cmd); err != nil {
-		if cmd.Process != nil {
-			cmd.Wait()
-		}
-		t.Fatal(err)
-	}
-	defer func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	}()
+	startThreaded(t, &Policy{Network: NetworkNone, Read: []string{dir}}, cmd)
 	if got := echo("hello, sandbox"); got != "hello, sandbox" {
 		t.Errorf("cat echoed %q", got)
 	}
