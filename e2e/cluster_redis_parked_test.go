@@ -37,17 +37,8 @@ func TestClusterRedisRestartedParked(t *testing.T) {
 		t.Fatalf("parking a call on r0: want input_required with a handle naming a replica: %s", parked.raw)
 	}
 	a := openSession(ctx, t, r0, at(r0))
-	res, code, msg := legacyRequest(ctx, t, a, "create", "tools/call",
-		`{"name":"npm__simulate-research-query","arguments":{"topic":"proxies"},"task":{"ttl":120000}}`)
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	if code != 0 || json.Unmarshal(res, &created) != nil || created.Task.TaskID == "" {
-		t.Fatalf("task-augmented call on r0: %d %s %s", code, msg, res)
-	}
-	params := fmt.Sprintf(`{"taskId":%q}`, created.Task.TaskID)
+	taskID := createResearchTask(ctx, t, a)
+	params := fmt.Sprintf(`{"taskId":%q}`, taskID)
 	b := openSession(ctx, t, r1, at(r1)) // the client following the task: its session is r1's
 
 	// r0 paused across the restart: Redis comes back empty, and r0 cannot register

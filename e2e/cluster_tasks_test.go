@@ -42,6 +42,23 @@ func legacyRequest(ctx context.Context, t *testing.T, c *httpWire, id, method, p
 	return m.Result, 0, ""
 }
 
+// createResearchTask makes a task-augmented call of server-everything's research tool in
+// session c (held by r0) and returns the task's id.
+func createResearchTask(ctx context.Context, t *testing.T, c *httpWire) string {
+	t.Helper()
+	res, code, msg := legacyRequest(ctx, t, c, "create", "tools/call",
+		`{"name":"npm__simulate-research-query","arguments":{"topic":"proxies"},"task":{"ttl":120000}}`)
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if code != 0 || json.Unmarshal(res, &created) != nil || created.Task.TaskID == "" {
+		t.Fatalf("task-augmented call on r0: %d %s %s", code, msg, res)
+	}
+	return created.Task.TaskID
+}
+
 // openSession initializes a legacy session straight at replica r (which then holds it)
 // and returns a client of it that sends to url.
 func openSession(ctx context.Context, t *testing.T, r *topology.Replica, url string) *httpWire {
@@ -74,17 +91,7 @@ func TestClusterTasks(t *testing.T) {
 	at := func(r *topology.Replica) string { return "http://" + r.Addr + "/mcp" }
 
 	a := openSession(ctx, t, r0, at(r0))
-	res, code, msg := legacyRequest(ctx, t, a, "create", "tools/call",
-		`{"name":"npm__simulate-research-query","arguments":{"topic":"proxies"},"task":{"ttl":120000}}`)
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	if code != 0 || json.Unmarshal(res, &created) != nil || created.Task.TaskID == "" {
-		t.Fatalf("task-augmented call on r0: %d %s %s", code, msg, res)
-	}
-	id := created.Task.TaskID
+	id := createResearchTask(ctx, t, a)
 	params := fmt.Sprintf(`{"taskId":%q}`, id)
 
 	b := openSession(ctx, t, r1, at(r1))
@@ -121,7 +128,7 @@ func TestClusterTasks(t *testing.T) {
 	}
 
 	r0.Kill()
-	_, code, msg = legacyRequest(ctx, t, b, "after-kill", "tasks/get", params)
+	_, code, msg := legacyRequest(ctx, t, b, "after-kill", "tasks/get", params)
 	if code == 0 || !strings.Contains(msg, "replica") {
 		t.Errorf("tasks/get of a task whose replica was killed: %d %q", code, msg)
 	}
