@@ -68,20 +68,28 @@ func (e *InputError) Error() string { return e.Msg }
 // maxSecret bounds a secret's value.
 const maxSecret = 64 << 10
 
+// credentialsOf begins a credentials request: the principal whose credentials it may
+// verb (whose, from ?principal=), required when need is set; false once it has
+// answered (no per-user upstream, refused, no principal).
+func (s *Server) credentialsOf(w http.ResponseWriter, r *http.Request, verb string, need bool) (string, bool) {
+	if s.opts.Credentials == nil {
+		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
+		return "", false
+	}
+	who, ok := s.whose(w, r, s.callerOf(r), r.URL.Query().Get("principal"), verb)
+	if ok && need && who == "" {
+		http.Error(w, "principal is required", http.StatusBadRequest)
+		return "", false
+	}
+	return who, ok
+}
+
 // serveSetSecret stores the request's body as ?principal='s secret ?name for ?upstream
 // (the caller's own without ?principal=; another's for an administrator only).
 func (s *Server) serveSetSecret(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Credentials == nil {
-		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
-		return
-	}
 	q := r.URL.Query()
-	who, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "set")
+	who, ok := s.credentialsOf(w, r, "set", true)
 	if !ok {
-		return
-	}
-	if who == "" {
-		http.Error(w, "principal is required", http.StatusBadRequest)
 		return
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxSecret+1))
@@ -154,12 +162,8 @@ type CredentialSummary struct {
 // serveCredentials lists the grants: ?upstream= and ?principal= narrow the list; a
 // principal that is not an administrator sees its own only.
 func (s *Server) serveCredentials(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Credentials == nil {
-		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
-		return
-	}
 	q := r.URL.Query()
-	who, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "list")
+	who, ok := s.credentialsOf(w, r, "list", false)
 	if !ok {
 		return
 	}
@@ -178,17 +182,9 @@ func (s *Server) serveCredentials(w http.ResponseWriter, r *http.Request) {
 // serveRevoke revokes ?principal='s grants (with ?upstream= only, when given): the
 // caller's own without ?principal=; another's for an administrator only.
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Credentials == nil {
-		http.Error(w, "no upstream has per-user credentials", http.StatusNotFound)
-		return
-	}
 	q := r.URL.Query()
-	p, ok := s.whose(w, r, s.callerOf(r), q.Get("principal"), "revoke")
+	p, ok := s.credentialsOf(w, r, "revoke", true)
 	if !ok {
-		return
-	}
-	if p == "" {
-		http.Error(w, "principal is required", http.StatusBadRequest)
 		return
 	}
 	out, err := s.opts.Credentials.Revoke(r.Context(), q.Get("upstream"), p)

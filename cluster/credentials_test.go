@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/credential"
+	"github.com/mcp-proxy/mcp-proxy/internal/testing/topology"
 	"github.com/mcp-proxy/mcp-proxy/principal"
 )
 
@@ -16,21 +17,7 @@ import (
 // grant is bound to its principal, TakeFlow takes once, and a lease is held by one
 // taker at a time across clients (replicas).
 func TestRedisCredentials(t *testing.T) {
-	r := startRedis(t)
-	sealer, err := credential.NewSealer("0123456789abcdef0123456789abcdef-redis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	newStore := func() *RedisCredentials {
-		c, err := NewClient(clusterOf(r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewRedisCredentials(c, "test:", sealer)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := newStore(), newStore()
+	_, a, b := twoCredentialStores(t)
 	ctx := context.Background()
 	now := time.Now().Round(0)
 	g := &credential.Grant{Upstream: "jira", Principal: "alice", Mode: credential.ModeOAuth, AccessToken: principal.NewSecret("AT-SECRET"),
@@ -97,21 +84,7 @@ func TestRedisCredentials(t *testing.T) {
 // (Redis restarted) and made again asks for a resync: what was published meanwhile is
 // lost. Subscribe returns when its context ends.
 func TestCredentialChanges(t *testing.T) {
-	r := startRedis(t)
-	sealer, err := credential.NewSealer("0123456789abcdef0123456789abcdef-redis")
-	if err != nil {
-		t.Fatal(err)
-	}
-	newStore := func() *RedisCredentials {
-		c, err := NewClient(clusterOf(r))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewRedisCredentials(c, "test:", sealer)
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := newStore(), newStore()
+	r, a, b := twoCredentialStores(t)
 	type heard struct {
 		mu      sync.Mutex
 		changes []credential.Change
@@ -198,4 +171,25 @@ func TestCredentialChanges(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// twoCredentialStores returns a redis-server and two stores (two replicas' clients) over one redis-server,
+// with the same sealer; the test's end closes them.
+func twoCredentialStores(t *testing.T) (r *topology.Redis, a, b *RedisCredentials) {
+	t.Helper()
+	r = startRedis(t)
+	sealer, err := credential.NewSealer("0123456789abcdef0123456789abcdef-redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newStore := func() *RedisCredentials {
+		c, err := NewClient(clusterOf(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewRedisCredentials(c, "test:", sealer)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	return r, newStore(), newStore()
 }
